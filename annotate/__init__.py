@@ -1,0 +1,13 @@
+"""Blind annotation: the coding app store, Label Studio, adjudication."""
+
+from __future__ import annotations
+
+from samples.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "HumanLabel": "annotate.records",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports('annotate', _EXPORTS)

@@ -1,0 +1,26 @@
+"""The human labels table: one row per (task, annotator, role), the latest edit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LabelRole = Literal["independent", "adjudication"]
+Backend = Literal["app", "labelstudio", "simulated"]
+
+
+class HumanLabel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(description="Blinded task id (join to unit_id through the sealed key).")
+    annotator: str = Field(description="Annotator name (adjudicator name for adjudications).")
+    label: str = Field(description="Canonical label from the kind's scheme (samples.schemes).")
+    first_turn: int | None = Field(default=None, description="Identify: first recognition turn; None otherwise.")
+    unsure: bool = Field(default=False, description="Annotator flagged uncertainty; does not change the label.")
+    note: str = Field(default="", description="Free note.")
+    created_at: str = Field(description="ISO-8601 UTC time of the first submit.")
+    updated_at: str = Field(description="ISO-8601 UTC time of the latest edit (the one that counts).")
+    seconds_spent: float | None = Field(default=None, description="Time on the task before submit, if known.")
+    backend: Backend = Field(description="Where the label came from; 'simulated' labels are never human.")
+    role: LabelRole = Field(default="independent", description="Independent label, or an adjudication kept apart.")

@@ -1,0 +1,66 @@
+"""`accord` command line: one module per command under ``apps/commands``.
+
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int`` and a
+docstring whose first line is its summary. Only the chosen command's module is
+imported, so start-up stays lean (``accord agree`` must answer in well under a
+second, interpreter included). Exit codes: 0 ok, 1 a gate failed, 2 usage or input
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from samples.errors import InputError
+
+_COMMANDS_PACKAGE = "apps.commands"
+
+
+def _command_names() -> list[str]:
+    package = importlib.import_module(_COMMANDS_PACKAGE)
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+
+
+def _usage() -> str:
+    lines = ["usage: accord COMMAND [options]   (accord COMMAND --help for details)", "", "commands:"]
+    for name in _command_names():
+        module = importlib.import_module(f"{_COMMANDS_PACKAGE}.{name.replace('-', '_')}")
+        summary = (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+        lines.append(f"  {name:<12} {summary}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name = argv[0]
+    if name not in _command_names():
+        print(f"accord: error: unknown command {name!r}; choose from {', '.join(_command_names())}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"{_COMMANDS_PACKAGE}.{name.replace('-', '_')}")
+    parser = argparse.ArgumentParser(prog=f"accord {name}", description=module.__doc__)
+    module.add_arguments(parser)
+    try:
+        args = parser.parse_args(argv[1:])
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        return int(module.run(args))
+    except InputError as error:
+        print(f"accord {name}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"accord {name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Canonical records: what every stage of accord reads and writes.
+
+These models are the data contracts documented in ARCHITECTURE.md. Adapters turn
+foreign formats into ``Trajectory``; ``samples.units`` cuts trajectories into
+``Unit``s; the sampler adds a stratum and an inclusion probability
+(``SampledUnit``); blinding splits a sample into annotator-facing ``BlindTask``s
+and a sealed ``KeyEntry`` per task. Fields may be added; never renamed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Setting = Literal["controlled", "natural", "other"]
+Split = Literal["conflict", "control", "none"]
+UnitKind = Literal["identify_trajectory", "identify_turn", "escalate_final", "correctness", "response"]
+UNIT_KINDS: tuple[str, ...] = (
+    "identify_trajectory",
+    "identify_turn",
+    "escalate_final",
+    "correctness",
+    "response",
+)
+# Unit fields that identify the evaluated model or the design; never shown to an
+# annotator, never imported into an annotation tool.
+STRATUM_FIELDS: tuple[str, ...] = ("agent", "backbone", "family", "dataset", "setting", "split")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCall(_Record):
+    name: str = Field(description="Tool name as the agent called it.")
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict, description="Arguments: a JSON object, or the raw string when it did not parse."
+    )
+    result: str | None = Field(default=None, description="What the tool returned, as text; None if unknown.")
+    success: bool | None = Field(default=None, description="Whether the call succeeded; None if unknown.")
+
+
+class Step(_Record):
+    index: int = Field(ge=0, description="0-based position in the trajectory.")
+    role: str = Field(description="assistant, user, tool, system, or a multi-agent speaker name.")
+    reasoning: str | None = Field(default=None, description="Hidden reasoning; may contain <think> blocks.")
+    text: str | None = Field(default=None, description="Text the step shows (to the user or the next agent).")
+    tool_calls: list[ToolCall] = Field(default_factory=list, description="Tool calls made in this step.")
+    is_final: bool = Field(default=False, description="True for the final assistant turn (the answer).")
+
+
+class Trajectory(_Record):
+    id: str = Field(description="Stable id of the run, unique within a study.")
+    agent: str = Field(description="Agent harness (e.g. 'Claude Code', 'Qwen-Agent').")
+    backbone: str = Field(description="Backbone model id (e.g. 'gpt-5', 'qwen3.5-9b').")
+    family: str = Field(description="Model family of the backbone (e.g. 'openai', 'qwen'); 'unknown' if not known.")
+    dataset: str = Field(description="Source benchmark (e.g. 'GAIA').")
+    setting: Setting = Field(default="other", description="ISE setting: controlled / natural conflict, or other.")
+    split: Split = Field(default="none", description="conflict / control instance, or none outside ISE designs.")
+    question: str = Field(default="", description="The task given to the agent.")
+    references: list[str] = Field(default_factory=list, description="Reference (gold) answers.")
+    steps: list[Step] = Field(default_factory=list, description="Ordered steps s_1..s_T.")
+    final_answer: str | None = Field(default=None, description="Final assistant turn text; None when truncated.")
+    truncated: bool = Field(default=False, description="Hit max_turns without a final answer.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata from the source (kept, never shown).")
+
+
+class Unit(_Record):
+    unit_id: str = Field(description="Opaque, deterministic id: 'u_' + sha256(trajectory_id, kind, turn_index)[:20].")
+    trajectory_id: str = Field(description="Source trajectory: the cluster for bootstrap resampling.")
+    kind: UnitKind = Field(description="What is judged: see UNIT_KINDS and ARCHITECTURE.md.")
+    text: str = Field(description="Exactly what a judge receives as its user message and an annotator reads.")
+    turns: list[str] | None = Field(
+        default=None, description="Identify kinds: the numbered intermediate turns, '[turn i] ...', for display."
+    )
+    focus_turn: int | None = Field(default=None, description="identify_turn: the turn being labelled.")
+    strata: dict[str, str] = Field(
+        default_factory=dict,
+        description="Stratification fields (agent, backbone, family, dataset, setting, split, ...). Never shown.",
+    )
+    reference: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Ground truth the benchmark scorer needs (references, existing human labels). Never shown.",
+    )
+
+
+class SampledUnit(Unit):
+    stratum: str = Field(description="Stratum key, e.g. 'agent=X|split=conflict'.")
+    inclusion_prob: float = Field(gt=0, le=1, description="P(unit in sample) under the plan; weight = 1/p.")
+
+
+class BlindTask(_Record):
+    task_id: str = Field(description="Opaque id shown to annotators; unrelated to unit_id without the sealed key.")
+    kind: UnitKind = Field(description="Unit kind: selects the codebook and the input widgets.")
+    text: str = Field(description="Display payload after identity scrubbing.")
+    turns: list[str] | None = Field(default=None, description="Scrubbed numbered turns (Identify kinds).")
+    focus_turn: int | None = Field(default=None, description="identify_turn: the turn being labelled.")
+
+
+class KeyEntry(_Record):
+    """One row of the sealed key (written mode 0600, kept apart from the tasks)."""
+
+    task_id: str = Field(description="The blinded task id.")
+    unit_id: str = Field(description="The unit it stands for.")
+    trajectory_id: str = Field(description="Cluster id.")
+    kind: UnitKind = Field(description="Unit kind.")
+    strata: dict[str, str] = Field(default_factory=dict, description="Stratification fields of the unit.")
+    stratum: str = Field(description="Sampling stratum.")
+    inclusion_prob: float = Field(gt=0, le=1, description="Inclusion probability under the plan.")

@@ -1,0 +1,59 @@
+"""Label schemes: the closed set of labels each judgement task may produce.
+
+Judges, annotators and the agreement engine all speak these canonical strings, so
+a judge label and a human label of the same unit compare directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from samples.errors import InputError
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelScheme:
+    name: str
+    labels: tuple[str, ...]
+    positive: str | None
+    description: str
+
+    def check(self, label: str, *, where: str) -> str:
+        if label not in self.labels:
+            raise InputError(f"{where}: label {label!r} is not one of {list(self.labels)} (scheme {self.name!r})")
+        return label
+
+
+SCHEMES: dict[str, LabelScheme] = {
+    s.name: s
+    for s in (
+        LabelScheme(name="identify", labels=("yes", "no"), positive="yes",
+                    description="ISE Identify: flag=1 -> yes (a specific conflict, prior-belief contradiction or missing fact is named)."),
+        LabelScheme(name="escalate", labels=("yes", "no"), positive="yes",
+                    description="ISE Escalate: the final answer substantively transfers a specific uncertainty (YES/NO)."),
+        LabelScheme(name="correctness", labels=("correct", "incorrect"), positive="correct",
+                    description="ISE correctness judge: CORRECT only if all references are covered."),
+        LabelScheme(name="refusal", labels=("refusal", "claim"), positive="refusal",
+                    description="ISE refusal classifier (App. D.3): REFUSAL or CLAIM."),
+        LabelScheme(name="ehq4", labels=("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"), positive=None,
+                    description="EHQ section 3.3 four-class response label."),
+        LabelScheme(name="decision", labels=("ANSWER", "DECLINE"), positive="DECLINE",
+                    description="Aggarwal et al. DECISION parser output."),
+    )
+}
+
+# The scheme a unit kind is judged under unless a judge or study says otherwise.
+DEFAULT_SCHEME: dict[str, str] = {
+    "identify_trajectory": "identify",
+    "identify_turn": "identify",
+    "escalate_final": "escalate",
+    "correctness": "correctness",
+    "response": "ehq4",
+}
+
+
+def get_scheme(name: str) -> LabelScheme:
+    try:
+        return SCHEMES[name]
+    except KeyError:
+        raise InputError(f"unknown label scheme {name!r}; known: {sorted(SCHEMES)}") from None

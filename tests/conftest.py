@@ -1,0 +1,26 @@
+"""Fixtures every test area shares: the shared/ data folder and the repo root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# CI clones main into a folder with a copy of shared/ beside it; developers have it
+# at ../shared too. ACCORD_SHARED overrides.
+SHARED = Path(os.environ.get("ACCORD_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The shared/ folder; tests that read it skip with a reason when it is absent."""
+    if not (SHARED / "data").is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED} (set ACCORD_SHARED)")
+    return SHARED
