@@ -1,0 +1,63 @@
+"""The annotation backend extension point and its registry.
+
+The coding app and Label Studio are two implementations of one Protocol; a
+third-party backend registers the same way the built-ins do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from annotate.records import HumanLabel
+from samples.errors import InputError
+from samples.records import BlindTask
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushReport:
+    backend: str
+    n_tasks: int
+    annotators: tuple[str, ...]
+    created: int = 0
+    already_present: int = 0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendStatus:
+    backend: str
+    n_tasks: int
+    labelled: Mapping[str, int]
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class AnnotationBackend(Protocol):
+    """Push blinded tasks to annotators, pull their labels, report progress."""
+
+    name: str
+
+    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport: ...
+
+    def pull(self) -> list[HumanLabel]: ...
+
+    def status(self) -> BackendStatus: ...
+
+
+_BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
+
+
+def register_backend(name: str, factory: Callable[..., AnnotationBackend]) -> None:
+    if name in _BACKENDS and _BACKENDS[name] is not factory:
+        raise ValueError(f"annotation backend {name!r} is already registered")
+    _BACKENDS[name] = factory
+
+
+def get_backend(name: str, **options: Any) -> AnnotationBackend:
+    try:
+        factory = _BACKENDS[name]
+    except KeyError:
+        raise InputError(f"unknown annotation backend {name!r}; registered: {sorted(_BACKENDS)}") from None
+    return factory(**options)

@@ -1,0 +1,66 @@
+"""Loading blinded tasks for an annotation backend, refusing anything not blinded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from samples.errors import InputError
+from samples.records import STRATUM_FIELDS, UNIT_KINDS, BlindTask
+
+# Keys that only exist on unblinded records: their presence means blinding did not happen.
+_UNBLINDED_KEYS = frozenset(STRATUM_FIELDS) | {
+    "unit_id", "trajectory_id", "strata", "stratum", "inclusion_prob", "judge", "judge_label", "label", "reference",
+}
+
+
+def load_tasks(path: str | Path) -> list[BlindTask]:
+    """Read ``blind/tasks.jsonl``; every problem is reported at once, with its line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: tasks file not found") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    problems: list[str] = []
+    tasks: list[BlindTask] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as error:
+            problems.append(f"{where}: invalid JSON ({error.msg})")
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            continue
+        leaked = sorted(_UNBLINDED_KEYS & raw.keys())
+        if leaked:
+            problems.append(f"{where}: field(s) {leaked} present; tasks must come from `accord blind` (identity/design fields removed)")
+            continue
+        if raw.get("kind") not in UNIT_KINDS:
+            problems.append(f"{where}: field 'kind' is {raw.get('kind')!r}; expected one of {list(UNIT_KINDS)}")
+            continue
+        try:
+            task = BlindTask.model_validate(raw)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field_name = ".".join(str(p) for p in first["loc"]) or "(record)"
+            problems.append(f"{where}: field '{field_name}': {first['msg']}")
+            continue
+        if task.task_id in seen:
+            problems.append(f"{where}: duplicated task_id {task.task_id!r} (first on line {seen[task.task_id]})")
+            continue
+        seen[task.task_id] = number
+        tasks.append(task)
+    if problems:
+        raise InputError(f"{path}: {len(problems)} bad task record(s)", problems=problems)
+    if not tasks:
+        raise InputError(f"{path}: no tasks (an empty task set cannot be annotated)")
+    return tasks
