@@ -12,6 +12,21 @@ _EXPORTS: dict[str, str] = {
     "register_backend": "annotate.base",
     "get_backend": "annotate.base",
     "load_tasks": "annotate.tasks",
+    "LabelStudioBackend": "annotate.labelstudio",
+    "LabelStudioPullReport": "annotate.labelstudio",
+    "load_labelstudio_credentials": "annotate.labelstudio",
+    "Store": "annotate.store",
+    "SubmitResult": "annotate.store",
+    "Revision": "annotate.store",
+    "AppBackend": "annotate.app_backend",
+    "AnnotatorSession": "annotate.app_backend",
+    "AdjudicatorSession": "annotate.app_backend",
+    "sign_in": "annotate.app_backend",
+    "load_orders": "annotate.app_backend",
+    "adjudication_queue": "annotate.adjudicate",
+    "Disagreement": "annotate.adjudicate",
+    "export_labels": "annotate.export",
+    "codebook_for_kind": "annotate.codebook",
 }
 
 __all__ = sorted(_EXPORTS)

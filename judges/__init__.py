@@ -6,6 +6,33 @@ from samples.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "JudgeLabel": "judges.records",
+    "JudgeSpec": "judges.spec",
+    "build_judge": "judges.spec",
+    "load_judges": "judges.spec",
+    "parse_judge_ref": "judges.spec",
+    "PromptSpec": "judges.prompts",
+    "load_prompt": "judges.prompts",
+    "builtin_prompts": "judges.prompts",
+    "parse_output": "judges.parsers",
+    "register_output_kind": "judges.parsers",
+    "OutputKind": "judges.parsers",
+    "Provider": "judges.providers.base",
+    "ProviderConfig": "judges.providers.base",
+    "Completion": "judges.providers.base",
+    "CallError": "judges.providers.base",
+    "register_provider": "judges.providers.base",
+    "provider_names": "judges.providers.base",
+    "RequestCache": "judges.cache",
+    "PriceTable": "judges.prices",
+    "StudyPaths": "judges.runner",
+    "RunSummary": "judges.runner",
+    "run_judges": "judges.runner",
+    "read_units": "judges.tables",
+    "read_labels": "judges.tables",
+    "write_openai_batch": "judges.batch",
+    "write_anthropic_batch": "judges.batch",
+    "import_batch_results": "judges.batch",
+    "LlamaServer": "judges.local_server",
 }
 
 __all__ = sorted(_EXPORTS)

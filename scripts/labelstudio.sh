@@ -1,3 +1,108 @@
 #!/usr/bin/env bash
-# Placeholder: filled in by the labelstudio work.
-exit 0
+# Label Studio 1.23.2 for accord, in its OWN virtual environment (it pins
+# label-studio-sdk 2.1.2, whose opencv dependency caps numpy below 2.3, so it must
+# never share accord's .venv).
+#
+#   scripts/labelstudio.sh install   idempotent: venv under $ACCORD_CACHE/labelstudio-1.23.2
+#   scripts/labelstudio.sh start     start a server (env below), wait for /health, pid in .run/labelstudio.pid
+#   scripts/labelstudio.sh stop      stop the server started by `start`
+#   scripts/labelstudio.sh path      print the label-studio executable
+#
+# `start` reads: LS_PORT (default 8080), LS_DATA_DIR (default .run/labelstudio-data;
+# the admin account and its token are only created on a FRESH data dir),
+# LABEL_STUDIO_USERNAME (an email), LABEL_STUDIO_PASSWORD, LABEL_STUDIO_USER_TOKEN
+# (6-40 characters), LS_START_TIMEOUT (seconds, default 240), LS_PID_FILE (default
+# .run/labelstudio.pid; scripts/stop_services.sh stops every .run/*.pid).
+set -euo pipefail
+VERSION=1.23.2
+CACHE=${ACCORD_CACHE:-$HOME/.cache/accord}
+PREFIX=$CACHE/labelstudio-$VERSION
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PIDFILE=${LS_PID_FILE:-$ROOT/.run/labelstudio.pid}
+
+install() {
+  if [ -x "$PREFIX/bin/label-studio" ] && [ -e "$PREFIX/.installed" ]; then
+    return 0
+  fi
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.labelstudio-$VERSION.lock"
+  flock 9
+  if [ -x "$PREFIX/bin/label-studio" ] && [ -e "$PREFIX/.installed" ]; then
+    return 0
+  fi
+  rm -rf "$PREFIX"
+  "${PYTHON:-python3}" -m venv "$PREFIX"
+  "$PREFIX/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+  "$PREFIX/bin/python" -m pip install -q --disable-pip-version-check "label-studio==$VERSION"
+  # `label-studio --version` would migrate a database in ~/.local/share: check the import instead.
+  "$PREFIX/bin/python" -c "import label_studio, label_studio_sdk"
+  touch "$PREFIX/.installed"
+  echo "label-studio $VERSION installed in $PREFIX"
+}
+
+healthy() {
+  "$PREFIX/bin/python" - "$1" <<'PY' 2>/dev/null
+import json, sys, urllib.request
+with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2) as r:
+    sys.exit(0 if json.load(r).get("status") == "UP" else 1)
+PY
+}
+
+start() {
+  install
+  local port=${LS_PORT:-8080}
+  local data=${LS_DATA_DIR:-$ROOT/.run/labelstudio-data}
+  local timeout=${LS_START_TIMEOUT:-240}
+  mkdir -p "$ROOT/.run" "$data"
+  if [ -e "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+    echo "label-studio already running (pid $(cat "$PIDFILE")); run '$0 stop' first" >&2
+    return 1
+  fi
+  export LABEL_STUDIO_BASE_DATA_DIR=$data
+  export LABEL_STUDIO_USERNAME=${LABEL_STUDIO_USERNAME:-admin@accord.local}
+  export LABEL_STUDIO_PASSWORD=${LABEL_STUDIO_PASSWORD:-accord-admin-password}
+  export LABEL_STUDIO_USER_TOKEN=${LABEL_STUDIO_USER_TOKEN:-accordadmintoken0123456789}
+  export LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN=true
+  export LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK=true
+  export LABEL_STUDIO_COLLECT_ANALYTICS=false
+  export SENTRY_DSN= FRONTEND_SENTRY_DSN=
+  setsid "$PREFIX/bin/label-studio" start --no-browser --internal-host 127.0.0.1 --port "$port" \
+    >"$data/server.log" 2>&1 < /dev/null &
+  echo $! >"$PIDFILE"
+  local deadline=$((SECONDS + timeout))
+  until healthy "$port"; do
+    if ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+      echo "label-studio exited during start-up; log: $data/server.log" >&2
+      tail -n 20 "$data/server.log" >&2 || true
+      rm -f "$PIDFILE"
+      return 1
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      echo "label-studio not healthy after ${timeout}s; log: $data/server.log" >&2
+      stop
+      return 1
+    fi
+    sleep 1
+  done
+  echo "label-studio up at http://127.0.0.1:$port (pid $(cat "$PIDFILE"), data $data)"
+}
+
+stop() {
+  [ -e "$PIDFILE" ] || return 0
+  local pid
+  pid=$(cat "$PIDFILE")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PIDFILE"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  path) install >/dev/null; echo "$PREFIX/bin/label-studio" ;;
+  *) echo "usage: $0 install|start|stop|path" >&2; exit 2 ;;
+esac

@@ -24,7 +24,7 @@ def chromium_path() -> str:
 
 @contextmanager
 def browser() -> Iterator[object]:
-    """Yield a Playwright Browser on Debian's chromium with a fresh profile."""
+    """Yield a Playwright BrowserContext on Debian's chromium with a fresh profile and a tall viewport."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="accord-chromium-") as profile, sync_playwright() as p:

@@ -1,0 +1,529 @@
+"""Agreement panels: the tables the seed papers report, from one labels table.
+
+- human majority per unit with an explicit tie policy (``agreement.majority``);
+- human-human: mean pairwise raw agreement, Fleiss' kappa, Gwet's AC1 and
+  Krippendorff's alpha over the annotators (ISE Table 7, left);
+- judge vs humans: each judge against the human majority and against each
+  annotator (raw, Cohen's kappa, AC1; ISE Table 7, right, and the "agrees with each
+  individual annotator on average" figure);
+- judge-judge pairs: raw, kappa, AC1 per pair, overall and per subgroup, with the
+  directional disagreement counts (ISE Table 6 and its "GPT-5 says no where Sonnet
+  says yes on 1,334 instances");
+- against a reference rater (the majority or a named rater): confusion matrix,
+  per-class precision, recall and F1, accuracy (EHQ's classifier validation).
+
+Two-rater coefficients come from the engine's ``compute_pairs`` and follow its
+missing-data conventions: raw agreement and Cohen's kappa use the units both raters
+labelled; AC1's chance term uses every unit either labelled (Gwet 2014). A judge's
+unscored rows are missing, counted in ``missing_by_rater`` and ``n_only_a``/``n_only_b``,
+never a label. Every result is an ``AgreementResult`` with its analytic SE; the human
+panel, judge vs majority, judge pairs and reference reports also carry the bootstrap
+resamples (one shared draw per table: judges, majority and reference are columns of
+one small table whose units collapse to a few rating patterns). Judge vs each
+annotator carries analytic SEs only: with many annotators, a shared draw would have
+one atom per unit and cost B x n per table, the price the human panel pays once.
+Every kappa carries the Byrt-Bishop-Carlin prevalence and bias indices beside it
+(the engine sets them for two raters and two categories; the human panel reports
+their mean over annotator pairs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agreement.bootstrap import DEFAULT_SEED
+from agreement.majority import MajorityVote, check_tie_policy, majority_vote
+from agreement.results import AgreementResult
+from agreement.table import RatingData
+from samples.errors import InputError
+
+PANEL_COEFFICIENTS = ("percent_agreement", "fleiss_kappa", "gwet_ac1", "krippendorff_alpha")
+PAIR_COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
+MAJORITY = "human majority"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """How every coefficient in a report is computed (recorded in the report)."""
+
+    weights: str = "identity"
+    alpha_level: str = "nominal"
+    """Krippendorff's alpha metric: nominal, ordinal, interval or ratio."""
+    n_resamples: int = 10_000
+    seed: int = DEFAULT_SEED
+    cluster: bool = True
+    """Resample whole clusters (and cluster the analytic SEs) when the data carry cluster ids."""
+    pair_coefficients: tuple[str, ...] = PAIR_COEFFICIENTS
+    """Two-rater coefficients; open-vocabulary (free-text) labels may drop cohen_kappa, whose
+    per-unit statistics grow with the square of the number of categories."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_resamples, bool) or int(self.n_resamples) != self.n_resamples or self.n_resamples < 0:
+            raise InputError(f"n_resamples={self.n_resamples!r}: expected an integer >= 0 (0 = analytic SEs only)")
+        if int(self.seed) != self.seed:
+            raise InputError(f"seed={self.seed!r}: expected an integer")
+        unknown = [c for c in self.pair_coefficients if c not in PAIR_COEFFICIENTS]
+        if unknown or "percent_agreement" not in self.pair_coefficients:
+            raise InputError(f"pair_coefficients={list(self.pair_coefficients)}: expected percent_agreement plus "
+                             f"any of {list(PAIR_COEFFICIENTS[1:])}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairPanel:
+    """Two raters: coefficients, confusion matrix and directional disagreements."""
+
+    rater_a: str
+    rater_b: str
+    categories: tuple[Any, ...]
+    n_units: int
+    """Units both raters labelled (raw agreement and Cohen's kappa use exactly these)."""
+    n_only_a: int
+    """Units only ``rater_a`` labelled (``rater_b`` missing or unscored)."""
+    n_only_b: int
+    confusion: np.ndarray
+    """(q, q) counts over the units both labelled: rows ``rater_a``'s label, columns ``rater_b``'s."""
+    results: Mapping[str, AgreementResult]
+
+    @property
+    def n(self) -> int:
+        return self.n_units
+
+    def disagreements(self) -> list[tuple[Any, Any, int]]:
+        """Directional disagreement counts: (label by a, label by b, units) for every off-diagonal cell."""
+        q = len(self.categories)
+        return [(self.categories[i], self.categories[j], int(self.confusion[i, j]))
+                for i in range(q) for j in range(q) if i != j]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanPanel:
+    """Agreement among the human annotators (ISE Table 7, "human vs human")."""
+
+    raters: tuple[str, ...]
+    n_units: int
+    """Units with at least one human rating."""
+    n_pairable: int
+    """Units with at least two human ratings (the ones agreement can use)."""
+    n_missing: int
+    """Empty (unit, annotator) cells among the rated units."""
+    pairwise_agreement: Mapping[tuple[str, str], float]
+    """Raw agreement of each annotator pair over the units both rated (NaN: no shared unit)."""
+    mean_pairwise_agreement: float
+    """Mean of ``pairwise_agreement`` over pairs sharing a unit (ISE's "mean pairwise raw agreement")."""
+    prevalence_index: float | None
+    """Mean over annotator pairs of the Byrt-Bishop-Carlin prevalence index (two categories only)."""
+    bias_index: float | None
+    """Mean over annotator pairs of the absolute bias index (a pair's sign depends on its order)."""
+    results: Mapping[str, AgreementResult]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeVsHumans:
+    """One judge against the human majority and against each annotator."""
+
+    judge: str
+    vs_majority: PairPanel | None
+    """None when no unit has both a majority label and a judge label (reason in ``undefined_reason``)."""
+    vs_annotators: tuple[PairPanel, ...]
+    """Per annotator; analytic SEs and t intervals (no bootstrap: see the module docstring)."""
+    mean_vs_annotators: Mapping[str, float]
+    """Coefficient -> mean statistic over annotators where it is defined (NaN if none)."""
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgePairTable:
+    """Every judge pair on one subgroup of units (``subgroup`` None = all units)."""
+
+    subgroup: str | None
+    n_units: int
+    pairs: tuple[PairPanel, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassMetrics:
+    """Precision, recall and F1 of one class against the reference (NaN + reason when undefined)."""
+
+    label: Any
+    support: int
+    """Units the reference puts in this class."""
+    predicted: int
+    """Units the rater puts in this class."""
+    precision: float
+    recall: float
+    f1: float
+    undefined_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceReport:
+    """A rater scored against a reference (EHQ's classifier validation)."""
+
+    rater: str
+    reference: str
+    agreement: PairPanel
+    """``rater_a`` = the rater, ``rater_b`` = the reference (accuracy = its raw agreement)."""
+    per_class: tuple[ClassMetrics, ...]
+    accuracy: float
+    macro_f1: float
+    """Mean F1 over classes where it is defined (NaN if none)."""
+
+    @property
+    def confusion(self) -> np.ndarray:
+        """(q, q) counts: rows the reference's label, columns the rater's."""
+        return self.agreement.confusion.T
+
+
+@dataclass(frozen=True, kw_only=True)
+class PanelReport:
+    """Everything ``accord agree`` prints, computed once."""
+
+    source: str
+    humans: tuple[str, ...]
+    judges: tuple[str, ...]
+    categories: tuple[Any, ...]
+    n_units: int
+    n_ratings: int
+    missing_by_rater: Mapping[str, int]
+    """Units each rater did not label (a judge's unscored rows included)."""
+    settings: Settings
+    majority: MajorityVote | None
+    human_panel: HumanPanel | None
+    judges_vs_humans: tuple[JudgeVsHumans, ...]
+    judge_pairs: tuple[JudgePairTable, ...]
+    references: tuple[ReferenceReport, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """Why a panel is absent or incomplete (e.g. fewer than two humans, tied units awaiting adjudication)."""
+
+
+def compare_pairs(table: RatingData, pairs: Sequence[tuple[str, str]], *, settings: Settings,
+                  resample: bool = True) -> dict[tuple[str, str], PairPanel]:
+    """Pair panels for ``pairs`` of ``table``'s raters, on one shared resample draw.
+
+    Uses the engine's ``compute_pairs``: the table's units collapse to rating patterns
+    once, and every pair's coefficients are slices of the same resamples. Pairs that
+    share no labelled unit are left out (the caller says why).
+    """
+    from agreement import compute_pairs
+
+    codes, q = table.codes, table.n_categories
+    column = {r: i for i, r in enumerate(table.raters)}
+    shared = [(a, b) for a, b in pairs if np.any((codes[:, column[a]] >= 0) & (codes[:, column[b]] >= 0))]
+    if not shared:
+        return {}
+    results = compute_pairs(table, list(settings.pair_coefficients), shared, weights=settings.weights,
+                            alpha_level=settings.alpha_level, n_resamples=settings.n_resamples if resample else 0,
+                            seed=settings.seed, cluster=settings.cluster)
+    panels = {}
+    for a, b in shared:
+        ca, cb = codes[:, column[a]], codes[:, column[b]]
+        both = (ca >= 0) & (cb >= 0)
+        confusion = np.bincount(ca[both] * q + cb[both], minlength=q * q).reshape(q, q)
+        panels[(a, b)] = PairPanel(rater_a=a, rater_b=b, categories=table.categories, n_units=int(both.sum()),
+                                   n_only_a=int(((ca >= 0) & (cb < 0)).sum()),
+                                   n_only_b=int(((cb >= 0) & (ca < 0)).sum()), confusion=confusion,
+                                   results=results[(a, b)])
+    return panels
+
+
+def pairwise_raw_agreement(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(r, r) raw agreement and shared-unit counts for every rater pair, vectorised over units."""
+    present = codes >= 0
+    shared = present.T.astype(np.int64) @ present.astype(np.int64)
+    same = np.zeros_like(shared)
+    for start in range(0, codes.shape[0], 50_000):  # bounds the n x r x r boolean block
+        block = codes[start:start + 50_000]
+        same += ((block[:, :, None] == block[:, None, :]) & (block[:, :, None] >= 0)).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(shared > 0, same / np.maximum(shared, 1), np.nan), shared
+
+
+def _mean_pair_indices(data: RatingData, shared: np.ndarray) -> tuple[float | None, float | None]:
+    """Mean Byrt-Bishop-Carlin prevalence and |bias| over rater pairs sharing a unit (binary only)."""
+    from agreement import prevalence_bias_indices
+
+    if data.n_categories != 2:
+        return None, None
+    indices = [prevalence_bias_indices(data, [a, b]) for i, a in enumerate(data.raters)
+               for j, b in enumerate(data.raters) if i < j and shared[i, j] > 0]
+    if not indices:
+        return None, None
+    return (float(np.mean([x.prevalence_index for x in indices])),
+            float(np.mean([abs(x.bias_index) for x in indices])))
+
+
+def human_panel(data: RatingData, humans: Sequence[str], *, settings: Settings) -> HumanPanel:
+    """Human-human agreement over the units at least one annotator rated."""
+    from agreement import compute
+
+    if len(humans) < 2:
+        raise InputError(f"humans={list(humans)}: the human-human panel needs at least two annotators")
+    sub = data.select_raters(humans)
+    sub = sub.select_units((sub.codes >= 0).any(axis=1))
+    raw, shared = pairwise_raw_agreement(sub.codes)
+    upper = np.triu_indices(len(humans), k=1)
+    defined = raw[upper][shared[upper] > 0]
+    prevalence, bias = _mean_pair_indices(sub, shared)
+    results = compute(sub, list(PANEL_COEFFICIENTS), weights=settings.weights, alpha_level=settings.alpha_level,
+                      n_resamples=settings.n_resamples, seed=settings.seed, cluster=settings.cluster)
+    return HumanPanel(raters=tuple(humans), n_units=sub.n_units,
+                      n_pairable=int(((sub.codes >= 0).sum(axis=1) >= 2).sum()), n_missing=int((sub.codes < 0).sum()),
+                      pairwise_agreement={(humans[i], humans[j]): float(raw[i, j]) for i, j in zip(*upper)},
+                      mean_pairwise_agreement=float(defined.mean()) if defined.size else math.nan,
+                      prevalence_index=prevalence, bias_index=bias, results=results)
+
+
+def _mean_statistics(panels: Sequence[PairPanel], names: Sequence[str]) -> dict[str, float]:
+    means = {}
+    for name in names:
+        values = np.array([p.results[name].statistic for p in panels], dtype=float)
+        values = values[np.isfinite(values)]
+        means[name] = float(values.mean()) if values.size else math.nan
+    return means
+
+
+def class_metrics(confusion: np.ndarray, categories: Sequence[Any]) -> tuple[ClassMetrics, ...]:
+    """Per-class precision/recall/F1 from a (reference rows x rater columns) confusion matrix."""
+    tp = np.diag(confusion).astype(float)
+    support = confusion.sum(axis=1)
+    predicted = confusion.sum(axis=0)
+    out = []
+    for k, label in enumerate(categories):
+        reasons = []
+        precision = tp[k] / predicted[k] if predicted[k] else math.nan
+        recall = tp[k] / support[k] if support[k] else math.nan
+        if not predicted[k]:
+            reasons.append("the rater never gives this label (precision undefined)")
+        if not support[k]:
+            reasons.append("the reference never gives this label (recall undefined)")
+        if math.isnan(precision) or math.isnan(recall):
+            f1 = math.nan
+        elif precision + recall == 0:
+            f1 = 0.0
+        else:
+            f1 = 2 * precision * recall / (precision + recall)
+        out.append(ClassMetrics(label=label, support=int(support[k]), predicted=int(predicted[k]),
+                                precision=float(precision), recall=float(recall), f1=float(f1),
+                                undefined_reason="; ".join(reasons) or None))
+    return tuple(out)
+
+
+def reference_report(panel: PairPanel) -> ReferenceReport:
+    """``panel.rater_a`` scored against ``panel.rater_b`` as the reference."""
+    per_class = class_metrics(panel.confusion.T, panel.categories)
+    f1 = np.array([c.f1 for c in per_class])
+    f1 = f1[np.isfinite(f1)]
+    return ReferenceReport(rater=panel.rater_a, reference=panel.rater_b, agreement=panel, per_class=per_class,
+                           accuracy=float(np.trace(panel.confusion) / panel.n_units),
+                           macro_f1=float(f1.mean()) if f1.size else math.nan)
+
+
+def _subgroup_masks(data: RatingData, subgroups: Mapping[Any, Any] | None) -> list[tuple[str, np.ndarray]]:
+    if not subgroups:
+        return []
+    groups = np.array([str(subgroups.get(u, "")) for u in data.units.tolist()], dtype=object)
+    missing = np.flatnonzero(groups == "")
+    if missing.size:
+        raise InputError(f"subgroups: unit {data.units[missing[0]]!r} has no subgroup value")
+    return [(str(g), groups == g) for g in sorted(set(groups.tolist()))]
+
+
+def _with_columns(data: RatingData, names: Sequence[str], columns: Sequence[np.ndarray]) -> RatingData:
+    return RatingData(units=data.units, raters=tuple(names), categories=data.categories,
+                      codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
+                      source=data.source)
+
+
+def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: str, positive: Any = None,
+                 reference: str | None = "majority", subgroups: Mapping[Any, Any] | None = None,
+                 subgroup_name: str = "subgroup", settings: Settings | None = None) -> PanelReport:
+    """All panels for ``data``: raters not in ``judges`` are the humans.
+
+    ``reference`` is "majority" (the human majority), a rater name, or None (no
+    reference report). ``subgroups`` maps unit id -> subgroup value for the
+    per-subgroup judge-judge tables.
+    """
+    settings = settings or Settings()
+    check_tie_policy(tie_policy, data.categories, positive)
+    judges = tuple(dict.fromkeys(str(j) for j in judges))
+    for judge in judges:
+        data.rater_index(judge)
+    if MAJORITY in data.raters:
+        raise InputError(f"{data.source}: the rater name {MAJORITY!r} is reserved for the human majority")
+    if reference not in (None, "majority"):
+        data.rater_index(reference)
+    humans = tuple(r for r in data.raters if r not in judges)
+    notes: list[str] = []
+    majority = panel = None
+    if humans:
+        majority = majority_vote(data.codes[:, [data.rater_index(h) for h in humans]], units=data.units,
+                                 categories=data.categories, voters=humans, tie_policy=tie_policy, positive=positive)
+        if majority.needs_adjudication:
+            notes.append(f"{majority.n_ties} tied unit(s) await adjudication; the judge-vs-majority panel "
+                         "leaves them out until then")
+    if len(humans) >= 2:
+        panel = human_panel(data, humans, settings=settings)
+    else:
+        notes.append(f"human-human panel: needs at least two human annotators, got {len(humans)}")
+    if judges and not humans:
+        notes.append("judge vs humans: no human annotators (every rater is a --judge)")
+
+    # One shared-resample table for everything bootstrapped: judges, the majority, a named reference.
+    names = list(judges)
+    columns = [data.codes[:, data.rater_index(j)] for j in judges]
+    if majority is not None:
+        names.append(MAJORITY)
+        columns.append(majority.codes)
+    named_reference = reference not in (None, "majority")
+    if named_reference and reference not in names:
+        names.append(reference)
+        columns.append(data.codes[:, data.rater_index(reference)])
+    judge_pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
+    wanted = [(j, MAJORITY) for j in judges if majority is not None] + judge_pairs
+    wanted += [(j, reference) for j in judges if named_reference and j != reference]
+    compared = compare_pairs(_with_columns(data, names, columns), wanted, settings=settings) if len(names) >= 2 else {}
+
+    versus = []
+    if judges and humans:
+        annotators = compare_pairs(data, [(j, h) for j in judges for h in humans], settings=settings,
+                                   resample=False)
+        for judge in judges:
+            mine = tuple(annotators[(judge, h)] for h in humans if (judge, h) in annotators)
+            vs_majority = compared.get((judge, MAJORITY))
+            versus.append(JudgeVsHumans(
+                judge=judge, vs_majority=vs_majority, vs_annotators=mine,
+                mean_vs_annotators=_mean_statistics(mine, settings.pair_coefficients),
+                undefined_reason=None if vs_majority else f"no unit has both a {judge!r} label and a human majority"))
+    tables = []
+    if judge_pairs:
+        tables.append(JudgePairTable(subgroup=None, n_units=data.n_units,
+                                     pairs=tuple(compared[p] for p in judge_pairs if p in compared)))
+        for value, mask in _subgroup_masks(data, subgroups):
+            part = data.select_raters(judges).select_units(mask)
+            found = compare_pairs(part, judge_pairs, settings=settings)
+            tables.append(JudgePairTable(subgroup=f"{subgroup_name}={value}", n_units=part.n_units,
+                                         pairs=tuple(found[p] for p in judge_pairs if p in found)))
+    references = []
+    if reference is not None and judges:
+        target = MAJORITY if reference == "majority" else reference
+        if reference == "majority" and majority is None:
+            notes.append("reference report: no human majority (no human annotators)")
+        else:
+            for judge in (j for j in judges if j != target):
+                if (judge, target) in compared:
+                    references.append(reference_report(compared[(judge, target)]))
+                else:
+                    notes.append(f"reference report: {judge!r} and {target!r} share no labelled unit")
+    missing = (data.codes < 0).sum(axis=0)
+    return PanelReport(source=data.source, humans=humans, judges=judges, categories=data.categories,
+                       n_units=data.n_units, n_ratings=data.n_ratings,
+                       missing_by_rater={r: int(m) for r, m in zip(data.raters, missing)}, settings=settings,
+                       majority=majority, human_panel=panel, judges_vs_humans=tuple(versus),
+                       judge_pairs=tuple(tables), references=tuple(references), notes=tuple(notes))
+
+
+def _number(value: Any) -> float | int | None:
+    """JSON number at full precision; NaN/inf become null (the reason travels beside it)."""
+    if value is None:
+        return None
+    value = float(value) if not isinstance(value, (int, np.integer)) else int(value)
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return _number(value)
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def result_to_dict(result: AgreementResult, *, level: float = 0.95) -> dict[str, Any]:
+    """One coefficient for ``--json``: full precision, null + reason where undefined."""
+    out = {
+        "coefficient": result.coefficient,
+        "statistic": _number(result.statistic),
+        "undefined_reason": result.undefined_reason,
+        "pa": _number(result.pa), "pe": _number(result.pe),
+        "se": _number(result.se), "se_method": result.se_method, "df": _number(result.df),
+        "n_units": result.n_units, "n_raters": result.n_raters,
+        "prevalence_index": _number(result.prevalence_index), "bias_index": _number(result.bias_index),
+        "ci_level": level,
+        "ci_t": [_number(v) for v in result.confidence_interval(level, "t")],
+    }
+    if result.bootstrap is not None:
+        out["ci_percentile"] = [_number(v) for v in result.confidence_interval(level, "percentile")]
+        out["n_resamples"] = int(result.bootstrap.size)
+        out["bootstrap_undefined"] = result.bootstrap_undefined
+    out["details"] = {k: _jsonable(v) for k, v in result.details.items() if k != "jackknife"}
+    return out
+
+
+def _pair_to_dict(panel: PairPanel | None, level: float) -> dict[str, Any] | None:
+    if panel is None:
+        return None
+    return {
+        "rater_a": panel.rater_a, "rater_b": panel.rater_b, "n_units": panel.n_units,
+        "n_only_a": panel.n_only_a, "n_only_b": panel.n_only_b,
+        "confusion": {"rows": panel.rater_a, "columns": panel.rater_b, "labels": _jsonable(panel.categories),
+                      "counts": panel.confusion.tolist()},
+        "disagreements": [{"a": _jsonable(a), "b": _jsonable(b), "count": c} for a, b, c in panel.disagreements()],
+        "results": {k: result_to_dict(v, level=level) for k, v in panel.results.items()},
+    }
+
+
+def report_to_dict(report: PanelReport, *, level: float = 0.95) -> dict[str, Any]:
+    """The whole report as JSON-able data (what ``accord agree --json`` prints)."""
+    majority = report.majority
+    human = report.human_panel
+    return {
+        "source": report.source,
+        "humans": list(report.humans), "judges": list(report.judges),
+        "categories": _jsonable(report.categories),
+        "n_units": report.n_units, "n_ratings": report.n_ratings,
+        "missing_by_rater": dict(report.missing_by_rater),
+        "settings": {"weights": report.settings.weights, "alpha_level": report.settings.alpha_level,
+                     "n_resamples": report.settings.n_resamples,
+                     "seed": report.settings.seed, "cluster": report.settings.cluster, "ci_level": level},
+        "majority": None if majority is None else {
+            "tie_policy": majority.tie_policy, "n_units": majority.n_units, "n_with_majority": majority.n,
+            "n_ties": majority.n_ties, "n_unrated": majority.n_unrated, "n_single": majority.n_single,
+            "tied_units": _jsonable(majority.tied_units), "needs_adjudication": majority.needs_adjudication,
+        },
+        "human_panel": None if human is None else {
+            "raters": list(human.raters), "n_units": human.n_units, "n_pairable": human.n_pairable,
+            "n_missing": human.n_missing, "mean_pairwise_agreement": _number(human.mean_pairwise_agreement),
+            "prevalence_index": _number(human.prevalence_index), "bias_index": _number(human.bias_index),
+            "pairwise_agreement": [{"a": a, "b": b, "agreement": _number(v)}
+                                   for (a, b), v in human.pairwise_agreement.items()],
+            "results": {k: result_to_dict(v, level=level) for k, v in human.results.items()},
+        },
+        "judges_vs_humans": [{
+            "judge": j.judge, "undefined_reason": j.undefined_reason,
+            "vs_majority": _pair_to_dict(j.vs_majority, level),
+            "vs_annotators": [_pair_to_dict(p, level) for p in j.vs_annotators],
+            "mean_vs_annotators": {k: _number(v) for k, v in j.mean_vs_annotators.items()},
+        } for j in report.judges_vs_humans],
+        "judge_pairs": [{"subgroup": t.subgroup, "n_units": t.n_units,
+                         "pairs": [_pair_to_dict(p, level) for p in t.pairs]} for t in report.judge_pairs],
+        "references": [{
+            "rater": r.rater, "reference": r.reference, "accuracy": _number(r.accuracy),
+            "macro_f1": _number(r.macro_f1), "agreement": _pair_to_dict(r.agreement, level),
+            "confusion": {"rows": r.reference, "columns": r.rater, "counts": r.confusion.tolist()},
+            "per_class": [{"label": _jsonable(c.label), "support": c.support, "predicted": c.predicted,
+                           "precision": _number(c.precision), "recall": _number(c.recall), "f1": _number(c.f1),
+                           "undefined_reason": c.undefined_reason} for c in r.per_class],
+        } for r in report.references],
+        "notes": list(report.notes),
+    }

@@ -1,0 +1,384 @@
+"""The study report: one self-contained HTML file and a Markdown twin (``accord report``).
+
+Reads what the other commands saved in the study folder (validation/validation.json,
+audit/audit.json, gate/verdict.json, score/score.json; whichever exist) and renders
+the tables, the plots (agreement forest plot, confusion matrices, family-bias plot,
+accuracy vs Identify/Solve/Escalate), the gate verdict and the fingerprints. The
+HTML embeds its plots as base64 PNG, so it can be mailed as one file; the Markdown
+references the same PNGs written beside it. Reports built on simulated annotators
+say so at the top.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agreement.study_io import SIMULATED_NOTE, VERDICT, read_json
+from samples.errors import InputError
+
+SOURCES = {
+    "validation": Path("validation/validation.json"),
+    "audit": Path("audit/audit.json"),
+    "verdict": VERDICT,
+    "score": Path("score/score.json"),
+}
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figure:
+    name: str
+    title: str
+    png: bytes
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportContent:
+    study: str
+    banners: list[str]
+    verdict: dict[str, Any] | None
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+
+
+def load_documents(root: Path) -> dict[str, Any]:
+    docs = {name: read_json(root / rel) for name, rel in SOURCES.items() if (root / rel).is_file()}
+    if "validation" not in docs and "score" not in docs:
+        raise InputError(f"{root}: nothing to report; run `accord validate {root}` (and gate, audit, score) first")
+    return docs
+
+
+def fmt(value: Any, *, digits: int = 3, percent: bool = False) -> str:
+    if value is None:
+        return "--"
+    return f"{100 * value:.1f}" if percent else f"{value:.{digits}f}"
+
+
+def fmt_ci(block: dict[str, Any] | None, *, percent: bool = False, low: str = "ci_low", high: str = "ci_high") -> str:
+    if not block or block.get("statistic") is None:
+        reason = (block or {}).get("undefined_reason")
+        return f"-- ({reason})" if reason else "--"
+    text = fmt(block["statistic"], percent=percent)
+    if block.get(low) is not None and block.get(high) is not None:
+        text += f" [{fmt(block[low], percent=percent)}, {fmt(block[high], percent=percent)}]"
+    return text
+
+
+def _result_ci(result: dict[str, Any]) -> dict[str, Any]:
+    """An agreement result's statistic with its percentile (else t) interval."""
+    ci = result.get("ci_percentile") or result.get("ci_t") or [None, None]
+    return {"statistic": result.get("statistic"), "ci_low": ci[0], "ci_high": ci[1],
+            "undefined_reason": result.get("undefined_reason")}
+
+
+def validation_tables(doc: dict[str, Any]) -> tuple[list[Table], list[tuple[str, dict[str, Any]]]]:
+    """Agreement tables and the forest-plot rows (label, statistic/ci)."""
+    tables, forest = [], []
+    for section in doc["sections"]:
+        kind = section["kind"]
+        rows = []
+        human = section.get("human_panel")
+        if human:
+            for name, result in human["results"].items():
+                rows.append(["human vs human", name, fmt_ci(_result_ci(result)), str(result.get("n_units"))])
+                if name in ("fleiss_kappa", "gwet_ac1"):
+                    forest.append((f"{kind}: humans {name}", _result_ci(result)))
+        for versus in section.get("judges_vs_humans", []):
+            judge = versus["judge"]
+            if versus.get("vs_majority"):
+                for name, result in versus["vs_majority"]["results"].items():
+                    rows.append([f"{judge} vs majority", name, fmt_ci(_result_ci(result)), str(result.get("n_units"))])
+                    forest.append((f"{kind}: {judge} {name}", _result_ci(result)))
+            for name, value in versus.get("mean_vs_annotators", {}).items():
+                rows.append([f"{judge} vs each annotator (mean)", name, fmt(value), ""])
+            for base, body in section.get("baselines", {}).get(judge, {}).items():
+                for name, result in body["results"].items():
+                    rows.append([f"baseline {base} (on {judge}'s units)", name, fmt_ci(result), ""])
+                    if name == "gwet_ac1":
+                        forest.append((f"{kind}: baseline {base} AC1", result))
+        for group in (*section.get("judge_pairs", []), *section.get("subgroup_judge_pairs", [])):
+            for pair in group["pairs"]:
+                where = group.get("subgroup") or "all"
+                for name, result in pair["results"].items():
+                    rows.append([f"{pair['rater_a']} vs {pair['rater_b']} [{where}]", name,
+                                 fmt_ci(_result_ci(result)), str(pair["n_units"])])
+                dis = ", ".join(f"{d['a']}->{d['b']}: {d['count']}" for d in pair["disagreements"])
+                rows.append([f"{pair['rater_a']} vs {pair['rater_b']} [{where}]", "directional disagreements", dis, ""])
+        tables.append(Table(title=f"Agreement: {kind}", header=["comparison", "coefficient", "estimate [CI]", "n"],
+                            rows=rows, note="; ".join(section.get("notes", []))))
+        per_class = []
+        for ref in section.get("references", []):
+            for c in ref["per_class"]:
+                per_class.append([ref["rater"], str(c["label"]), fmt(c["precision"]), fmt(c["recall"]), fmt(c["f1"]),
+                                  str(c["support"]), c.get("undefined_reason") or ""])
+        if per_class:
+            tables.append(Table(title=f"Per-class precision, recall, F1 vs the human majority: {kind}",
+                                header=["judge", "class", "precision", "recall", "F1", "support", "note"],
+                                rows=per_class))
+        unscored = [[j, str(u["unscored"]), str(u["total"]), ", ".join(f"{k}: {v}" for k, v in u["reasons"].items())]
+                    for j, u in section.get("unscored", {}).items()]
+        if unscored:
+            tables.append(Table(title=f"Unscored judge outputs: {kind}", header=["judge", "unscored", "rows", "reasons"],
+                                rows=unscored))
+    return tables, forest
+
+
+def audit_tables(doc: dict[str, Any]) -> list[Table]:
+    models = [[m["model"], m["family"], str(m["n"]), str(m["unscored"]), fmt_ci(m["judge_score"]),
+               fmt_ci(m["human_score"]), fmt_ci(m["bias"])] for m in doc["models"]]
+    contrasts = [[c["family"], str(c["n_models"]), fmt(c["contrast"]), fmt(c["p_value"], digits=4),
+                  fmt(c["p_holm"], digits=4), c["method"], fmt(c["partial_r_family"]), fmt(c["partial_r_human"]),
+                  c.get("undefined_reason") or ""] for c in doc["contrasts"]]
+    r = doc["ranks"]
+    ranks = [[str(r["n"]), fmt(r["spearman"]), fmt(r["kendall"]), fmt(r["max_rank_shift"], digits=1),
+              fmt(r["ratio_judge"]), fmt(r["ratio_human"]), "; ".join(sorted(set(r["reasons"].values())))]]
+    matrix = [[e["judge_family"], e["response_family"], fmt_ci(e["false_positive_rate"]),
+               fmt_ci(e["false_negative_rate"]), "self-family" if e["self_family"] else ""]
+              for e in doc["error_matrix"]]
+    return [
+        Table(title="Family-bias audit: per evaluated model", header=["model", "family", "n", "unscored", "judge score",
+                                                                      "human score", "bias"], rows=models,
+              note=f"score = share of labels in {doc['positive']}"),
+        Table(title="Family contrasts", header=["family", "models", "contrast", "p", "Holm p", "method",
+                                                "partial r (family | human)", "partial r (human | family)", "note"],
+              rows=contrasts, note=doc["note"]),
+        Table(title="Rank preservation", header=["models", "Spearman", "Kendall", "max rank shift", "max/min judge",
+                                                 "max/min human", "note"], rows=ranks),
+        Table(title="Judge family x response family errors", header=["judge family", "response family",
+                                                                     "false positive rate", "false negative rate", ""],
+              rows=matrix),
+    ]
+
+
+def verdict_tables(doc: dict[str, Any]) -> list[Table]:
+    tables = []
+    for judge, verdict in doc["judges"].items():
+        rows = [[c["name"], fmt(c["value"], digits=4),
+                 f"[{fmt(c['ci_low'], digits=4)}, {fmt(c['ci_high'], digits=4)}]" if c["ci_low"] is not None else "",
+                 c["threshold"], "PASS" if c["passed"] else "FAIL", c.get("reason") or ""] for c in verdict["criteria"]]
+        tables.append(Table(title=f"Gate: {verdict['verdict']} for {judge}",
+                            header=["criterion", "value", "CI", "threshold", "result", "reason"], rows=rows,
+                            note=f"policy {doc['policy']['name']} (sha256 {doc['policy']['sha256']})"))
+    return tables
+
+
+def score_tables(doc: dict[str, Any]) -> list[Table]:
+    rows, corrected = [], []
+    for row in doc["rows"]:
+        k = row["key"]
+        head = [k["agent"], k["backbone"], k["dataset"], k["split"]]
+        contrast = row.get("contrast") or {}
+        p = contrast.get("p_value")
+        rows.append(head + [fmt_ci(row["accuracy"], percent=True), fmt_ci(row["identify_f1"], percent=True),
+                            fmt_ci(row["solve"], percent=True), fmt_ci(row["escalate"], percent=True),
+                            "" if p is None else f"{contrast['test']} p={p:.3g}",
+                            ", ".join(f"{m}: {n}" for m, n in row["unscored"].items() if n)])
+        for metric, methods in row.get("corrected", {}).items():
+            corrected.append(head[:3] + [metric, fmt_ci(row[metric], percent=True)]
+                             + [fmt_ci(methods[name], percent=True) for name in ("rogan_gladen", "ppi")])
+    note = "; ".join(doc.get("notes", []))
+    return [
+        Table(title="Judge-scored benchmark (%; 95% percentile bootstrap CIs)",
+              header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "Solve", "Escalate",
+                      "conflict vs control", "unscored"], rows=rows,
+              note=("-- = undefined (empty denominator or control split); 0.0 = empirical zero. " + note).strip()),
+        Table(title="Bias-corrected rates from the human-validated sample (conflict split, %)",
+              header=["agent", "backbone", "dataset", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],
+              rows=corrected),
+    ]
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("the report's plots need matplotlib: pip install 'accord[report]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def forest_figure(rows: list[tuple[str, dict[str, Any]]]) -> Figure | None:
+    rows = [(label, r) for label, r in rows if r.get("statistic") is not None]
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
+    for y, (label, r) in enumerate(reversed(rows)):
+        lo = r.get("ci_low") if r.get("ci_low") is not None else r["statistic"]
+        hi = r.get("ci_high") if r.get("ci_high") is not None else r["statistic"]
+        color = "tab:gray" if "baseline" in label else ("tab:green" if "humans" in label else "tab:blue")
+        ax.plot([lo, hi], [y, y], color=color)
+        ax.plot([r["statistic"]], [y], "o", color=color)
+    ax.set_yticks(range(len(rows)), [label for label, _ in reversed(rows)], fontsize=8)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel("agreement (95% CI)")
+    ax.set_title("Agreement with CIs (grey: degenerate baselines)")
+    return Figure(name="forest", title="Agreement forest plot", png=_png(fig))
+
+
+def confusion_figures(doc: dict[str, Any]) -> list[Figure]:
+    figures = []
+    plt = None
+    for section in doc["sections"]:
+        for ref in section.get("references", []):
+            confusion = ref["agreement"]["confusion"]
+            plt = plt or _pyplot()
+            counts = confusion["counts"]
+            labels = [str(x) for x in confusion["labels"]]
+            fig, ax = plt.subplots(figsize=(3.2 + 0.4 * len(labels), 2.8 + 0.4 * len(labels)))
+            ax.imshow(counts, cmap="Blues")
+            for i, row in enumerate(counts):
+                for j, value in enumerate(row):
+                    ax.text(j, i, str(value), ha="center", va="center")
+            ax.set_xticks(range(len(labels)), labels)
+            ax.set_yticks(range(len(labels)), labels)
+            ax.set_ylabel(confusion["rows"])
+            ax.set_xlabel(confusion["columns"])
+            ax.set_title(f"{section['kind']}: {ref['rater']}", fontsize=9)
+            figures.append(Figure(name=f"confusion-{len(figures)}", title=f"Confusion: {ref['rater']} vs majority "
+                                  f"({section['kind']})", png=_png(fig)))
+    return figures
+
+
+def bias_figure(doc: dict[str, Any]) -> Figure | None:
+    models = [m for m in doc["models"] if m["bias"]["statistic"] is not None]
+    if not models:
+        return None
+    plt = _pyplot()
+    families = sorted({m["family"] for m in models})
+    colors = {f: plt.cm.tab10(i % 10) for i, f in enumerate(families)}
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(models) + 1.2))
+    for y, m in enumerate(models):
+        b = m["bias"]
+        lo = b["ci_low"] if b["ci_low"] is not None else b["statistic"]
+        hi = b["ci_high"] if b["ci_high"] is not None else b["statistic"]
+        ax.plot([lo, hi], [y, y], color=colors[m["family"]])
+        ax.plot([b["statistic"]], [y], "o", color=colors[m["family"]], label=m["family"])
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=8)
+    ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel("bias = judge score - human score (95% CI)")
+    ax.set_title("Family-bias audit (observational)")
+    return Figure(name="family-bias", title="Bias per evaluated model", png=_png(fig))
+
+
+def scatter_figure(doc: dict[str, Any]) -> Figure | None:
+    rows = [r for r in doc["rows"] if r["key"]["split"] == "conflict" and r["accuracy"]["statistic"] is not None]
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharex=True)
+    for ax, (metric, title) in zip(axes, (("identify_f1", "Identify F1"), ("solve", "Solve"),
+                                          ("escalate", "Escalate"))):
+        for r in rows:
+            if r[metric]["statistic"] is None:
+                continue
+            ax.plot(100 * r["accuracy"]["statistic"], 100 * r[metric]["statistic"], "o")
+            ax.annotate(r["key"]["agent"][:14], (100 * r["accuracy"]["statistic"], 100 * r[metric]["statistic"]),
+                        fontsize=7)
+        ax.set_xlabel("accuracy on conflict (%)")
+        ax.set_ylabel(f"{title} (%)")
+        ax.set_title(title)
+    fig.tight_layout()
+    return Figure(name="accuracy-vs-eh", title="Accuracy vs Identify / Solve / Escalate (conflict split)",
+                  png=_png(fig))
+
+
+def build_report(root: str | Path) -> ReportContent:
+    root = Path(root)
+    docs = load_documents(root)
+    banners: list[str] = []
+    if any(d.get("simulated") for d in docs.values()):
+        banners.append(SIMULATED_NOTE)
+    if "score" in docs and not docs["score"].get("accepted", False):
+        banners.append("UNACCEPTED: the benchmark scores below were computed with --force; the gate did not accept "
+                       "every judge they use.")
+    tables: list[Table] = []
+    figures: list[Figure] = []
+    fingerprints: dict[str, str] = {}
+    verdict = docs.get("verdict")
+    if verdict:
+        tables += verdict_tables(verdict)
+        fingerprints.update(verdict.get("fingerprints", {}))
+        fingerprints["gate policy"] = verdict["policy"]["sha256"]
+    if "validation" in docs:
+        more, forest = validation_tables(docs["validation"])
+        tables += more
+        figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(docs["validation"])
+        fingerprints.update(docs["validation"].get("fingerprints", {}))
+    if "audit" in docs:
+        tables += audit_tables(docs["audit"])
+        figures += [f for f in [bias_figure(docs["audit"])] if f]
+    if "score" in docs:
+        tables += score_tables(docs["score"])
+        figures += [f for f in [scatter_figure(docs["score"])] if f]
+        fingerprints.update(docs["score"].get("fingerprints", {}))
+    return ReportContent(study=str(root), banners=banners, verdict=verdict, tables=tables, figures=figures,
+                         fingerprints=dict(sorted(fingerprints.items())))
+
+
+def render(content: ReportContent) -> tuple[str, str]:
+    """(HTML, Markdown) from the jinja templates."""
+    try:
+        import jinja2
+    except ImportError:
+        raise InputError("the report needs jinja2: pip install 'accord[report]'") from None
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    html = env.get_template("report.html.jinja").render(report=content)
+    md = env.get_template("report.md.jinja").render(report=content, cell=_md_cell)
+    return html, md
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(root: str | Path, out: str | Path | None = None) -> dict[str, Path]:
+    """Write report.html, report.md and the PNG plots; return their paths."""
+    from samples.jsonl import atomic_writer
+
+    root = Path(root)
+    out = Path(out) if out else root / "report"
+    content = build_report(root)
+    html, md = render(content)
+    paths = {"html": out / "report.html", "markdown": out / "report.md"}
+    for figure in content.figures:
+        path = out / f"{figure.name}.png"
+        with atomic_writer(path) as handle:
+            handle.write(figure.png)
+        paths[figure.name] = path
+    for key, text in (("html", html), ("markdown", md)):
+        with atomic_writer(paths[key]) as handle:
+            handle.write(text.encode("utf-8"))
+    return paths

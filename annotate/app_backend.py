@@ -1,0 +1,192 @@
+"""What the coding app may show a signed-in person, and the "app" annotation backend.
+
+The Streamlit page talks only to a session object bound to one token: an
+annotator session reaches their own order, their own labels and history, and
+the blinded task payloads in their order; an adjudicator session reaches the
+disagreement queue with the coders' labels (coders numbered, not named). Neither
+exposes other annotators' work to an annotator, the sealed key, or any identity
+field (the store never holds one: tasks arrive through ``load_tasks``, which
+refuses unblinded records).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotate.adjudicate import Disagreement, adjudication_queue
+from annotate.base import BackendStatus, PushReport, register_backend
+from annotate.records import HumanLabel
+from annotate.store import Revision, Store, SubmitResult, check_name
+from annotate.tasks import load_tasks
+from samples.canonical import sha256_hex
+from samples.errors import InputError
+from samples.records import BlindTask
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    done: int
+    total: int
+
+
+def submission_id_for(*, annotator: str, task_id: str, base_revision: int, label: str, first_turn: int | None, unsure: bool, note: str) -> str:
+    """The same form content sent again from the same page state is the same submission.
+
+    ``base_revision`` is the revision the page showed when the form was drawn, so a
+    double click or a retried request repeats the id (a no-op), while a deliberate
+    later edit, even back to an earlier value, is a new revision.
+    """
+    return "s_" + sha256_hex([annotator, task_id, base_revision, label, first_turn, bool(unsure), note])[:32]
+
+
+class _Session:
+    role_name = ""
+
+    def __init__(self, store: Store, token: str) -> None:
+        self._store = store
+        self._token = token
+        who = store.authenticate(token)
+        if who.role != self.role_name:
+            raise InputError(f"token belongs to an {who.role}, not an {self.role_name}")
+        self.name = who.name
+
+    def _submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None, unsure: bool, note: str, seconds_spent: float | None) -> SubmitResult:
+        submission_id = submission_id_for(
+            annotator=self.name, task_id=task_id, base_revision=base_revision, label=label,
+            first_turn=first_turn, unsure=unsure, note=note,
+        )
+        return self._store.submit(
+            self._token, task_id, label, submission_id=submission_id, first_turn=first_turn, unsure=unsure,
+            note=note, seconds_spent=seconds_spent,
+        )
+
+
+class AnnotatorSession(_Session):
+    """An annotator's view: own order, own labels, own history."""
+
+    role_name = "annotator"
+    label_role = "independent"
+
+    def order(self) -> list[str]:
+        return self._store.order(self.name)
+
+    def progress(self) -> Progress:
+        order = self.order()
+        done = self._store.labelled_task_ids(self.name) & set(order)
+        return Progress(done=len(done), total=len(order))
+
+    def labelled(self) -> set[str]:
+        return self._store.labelled_task_ids(self.name)
+
+    def resume_position(self) -> int:
+        """The first unlabelled task in the order (the last one when everything is labelled)."""
+        order = self.order()
+        done = self.labelled()
+        return next((i for i, task_id in enumerate(order) if task_id not in done), max(len(order) - 1, 0))
+
+    def task(self, task_id: str) -> BlindTask:
+        if task_id not in self.order():
+            raise InputError(f"task_id {task_id!r}: not in your order")
+        return self._store.task(task_id)
+
+    def current(self, task_id: str) -> HumanLabel | None:
+        return self._store.label(self.name, task_id)
+
+    def history(self, task_id: str) -> list[Revision]:
+        return self._store.history(self.name, task_id)
+
+    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False, note: str = "", seconds_spent: float | None = None) -> SubmitResult:
+        return self._submit(task_id, label, base_revision=base_revision, first_turn=first_turn, unsure=unsure, note=note, seconds_spent=seconds_spent)
+
+
+class AdjudicatorSession(_Session):
+    """The adjudicator's view: units where independent labels disagree, coders numbered."""
+
+    role_name = "adjudicator"
+    label_role = "adjudication"
+
+    def queue(self) -> list[Disagreement]:
+        return adjudication_queue(self._store)
+
+    def task(self, task_id: str) -> BlindTask:
+        if task_id not in {item.task_id for item in self.queue()} and self.current(task_id) is None:
+            raise InputError(f"task_id {task_id!r}: not in the adjudication queue")
+        return self._store.task(task_id)
+
+    def current(self, task_id: str) -> HumanLabel | None:
+        return self._store.label(self.name, task_id, role="adjudication")
+
+    def history(self, task_id: str) -> list[Revision]:
+        return self._store.history(self.name, task_id, role="adjudication")
+
+    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False, note: str = "", seconds_spent: float | None = None) -> SubmitResult:
+        return self._submit(task_id, label, base_revision=base_revision, first_turn=first_turn, unsure=unsure, note=note, seconds_spent=seconds_spent)
+
+
+def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:
+    """The session a token opens: an annotator's or the adjudicator's."""
+    role = store.authenticate(token).role
+    return AnnotatorSession(store, token) if role == "annotator" else AdjudicatorSession(store, token)
+
+
+def load_orders(path: str | Path, tasks: Sequence[BlindTask]) -> dict[str, list[str]]:
+    """Read ``blind/orders.json`` ({annotator: [task_id, ...]}) and check it against the tasks."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: orders file not found (written by `accord blind`)") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: invalid JSON at line {error.lineno} ({error.msg})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise InputError(f"{path}: expected a non-empty JSON object {{annotator: [task_id, ...]}}")
+    known = {task.task_id for task in tasks}
+    orders: dict[str, list[str]] = {}
+    for annotator, order in raw.items():
+        check_name(annotator, parameter=f"{path}: annotator")
+        if not isinstance(order, list) or not all(isinstance(t, str) for t in order) or not order:
+            raise InputError(f"{path}: field {annotator!r}: expected a non-empty list of task ids")
+        unknown = [t for t in order if t not in known]
+        if unknown:
+            raise InputError(f"{path}: field {annotator!r}: task id(s) {unknown[:5]} are not in the tasks file")
+        if len(set(order)) != len(order):
+            raise InputError(f"{path}: field {annotator!r}: a task id appears more than once")
+        orders[annotator] = order
+    return orders
+
+
+class AppBackend:
+    """The embedded default backend: the coding app's SQLite store of one study."""
+
+    name = "app"
+
+    def __init__(self, *, study: str | Path | None = None, store_path: str | Path | None = None) -> None:
+        if (study is None) == (store_path is None):
+            raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
+        self.store = Store.for_study(study) if study is not None else Store.open(store_path)
+
+    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport:
+        report = self.store.load_tasks(tasks, orders)
+        return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
+
+    def push_files(self, blind_dir: str | Path) -> PushReport:
+        """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records)."""
+        blind_dir = Path(blind_dir)
+        tasks = load_tasks(blind_dir / "tasks.jsonl")
+        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks))
+
+    def pull(self) -> list[HumanLabel]:
+        return self.store.labels()
+
+    def status(self) -> BackendStatus:
+        orders = self.store.orders()
+        return BackendStatus(
+            backend=self.name, n_tasks=self.store.n_tasks(), labelled=self.store.counts(),
+            details={"assigned": {name: len(order) for name, order in orders.items()}, "disagreements": len(self.store.disagreements())},
+        )
+
+
+register_backend("app", AppBackend)

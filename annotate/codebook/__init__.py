@@ -1,0 +1,29 @@
+"""Codebooks for people: the judge prompts' criteria, one Markdown file per label scheme.
+
+Annotators read the same criteria the LLM judge is given (ISE appendix D.3 for
+Identify, Escalate and correctness; EHQ section 3.3 for the four response
+classes), rewritten as instructions, so a human label and a judge label answer
+the same question.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from samples.errors import InputError
+from samples.schemes import DEFAULT_SCHEME
+
+
+def codebook(scheme: str) -> str:
+    """The Markdown codebook of a label scheme."""
+    try:
+        return resources.files(__name__).joinpath(f"{scheme}.md").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"no codebook for label scheme {scheme!r}") from None
+
+
+def codebook_for_kind(kind: str) -> str:
+    try:
+        return codebook(DEFAULT_SCHEME[kind])
+    except KeyError:
+        raise InputError(f"unknown unit kind {kind!r}; expected one of {sorted(DEFAULT_SCHEME)}") from None

@@ -1,0 +1,532 @@
+"""The coding app's SQLite store: annotators, blinded tasks, orders and labels.
+
+One file per study (``STUDY/labels/store.sqlite``) in WAL mode, so the Streamlit app,
+the CLI and simulated panels read while one writer commits. Every submit is one
+``BEGIN IMMEDIATE`` transaction that appends a revision to ``submissions`` (the
+full history) and upserts the current row of ``labels`` (the latest revision
+counts). A submit is idempotent by its submission id: a double click, a browser
+retry or a reload that sends the same id never adds a row. The schema evolves
+only through the append-only, named migrations below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from annotate.records import HumanLabel
+from samples.errors import InputError
+from samples.records import BlindTask
+from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+AnnotatorRole = Literal["annotator", "adjudicator"]
+ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
+SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
+STORE_RELATIVE_PATH = Path("labels") / "store.sqlite"
+# Identify kinds take a first recognition turn; the trajectory kind needs it for "yes".
+IDENTIFY_KINDS: tuple[str, ...] = ("identify_trajectory", "identify_turn")
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+# Append-only: never edit or reorder an applied migration; add a new named one.
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "0001_initial",
+        (
+            """CREATE TABLE annotators (
+                name TEXT PRIMARY KEY,
+                role TEXT NOT NULL CHECK (role IN ('annotator', 'adjudicator')),
+                token_hash TEXT UNIQUE,
+                created_at TEXT NOT NULL,
+                revoked_at TEXT
+            )""",
+            """CREATE TABLE tasks (
+                task_id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                scheme TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                loaded_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE orders (
+                annotator TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                PRIMARY KEY (annotator, position),
+                UNIQUE (annotator, task_id)
+            )""",
+            """CREATE TABLE submissions (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                submission_id TEXT NOT NULL UNIQUE,
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                annotator TEXT NOT NULL,
+                role TEXT NOT NULL CHECK (role IN ('independent', 'adjudication')),
+                label TEXT NOT NULL,
+                first_turn INTEGER,
+                unsure INTEGER NOT NULL,
+                note TEXT NOT NULL,
+                seconds_spent REAL,
+                backend TEXT NOT NULL,
+                submitted_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE labels (
+                task_id TEXT NOT NULL REFERENCES tasks (task_id),
+                annotator TEXT NOT NULL,
+                role TEXT NOT NULL,
+                label TEXT NOT NULL,
+                first_turn INTEGER,
+                unsure INTEGER NOT NULL,
+                note TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                seconds_spent REAL,
+                backend TEXT NOT NULL,
+                revisions INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL,
+                PRIMARY KEY (task_id, annotator, role)
+            )""",
+            "CREATE INDEX submissions_by_owner ON submissions (annotator, task_id, role, seq)",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Annotator:
+    name: str
+    role: AnnotatorRole
+    created_at: str
+    revoked_at: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Revision:
+    """One submit as it was recorded (the history of one label)."""
+
+    submission_id: str
+    task_id: str
+    annotator: str
+    role: str
+    label: str
+    first_turn: int | None
+    unsure: bool
+    note: str
+    seconds_spent: float | None
+    backend: str
+    submitted_at: str
+    number: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmitResult:
+    submission_id: str
+    created: bool
+    revision: int
+    label: HumanLabel
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadReport:
+    n_tasks: int
+    created: int
+    already_present: int
+    annotators: tuple[str, ...]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def hash_token(token: str) -> str:
+    """Tokens are 192-bit random strings, so a plain sha256 cannot be brute-forced; no slow KDF needed."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_name(name: str, *, parameter: str = "name") -> str:
+    if not isinstance(name, str) or not _NAME_PATTERN.match(name):
+        raise InputError(
+            f"{parameter} {name!r} is not a valid annotator name; expected 1-64 characters from letters, digits, '_', '.', '@', '-', starting with a letter or digit"
+        )
+    return name
+
+
+class Store:
+    """Thread-safe handle on one store file: each thread gets its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    @classmethod
+    def open(cls, path: str | Path) -> Store:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = cls(path)
+        store._migrate()
+        return store
+
+    @classmethod
+    def for_study(cls, study: str | Path) -> Store:
+        study = Path(study)
+        if not study.is_dir():
+            raise InputError(f"--study {str(study)!r}: not a folder")
+        return cls.open(study / STORE_RELATIVE_PATH)
+
+    # -- connection and schema -------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0)
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.DatabaseError as error:
+                raise InputError(f"{self.path}: not a usable SQLite store ({error})") from None
+            # FULL: a label a person spent minutes on survives a power cut, not only a crash.
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _write(self):
+        return _WriteTransaction(self._conn())
+
+    def _migrate(self) -> None:
+        conn = self._conn()
+        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+        for name, statements in MIGRATIONS:
+            if name in applied:
+                continue
+            with self._write() as tx:
+                if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                    continue
+                for statement in statements:
+                    tx.execute(statement)
+                tx.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_iso()))
+
+    def applied_migrations(self) -> list[str]:
+        return [row[0] for row in self._conn().execute("SELECT name FROM migrations ORDER BY rowid")]
+
+    def integrity_check(self) -> str:
+        return str(self._conn().execute("PRAGMA integrity_check").fetchone()[0])
+
+    # -- annotators ------------------------------------------------------------
+
+    def add_annotator(self, name: str, role: AnnotatorRole = "annotator") -> str:
+        """Create an annotator and return their token; only its hash is stored, so show it once."""
+        check_name(name)
+        if role not in ANNOTATOR_ROLES:
+            raise InputError(f"role {role!r} is not allowed; expected one of {list(ANNOTATOR_ROLES)}")
+        token = secrets.token_urlsafe(24)
+        with self._write() as tx:
+            if tx.execute("SELECT 1 FROM annotators WHERE name = ?", (name,)).fetchone():
+                raise InputError(f"annotator {name!r} already exists; use `accord annotators rotate {name}` for a new token")
+            tx.execute(
+                "INSERT INTO annotators (name, role, token_hash, created_at) VALUES (?, ?, ?, ?)",
+                (name, role, hash_token(token), now_iso()),
+            )
+        return token
+
+    def rotate_token(self, name: str) -> str:
+        """Replace a lost token (the old one stops working); labels are kept."""
+        token = secrets.token_urlsafe(24)
+        with self._write() as tx:
+            updated = tx.execute(
+                "UPDATE annotators SET token_hash = ?, revoked_at = NULL WHERE name = ?", (hash_token(token), name)
+            ).rowcount
+        if not updated:
+            raise InputError(f"unknown annotator {name!r}")
+        return token
+
+    def revoke(self, name: str) -> None:
+        with self._write() as tx:
+            updated = tx.execute(
+                "UPDATE annotators SET token_hash = NULL, revoked_at = ? WHERE name = ?", (now_iso(), name)
+            ).rowcount
+        if not updated:
+            raise InputError(f"unknown annotator {name!r}")
+
+    def annotators(self) -> list[Annotator]:
+        rows = self._conn().execute("SELECT name, role, created_at, revoked_at FROM annotators ORDER BY name")
+        return [Annotator(**dict(row)) for row in rows]
+
+    def authenticate(self, token: str) -> Annotator:
+        return _authenticate(self._conn(), token)
+
+    # -- tasks and orders ------------------------------------------------------
+
+    def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> LoadReport:
+        """Add blinded tasks and per-annotator orders; loading the same set again changes nothing.
+
+        A task id already present with another payload, or an annotator whose stored
+        order differs, is refused: labels already given must keep meaning what they meant.
+        """
+        if not tasks:
+            raise InputError("tasks: empty task set (nothing to annotate)")
+        known = {task.task_id for task in tasks}
+        for annotator, order in orders.items():
+            check_name(annotator, parameter="orders key")
+            unknown = [task_id for task_id in order if task_id not in known]
+            if unknown:
+                raise InputError(f"orders[{annotator!r}]: task id(s) {unknown[:5]} are not in the tasks file")
+            if len(set(order)) != len(order):
+                raise InputError(f"orders[{annotator!r}]: a task id appears more than once")
+        created = 0
+        loaded_at = now_iso()
+        with self._write() as tx:
+            for task in tasks:
+                payload = task.model_dump_json()
+                row = tx.execute("SELECT payload FROM tasks WHERE task_id = ?", (task.task_id,)).fetchone()
+                if row is not None:
+                    if row[0] != payload:
+                        raise InputError(f"task {task.task_id!r}: already in the store with different content; a loaded task cannot change")
+                    continue
+                tx.execute(
+                    "INSERT INTO tasks (task_id, kind, scheme, payload, loaded_at) VALUES (?, ?, ?, ?, ?)",
+                    (task.task_id, task.kind, DEFAULT_SCHEME[task.kind], payload, loaded_at),
+                )
+                created += 1
+            for annotator, order in orders.items():
+                stored = [r[0] for r in tx.execute("SELECT task_id FROM orders WHERE annotator = ? ORDER BY position", (annotator,))]
+                if stored and stored != list(order):
+                    raise InputError(f"orders[{annotator!r}]: differs from the order already in the store; an order cannot change once loaded")
+                if not stored:
+                    tx.executemany(
+                        "INSERT INTO orders (annotator, position, task_id) VALUES (?, ?, ?)",
+                        [(annotator, position, task_id) for position, task_id in enumerate(order)],
+                    )
+        return LoadReport(n_tasks=len(tasks), created=created, already_present=len(tasks) - created, annotators=tuple(sorted(orders)))
+
+    def task(self, task_id: str) -> BlindTask:
+        row = self._conn().execute("SELECT payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise InputError(f"unknown task id {task_id!r}")
+        return BlindTask.model_validate_json(row[0])
+
+    def n_tasks(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM tasks").fetchone()[0])
+
+    def order(self, annotator: str) -> list[str]:
+        rows = self._conn().execute("SELECT task_id FROM orders WHERE annotator = ? ORDER BY position", (annotator,))
+        return [row[0] for row in rows]
+
+    def orders(self) -> dict[str, list[str]]:
+        result: dict[str, list[str]] = {}
+        for row in self._conn().execute("SELECT annotator, task_id FROM orders ORDER BY annotator, position"):
+            result.setdefault(row[0], []).append(row[1])
+        return result
+
+    # -- labels ----------------------------------------------------------------
+
+    def submit(
+        self,
+        token: str,
+        task_id: str,
+        label: str,
+        *,
+        submission_id: str,
+        first_turn: int | None = None,
+        unsure: bool = False,
+        note: str = "",
+        seconds_spent: float | None = None,
+        backend: str = "app",
+    ) -> SubmitResult:
+        """Record one label in one transaction; the same ``submission_id`` again is a no-op.
+
+        Annotators label tasks in their own order (role ``independent``); an
+        adjudicator labels tasks on which independent labels disagree (role
+        ``adjudication``, kept apart). ``backend`` is ``app`` for people and
+        ``simulated`` for simulated panels, which are never counted as human.
+        """
+        if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
+            raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
+        if backend not in SUBMIT_BACKENDS:
+            raise InputError(f"backend {backend!r} is not allowed; expected one of {list(SUBMIT_BACKENDS)}")
+        if seconds_spent is not None and not seconds_spent >= 0:
+            raise InputError(f"seconds_spent {seconds_spent!r}: expected a number >= 0 or None")
+        if not isinstance(note, str):
+            raise InputError(f"note {note!r}: expected a string")
+        with self._write() as tx:
+            who = _authenticate(tx, token)
+            role = "adjudication" if who.role == "adjudicator" else "independent"
+            values = (task_id, who.name, role, label, first_turn, int(bool(unsure)), note, backend)
+            existing = tx.execute(
+                "SELECT task_id, annotator, role, label, first_turn, unsure, note, backend FROM submissions WHERE submission_id = ?",
+                (submission_id,),
+            ).fetchone()
+            if existing is not None:
+                if tuple(existing) != values:
+                    raise InputError(f"submission_id {submission_id!r} was already used for a different label")
+                current = _label_row(tx, task_id, who.name, role)
+                return SubmitResult(submission_id=submission_id, created=False, revision=current["revisions"], label=_human_label(current))
+            task = _task_row(tx, task_id)
+            _check_label(task, label, first_turn)
+            _check_access(tx, who, role, task_id)
+            now = now_iso()
+            seq = tx.execute(
+                """INSERT INTO submissions (submission_id, task_id, annotator, role, label, first_turn, unsure, note,
+                   seconds_spent, backend, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (submission_id, *values[:7], seconds_spent, backend, now),
+            ).lastrowid
+            tx.execute(
+                """INSERT INTO labels (task_id, annotator, role, label, first_turn, unsure, note, created_at, updated_at,
+                       seconds_spent, backend, revisions, last_seq)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                   ON CONFLICT (task_id, annotator, role) DO UPDATE SET
+                       label = excluded.label, first_turn = excluded.first_turn, unsure = excluded.unsure,
+                       note = excluded.note, updated_at = excluded.updated_at, backend = excluded.backend,
+                       seconds_spent = CASE WHEN excluded.seconds_spent IS NULL THEN labels.seconds_spent
+                                            ELSE COALESCE(labels.seconds_spent, 0) + excluded.seconds_spent END,
+                       revisions = labels.revisions + 1, last_seq = excluded.last_seq""",
+                (*values[:7], now, now, seconds_spent, backend, seq),
+            )
+            current = _label_row(tx, task_id, who.name, role)
+        return SubmitResult(submission_id=submission_id, created=True, revision=current["revisions"], label=_human_label(current))
+
+    def history(self, annotator: str, task_id: str, *, role: str = "independent") -> list[Revision]:
+        rows = self._conn().execute(
+            """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
+                      submitted_at FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
+            (annotator, task_id, role),
+        ).fetchall()
+        return [_revision(row, number) for number, row in enumerate(rows, start=1)]
+
+    def all_revisions(self) -> list[Revision]:
+        rows = self._conn().execute(
+            """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
+                      submitted_at FROM submissions ORDER BY seq"""
+        ).fetchall()
+        numbers: dict[tuple[str, str, str], int] = {}
+        revisions = []
+        for row in rows:
+            owner = (row["task_id"], row["annotator"], row["role"])
+            numbers[owner] = numbers.get(owner, 0) + 1
+            revisions.append(_revision(row, numbers[owner]))
+        return revisions
+
+    def label(self, annotator: str, task_id: str, *, role: str = "independent") -> HumanLabel | None:
+        row = _label_row(self._conn(), task_id, annotator, role)
+        return None if row is None else _human_label(row)
+
+    def labels(self, *, annotator: str | None = None, role: str | None = None) -> list[HumanLabel]:
+        """The labels table: the latest revision per (task, annotator, role), in a stable order."""
+        query = "SELECT * FROM labels WHERE (? IS NULL OR annotator = ?) AND (? IS NULL OR role = ?) ORDER BY task_id, role, annotator"
+        rows = self._conn().execute(query, (annotator, annotator, role, role)).fetchall()
+        return [_human_label(row) for row in rows]
+
+    def labelled_task_ids(self, annotator: str, *, role: str = "independent") -> set[str]:
+        rows = self._conn().execute("SELECT task_id FROM labels WHERE annotator = ? AND role = ?", (annotator, role))
+        return {row[0] for row in rows}
+
+    def counts(self) -> dict[str, int]:
+        """Independent labels per annotator (the status of the app backend)."""
+        rows = self._conn().execute("SELECT annotator, COUNT(*) FROM labels WHERE role = 'independent' GROUP BY annotator ORDER BY annotator")
+        return {row[0]: int(row[1]) for row in rows}
+
+    def disagreements(self) -> list[str]:
+        """Task ids whose latest independent labels are not all the same (the adjudication queue)."""
+        rows = self._conn().execute(
+            """SELECT l.task_id FROM labels AS l JOIN orders AS o ON o.annotator = l.annotator AND o.task_id = l.task_id
+               WHERE l.role = 'independent' GROUP BY l.task_id HAVING COUNT(DISTINCT l.label) > 1
+               ORDER BY MIN(o.position), l.task_id"""
+        )
+        return [row[0] for row in rows]
+
+
+class _WriteTransaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``: takes the write lock up front so readers never deadlock a writer."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+def _authenticate(conn: sqlite3.Connection, token: str) -> Annotator:
+    if not isinstance(token, str) or not token.strip():
+        raise InputError("token: empty; paste the token printed by `accord annotators add`")
+    row = conn.execute(
+        "SELECT name, role, created_at, revoked_at FROM annotators WHERE token_hash = ?", (hash_token(token.strip()),)
+    ).fetchone()
+    if row is None:
+        raise InputError("token: not recognised (revoked, rotated or mistyped)")
+    return Annotator(**dict(row))
+
+
+def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
+    row = conn.execute("SELECT task_id, kind, scheme, payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    if row is None:
+        raise InputError(f"task_id {task_id!r}: not in the store")
+    return row
+
+
+def _check_label(task: sqlite3.Row, label: str, first_turn: int | None) -> None:
+    where = f"task {task['task_id']!r}"
+    get_scheme(task["scheme"]).check(label, where=where)
+    kind = task["kind"]
+    if first_turn is None:
+        if kind == "identify_trajectory" and label == "yes":
+            raise InputError(f"{where}: first_turn is required when the label is 'yes' (the first turn that names the gap)")
+        return
+    if kind not in IDENTIFY_KINDS:
+        raise InputError(f"{where}: first_turn applies to Identify units only; got {first_turn!r} for kind {kind!r}")
+    if label != "yes":
+        raise InputError(f"{where}: first_turn must be empty when the label is {label!r} (only a 'yes' has a recognition turn)")
+    turns = json.loads(task["payload"]).get("turns") or []
+    if not isinstance(first_turn, int) or isinstance(first_turn, bool) or not 0 <= first_turn < max(len(turns), 1):
+        raise InputError(f"{where}: first_turn {first_turn!r} is not a turn number; expected 0..{max(len(turns), 1) - 1}")
+
+
+def _check_access(conn: sqlite3.Connection, who: Annotator, role: str, task_id: str) -> None:
+    if role == "independent":
+        if not conn.execute("SELECT 1 FROM orders WHERE annotator = ? AND task_id = ?", (who.name, task_id)).fetchone():
+            raise InputError(f"task_id {task_id!r}: not in annotator {who.name!r}'s order")
+        return
+    distinct = conn.execute(
+        "SELECT COUNT(DISTINCT label) FROM labels WHERE task_id = ? AND role = 'independent'", (task_id,)
+    ).fetchone()[0]
+    if distinct < 2:
+        raise InputError(f"task_id {task_id!r}: independent labels do not disagree; nothing to adjudicate")
+
+
+def _label_row(conn: sqlite3.Connection, task_id: str, annotator: str, role: str) -> sqlite3.Row | None:
+    return conn.execute(
+        "SELECT * FROM labels WHERE task_id = ? AND annotator = ? AND role = ?", (task_id, annotator, role)
+    ).fetchone()
+
+
+def _human_label(row: sqlite3.Row) -> HumanLabel:
+    return HumanLabel(
+        task_id=row["task_id"], annotator=row["annotator"], label=row["label"], first_turn=row["first_turn"],
+        unsure=bool(row["unsure"]), note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
+        seconds_spent=row["seconds_spent"], backend=row["backend"], role=row["role"],
+    )
+
+
+def _revision(row: sqlite3.Row, number: int) -> Revision:
+    values = dict(row)
+    values["unsure"] = bool(values["unsure"])
+    return Revision(**values, number=number)

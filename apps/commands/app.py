@@ -1,0 +1,52 @@
+"""Run the coding app (Streamlit) for a study: blind annotation in the browser."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from samples.errors import InputError
+
+STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--study", required=True, help="study folder (reads blind/tasks.jsonl and blind/orders.json, writes labels/store.sqlite)")
+    parser.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
+    parser.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--json", action="store_true", help="print the load report as JSON before starting")
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("streamlit") is None:
+        raise InputError(STREAMLIT_HINT)
+    import json
+
+    from annotate.app_backend import AppBackend
+
+    study = Path(args.study).resolve()
+    blind = study / "blind"
+    if not (blind / "tasks.jsonl").is_file():
+        raise InputError(f"{blind / 'tasks.jsonl'}: not found; run `accord blind` first (the app only serves blinded tasks)")
+    if not 1 <= args.port <= 65535:
+        raise InputError(f"--port {args.port}: expected 1..65535")
+    backend = AppBackend(study=study)
+    report = backend.push_files(blind)
+    if args.json:
+        print(json.dumps({"study": str(study), "n_tasks": report.n_tasks, "created": report.created,
+                          "already_present": report.already_present, "annotators": list(report.annotators),
+                          "url": f"http://{args.address}:{args.port}"}), flush=True)
+    else:
+        print(f"accord app: {report.n_tasks} tasks ({report.created} new) for {len(report.annotators)} annotator(s); "
+              f"open http://{args.address}:{args.port}", flush=True)
+    app = Path(__file__).resolve().parents[1] / "coding_app.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+        "--server.address", args.address, "--server.port", str(args.port), "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "viewer",
+    ]
+    return subprocess.call(command, env={**os.environ, "ACCORD_STUDY": str(study)})

@@ -1,0 +1,51 @@
+"""Blind a study's sample: scrubbed annotator tasks, per-annotator orders, an audit and a sealed key.
+
+Writes STUDY/blind/tasks.jsonl, orders.json, audit.json and STUDY/sealed/key.jsonl
+(mode 0600). Exits 1, writing no tasks, if any known identity string survives
+the scrubber.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_SEED = 20261129
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder holding sample/sample.jsonl")
+    parser.add_argument("--annotators", required=True, help="comma-separated annotator names, e.g. ann1,ann2,ann3")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed for task ids and orders (default {DEFAULT_SEED})")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from samples.blind import IdentityLeak, blind_study
+
+    try:
+        summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed)
+    except IdentityLeak as leak:
+        if args.json:
+            print(json.dumps({"ok": False, "error": str(leak)}, sort_keys=True))
+        print(f"accord blind: {leak}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"ok": True, **summary}, indent=2, sort_keys=True))
+        return 0
+    table = Table(title=f"accord blind -> {summary['blind_dir']}")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("tasks", str(summary["tasks"]))
+    table.add_row("annotators", ", ".join(summary["annotators"]))
+    table.add_row("tasks with masking", str(summary["tasks_with_masking"]))
+    for category, count in summary["masked_by_category"].items():
+        table.add_row(f"masked: {category}", str(count))
+    table.add_row("sealed key", summary["key"])
+    Console().print(table)
+    return 0

@@ -1,0 +1,44 @@
+"""Open the study dashboard (Streamlit): the report's tables, plots and verdict, interactively.
+
+Serves on 127.0.0.1 only. --print-command shows the streamlit command instead of
+running it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder (after accord validate / audit / gate / score)")
+    parser.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
+    parser.add_argument("--print-command", action="store_true", help="print the streamlit command and exit")
+
+
+def command(study: str, port: int) -> list[str]:
+    import sys
+    from pathlib import Path
+
+    app = Path(__file__).resolve().parents[1] / "dashboard.py"
+    return [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
+            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+            "--", str(Path(study).resolve())]
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+    import subprocess
+    from pathlib import Path
+
+    from samples.errors import InputError
+
+    if not Path(args.study).is_dir():
+        raise InputError(f"{args.study}: study folder not found")
+    cmd = command(args.study, args.port)
+    if args.print_command:
+        print(" ".join(cmd))
+        return 0
+    if importlib.util.find_spec("streamlit") is None:
+        raise InputError("the dashboard needs Streamlit: pip install 'accord[app]'")
+    print(f"accord dashboard: http://127.0.0.1:{args.port}  (Ctrl-C to stop)")
+    return subprocess.call(cmd)

@@ -1,0 +1,35 @@
+"""Acceptance gate: ACCEPT or REJECT each judge under a policy file (exit 0 accept, 1 reject).
+
+Every threshold comes from the policy (see data/policies/README.md); a criterion
+that cannot be measured fails. Writes STUDY/gate/verdict.json with the verdicts,
+the policy (content and sha256) and the fingerprints of the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder")
+    parser.add_argument("--policy", required=True, help="gate policy file (TOML), e.g. data/policies/strict.toml")
+    parser.add_argument("--judge", action="append", metavar="NAME",
+                        help="judge(s) to gate (repeatable; default: the policy's judge, else every judge)")
+    parser.add_argument("--json", action="store_true", help="print the verdict file's content as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agreement.gate import gate_study
+    from agreement.study_io import VERDICT, load_study, write_result
+
+    study = load_study(args.study)
+    document, text = gate_study(study, args.policy, judges=args.judge)
+    clean = write_result(study.root / VERDICT, document)
+    if args.json:
+        import json
+
+        print(json.dumps(clean, indent=2, sort_keys=True))
+    else:
+        print(text)
+        print(f"\nwrote {study.root / VERDICT}")
+    return 0 if document["verdict"] == "ACCEPT" else 1

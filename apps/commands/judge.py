@@ -1,0 +1,223 @@
+"""Run LLM judges and rule classifiers over units (cached, resumable); list prompts; batch files.
+
+  accord judge run --study STUDY --judge ise-escalate@local:smollm2 [--dry-run] [--json]
+  accord judge run --study STUDY --config judges.toml
+  accord judge list [--config judges.toml] [--json]
+  accord judge batch-write --study STUDY --config judges.toml --out DIR
+  accord judge batch-import RESULTS.jsonl --requests DIR/<judge>.requests.jsonl --study STUDY
+
+A judge is PROMPT@PROVIDER:MODEL (a shipped prompt name or a .toml prompt file) or
+rule:ehq / rule:aggarwal; a config file holds [[judge]] tables with every setting.
+Labels go to STUDY/judges/labels.jsonl, the request cache to STUDY/judges/cache.sqlite,
+the append-only run log to STUDY/judges/runs.jsonl. Unscored outputs are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{run,list,batch-write,batch-import}")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--study", type=Path, default=Path("."), help="study folder (default: current folder)")
+        p.add_argument("--units", type=Path, help="units JSONL (default: STUDY/sample/sample.jsonl, else STUDY/units.jsonl)")
+        p.add_argument("--config", type=Path, help="TOML with [[judge]] tables (default: STUDY/study.toml when it has them)")
+        p.add_argument("--judge", action="append", default=[], metavar="REF",
+                       help="PROMPT@PROVIDER:MODEL or rule:MODEL (repeatable)")
+        p.add_argument("--base-url", help="base URL for --judge judges (OpenAI-compatible or Anthropic server)")
+        p.add_argument("--api", choices=("openai", "anthropic"), help="wire API for --judge judges of the local provider")
+        p.add_argument("--parse-mode", choices=("strict", "lenient"), help="reported parse mode for --judge judges")
+        p.add_argument("--samples", type=int, help="self-consistency samples per unit for --judge judges")
+        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="judge parameter for --judge judges, VALUE as JSON (e.g. temperature=0, max_tokens=16)")
+        p.add_argument("--timeout", type=float, help="per-call timeout in seconds for --judge judges")
+        p.add_argument("--concurrency", type=int, help="concurrent calls per endpoint for --judge judges")
+        p.add_argument("--cache", type=Path, help="request cache (default: STUDY/judges/cache.sqlite)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    run = sub.add_parser("run", help="label units with judges")
+    common(run)
+    run.add_argument("--prices", type=Path, help="price table (default: judges/prices.toml)")
+    run.add_argument("--dry-run", action="store_true", help="print the calls and estimated tokens; call nothing")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    listing = sub.add_parser("list", help="shipped prompts, output kinds, providers and configured judges")
+    listing.add_argument("--config", type=Path, help="also list the judges in this TOML file")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+
+    write = sub.add_parser("batch-write", help="write OpenAI / Anthropic batch request files for uncached calls")
+    common(write)
+    write.add_argument("--out", type=Path, required=True, help="folder for the batch files")
+
+    read = sub.add_parser("batch-import", help="store a batch result file's successes in the request cache")
+    read.add_argument("results", type=Path, help="the provider's batch result JSONL")
+    read.add_argument("--requests", type=Path, required=True, help="the .requests.jsonl written beside the batch file")
+    read.add_argument("--study", type=Path, default=Path("."), help="study folder (default: current folder)")
+    read.add_argument("--cache", type=Path, help="request cache (default: STUDY/judges/cache.sqlite)")
+    read.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _judges(args: argparse.Namespace) -> list[Any]:
+    from samples.errors import InputError
+
+    from judges.spec import build_judge, load_judges, parse_judge_ref
+
+    judges = []
+    config = args.config
+    if config is None and not args.judge and (args.study / "study.toml").exists():
+        config = args.study / "study.toml"
+    if config is not None:
+        judges.extend(load_judges(config))
+    for ref in args.judge:
+        data = parse_judge_ref(ref)
+        for key, value in (("base_url", args.base_url), ("api", args.api), ("parse_mode", args.parse_mode),
+                           ("samples", args.samples), ("timeout_s", args.timeout), ("concurrency", args.concurrency)):
+            if value is not None:
+                data[key] = value
+        params = {}
+        for item in args.param:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise InputError(f"--param {item!r}: expected KEY=VALUE")
+            try:
+                params[key] = json.loads(value)
+            except json.JSONDecodeError:
+                raise InputError(f"--param {item!r}: VALUE must be JSON (a number, true/false or a quoted string)") from None
+        if params:
+            data["params"] = params
+        judges.append(build_judge(data, where=f"--judge {ref}"))
+    if not judges:
+        raise InputError("no judges: give --judge PROMPT@PROVIDER:MODEL, or --config FILE with [[judge]] tables")
+    return judges
+
+
+def _units(args: argparse.Namespace) -> list[Any]:
+    from samples.errors import InputError
+
+    from judges.tables import read_units
+
+    path = args.units
+    if path is None:
+        for candidate in (args.study / "sample" / "sample.jsonl", args.study / "units.jsonl"):
+            if candidate.exists():
+                path = candidate
+                break
+        else:
+            raise InputError(f"no units: {args.study}/sample/sample.jsonl and {args.study}/units.jsonl are absent; give --units FILE")
+    return read_units(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"run": _run, "list": _list, "batch-write": _batch_write, "batch-import": _batch_import}[args.action](args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from judges.prices import PriceTable
+    from judges.runner import StudyPaths, run_judges
+
+    judges = _judges(args)
+    units = _units(args)
+    prices = PriceTable.load(args.prices)
+    paths = StudyPaths.in_dir(args.study / "judges", cache=args.cache)
+    summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
+                         progress=not (args.json or args.no_progress or args.dry_run))
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2))
+        return 0
+    _print_summary(summary)
+    return 0
+
+
+def _print_summary(summary: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    title = "dry run: calls that would be made" if summary.dry_run else f"judge run {summary.run_id} ({summary.seconds:.1f} s)"
+    table = Table(title=title)
+    columns = ["judge", "units", "done before", "cache hits", "calls"]
+    columns += ["est. input tok", "est. output tok", "est. cost $"] if summary.dry_run else [
+        "ok", "unscored", "retries", "failed", "tokens in/out", "cost $"]
+    for column in columns:
+        table.add_column(column)
+    for j in summary.judges:
+        cost = f"{j.cost_usd:.4f}" if j.cost_usd is not None else f"undefined ({j.cost_reason})"
+        row = [j.judge, str(j.units), str(j.already_done), str(j.cache_hits), str(j.calls)]
+        if summary.dry_run:
+            out = str(j.estimated_output_tokens) if j.estimated_output_tokens is not None else f"unknown ({j.estimated_output_reason})"
+            row += [str(j.estimated_input_tokens), out, cost]
+        else:
+            reasons = ", ".join(f"{k} {v}" for k, v in j.unscored_reasons.items())
+            row += [str(j.ok), f"{j.unscored}" + (f" ({reasons})" if reasons else ""), str(j.retries), str(j.failed),
+                    f"{j.input_tokens}/{j.output_tokens}", cost]
+        table.add_row(*row)
+    console.print(table)
+    if not summary.dry_run:
+        console.print(f"labels: {summary.labels_path}")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from judges.parsers import OUTPUT_KINDS
+    from judges.prompts import builtin_prompts
+    from judges.providers.base import provider_names
+    from judges.spec import load_judges
+
+    prompts = [{"name": p.name, "version": p.version, "output": p.output, "scheme": p.scheme,
+                "unit_kinds": list(p.unit_kinds), "sha256": p.sha256, "source": p.source, "path": p.path}
+               for p in builtin_prompts().values()]
+    outputs = [{"name": k.name, "scheme": k.scheme, "description": k.description} for k in OUTPUT_KINDS.values()]
+    configured = []
+    if args.config:
+        configured = [{"name": j.name, "provider": j.provider, "model": j.model, "output": j.output,
+                       "parse_mode": j.parse_mode, "samples": j.samples, "unit_kinds": list(j.unit_kinds)}
+                      for j in load_judges(args.config)]
+    data = {"prompts": prompts, "output_kinds": outputs, "providers": provider_names(), "judges": configured}
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="shipped prompts")
+    for column in ("name", "version", "output", "unit kinds", "sha256", "source"):
+        table.add_column(column)
+    for p in prompts:
+        table.add_row(p["name"], p["version"], p["output"], ", ".join(p["unit_kinds"]), p["sha256"][:12], p["source"])
+    console.print(table)
+    console.print("providers: " + ", ".join(data["providers"]) + "   (rule models: ehq, aggarwal)")
+    console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
+    for j in configured:
+        console.print(f"judge {j['name']}: {j['provider']}:{j['model']} output={j['output']} parse={j['parse_mode']} samples={j['samples']}")
+    return 0
+
+
+def _batch_write(args: argparse.Namespace) -> int:
+    from judges.batch import write_batch
+
+    judges = _judges(args)
+    written = write_batch(_units(args), judges, args.out, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
+    if args.json:
+        print(json.dumps(written, indent=2))
+    else:
+        for w in written:
+            print(f"{w['judge']}: {w['requests']} requests -> {w['batch_file']} ({w['already_cached']} already cached; "
+                  f"keep {w['requests_file']} for batch-import)")
+    return 0
+
+
+def _batch_import(args: argparse.Namespace) -> int:
+    from judges.batch import import_batch_results
+
+    result = import_batch_results(args.results, args.requests, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{result['results']} results {result['outcomes']}; {result['cached']} new cache entries. "
+              "Run `accord judge run` to build labels from them.")
+    return 0

@@ -1,0 +1,32 @@
+"""Export the human labels table of the coding app store (csv, parquet or jsonl)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("export",), help="export: write the labels table")
+    parser.add_argument("--study", required=True, help="study folder (its labels/store.sqlite)")
+    parser.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="jsonl", help="file format (default jsonl)")
+    parser.add_argument("--out", help="output file (default STUDY/labels/human.<format>)")
+    parser.add_argument("--role", choices=("independent", "adjudication"), help="only this role (default both)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    from annotate.export import export_labels
+    from annotate.store import Store
+
+    store = Store.for_study(args.study)
+    labels = store.labels(role=args.role)
+    out = Path(args.out) if args.out else Path(args.study) / "labels" / f"human.{args.format}"
+    export_labels(labels, out, format=args.format)
+    roles = {role: sum(1 for row in labels if row.role == role) for role in ("independent", "adjudication")}
+    if args.json:
+        print(json.dumps({"path": str(out), "rows": len(labels), **roles}))
+    else:
+        print(f"wrote {len(labels)} label rows ({roles['independent']} independent, {roles['adjudication']} adjudication) to {out}")
+    return 0

@@ -1,0 +1,129 @@
+"""Label Studio backend: push blinded tasks to per-annotator projects, pull labels, show progress.
+
+  accord ls push   --study DIR   accounts (invite-link signup) + one project per annotator and unit kind;
+                                 credentials for the annotators in DIR/labels/labelstudio_annotators.json (0600)
+  accord ls pull   --study DIR   annotations -> DIR/labels/labelstudio.jsonl (HumanLabel rows; idempotent)
+  accord ls status --study DIR   tasks and labelled tasks per annotator and project
+
+The server's API token comes from the environment variable ACCORD_LS_TOKEN (never
+the command line, where other users could read it). Open-source Label Studio lets
+any user list every project and read other annotators' work through the API; the
+coding app (`accord app`) is the strict-blind option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+TOKEN_ENV = "ACCORD_LS_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    actions = parser.add_subparsers(dest="action", required=True, metavar="push|pull|status")
+    for name, summary in (
+        ("push", "create accounts and projects, import the blinded tasks (again: adds only what is missing)"),
+        ("pull", "convert the annotations into the labels table (again: same table)"),
+        ("status", "tasks and labelled tasks per annotator"),
+    ):
+        action = actions.add_parser(name, help=summary, description=summary)
+        action.add_argument("--study", required=True, type=Path, help="the study folder")
+        action.add_argument(
+            "--url", default=None,
+            help="Label Studio base URL (default: the one recorded by push, else $ACCORD_LS_URL, else http://127.0.0.1:8080)",
+        )
+        action.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        if name == "push":
+            action.add_argument("--tasks", type=Path, default=None, help="blinded tasks (default STUDY/blind/tasks.jsonl)")
+            action.add_argument("--orders", type=Path, default=None, help="annotator orders (default STUDY/blind/orders.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from annotate.labelstudio import LabelStudioBackend
+    from samples.errors import InputError
+
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token.strip():
+        raise InputError(f"set {TOKEN_ENV} to the Label Studio API token of the server's admin account")
+    with Progress(transient=True, disable=args.json or not sys.stderr.isatty()) as progress:
+        bar = progress.add_task(f"Label Studio {args.action}", total=None)
+
+        def on_progress(done: int, total: int, what: str) -> None:
+            progress.update(bar, completed=done, total=total, description=f"{args.action}: {what}")
+
+        backend = LabelStudioBackend(study=args.study, token=token, url=args.url, on_progress=on_progress)
+        result = _ACTIONS[args.action](backend, args)
+    _print(result, as_json=args.json)
+    return 0
+
+
+def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from annotate.app_backend import load_orders
+    from annotate.tasks import load_tasks
+
+    tasks = load_tasks(args.tasks or args.study / "blind" / "tasks.jsonl")
+    orders = load_orders(args.orders or args.study / "blind" / "orders.json", tasks)
+    report = backend.push(tasks, orders)
+    projects = report.details["projects"]
+    lines = [
+        f"pushed {report.n_tasks} task(s) for {len(report.annotators)} annotator(s) to {backend.url}: "
+        f"{report.created} imported, {report.already_present} already present",
+        *(f"  {name}: " + ", ".join(f"{kind} -> project {pid}" for kind, pid in kinds.items()) for name, kinds in projects.items()),
+        f"annotator logins (mode 0600; give each person only their entry): {report.details['credentials']}",
+    ]
+    if report.details["new_accounts"]:
+        lines.append(f"new Label Studio accounts: {', '.join(report.details['new_accounts'])}")
+    return {
+        "text": lines,
+        "json": {
+            "backend": report.backend, "url": backend.url, "n_tasks": report.n_tasks, "annotators": list(report.annotators),
+            "created": report.created, "already_present": report.already_present, **report.details,
+        },
+    }
+
+
+def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
+    report = backend.pull_report()
+    lines = [
+        f"pulled {len(report.labels)} label(s) from {backend.url} into {report.path} "
+        f"(added {report.added}, updated {report.updated}, unchanged {report.unchanged}, removed {report.removed})",
+    ]
+    if report.ignored:
+        lines.append(f"{len(report.ignored)} annotation(s) are not labels and were left out:")
+        lines.extend(f"  {reason}" for reason in report.ignored)
+    return {
+        "text": lines,
+        "json": {
+            "url": backend.url, "path": str(report.path), "n_labels": len(report.labels), "added": report.added,
+            "updated": report.updated, "unchanged": report.unchanged, "removed": report.removed, "ignored": list(report.ignored),
+        },
+    }
+
+
+def _status(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
+    status = backend.status()
+    lines = [f"{status.n_tasks} task(s) pushed to {backend.url}"]
+    for name, kinds in status.details["projects"].items():
+        for kind, project in kinds.items():
+            lines.append(f"  {name}: {kind}: {project['labelled']} of {project['tasks']} labelled ({project['url']})")
+    return {
+        "text": lines,
+        "json": {"backend": status.backend, "n_tasks": status.n_tasks, "labelled": dict(status.labelled), **status.details},
+    }
+
+
+_ACTIONS = {"push": _push, "pull": _pull, "status": _status}
+
+
+def _print(result: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result["json"], indent=1, sort_keys=True))
+    else:
+        print("\n".join(result["text"]))

@@ -1,0 +1,59 @@
+"""Score the benchmark with an accepted judge: ISE accuracy, Identify, Solve, Escalate per cell.
+
+Runs only when the gate verdict (STUDY/gate/verdict.json) accepted every judge used
+and their sampled labels are unchanged; --force scores anyway and stamps every
+output UNACCEPTED. Each rate has a 10,000-resample percentile bootstrap CI and, on
+the conflict rows, Rogan-Gladen and PPI++ corrections from the human-validated
+sample. Writes STUDY/score/score.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder (trajectories.jsonl, units.jsonl, judges/labels.jsonl, gate/)")
+    parser.add_argument("--identify-judge", required=True, help="judge over identify_trajectory units")
+    parser.add_argument("--escalate-judge", required=True, help="judge over escalate_final units")
+    parser.add_argument("--correctness-judge", help="judge over correctness units (c_i)")
+    parser.add_argument("--correctness-field", help="or: Trajectory.metadata field with c_i (bool or score)")
+    parser.add_argument("--force", action="store_true", help="score without an accepted verdict (stamped UNACCEPTED)")
+    parser.add_argument("--tie-policy", help="human-majority ties for the corrections (default: the gate policy's)")
+    parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
+    parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--json", action="store_true", help="print the score document as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    from pathlib import Path
+
+    from agreement.scoring import GateRefusal, format_score, score_study
+    from agreement.study_io import write_result
+    from samples.errors import InputError
+
+    if args.n_resamples < 100:
+        raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
+    if not 0 < args.level < 1:
+        raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
+    try:
+        document = score_study(args.study, identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
+                               correctness_judge=args.correctness_judge, correctness_field=args.correctness_field,
+                               force=args.force, tie_policy=args.tie_policy, n_resamples=args.n_resamples,
+                               seed=args.seed, level=args.level)
+    except GateRefusal as refusal:
+        print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
+              file=sys.stderr)
+        return 1
+    path = Path(args.study) / "score" / "score.json"
+    clean = write_result(path, document)
+    if args.json:
+        import json
+
+        print(json.dumps(clean, indent=2, sort_keys=True))
+    else:
+        print(format_score(clean))
+        print(f"\nwrote {path}")
+    return 0

@@ -1,0 +1,49 @@
+"""Validate a study's judges against its human annotators (agreement, baselines, per-class report).
+
+Joins the sealed key, labels/human.jsonl and judges/labels.jsonl; reports per unit
+kind: human-human agreement, each judge vs the human majority and each annotator,
+judge pairs overall and per setting/split with directional disagreements,
+per-class precision/recall/F1, unscored counts and degenerate baselines, each with
+cluster-bootstrap CIs by trajectory. Writes STUDY/validation/validation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/human.jsonl, judges/labels.jsonl)")
+    parser.add_argument("--judge", action="append", metavar="NAME", help="validate only these judges (repeatable)")
+    parser.add_argument("--tie-policy", default="exclude",
+                        help="tied human majority: exclude (default), needs-adjudication, positive or negative")
+    parser.add_argument("--weighted", action="store_true",
+                        help="reweight every estimate by 1/inclusion probability of the sample design")
+    parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
+    parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agreement.study_io import load_study, write_result
+    from agreement.validation import format_validation, validate_study
+    from samples.errors import InputError
+
+    if not 0 < args.level < 1:
+        raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
+    if args.n_resamples < 100:
+        raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
+    study = load_study(args.study)
+    result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted, n_resamples=args.n_resamples,
+                            seed=args.seed, level=args.level, judges=args.judge)
+    path = study.root / "validation" / "validation.json"
+    body = write_result(path, result.to_dict())
+    if args.json:
+        import json
+
+        print(json.dumps(body, indent=2, sort_keys=True))
+    else:
+        print(format_validation(result))
+        print(f"\nwrote {path}")
+    return 0

@@ -1,0 +1,80 @@
+"""accord dashboard: the study report, interactively (Streamlit).
+
+Run through `accord dashboard STUDY`; the study folder comes from the command line
+(``streamlit run apps/dashboard.py -- STUDY``) or the ACCORD_STUDY variable. Shows
+the same content as `accord report`: banners (simulated annotators, unaccepted
+scores), the gate verdict, every table (filterable) and the plots.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+from agreement.report import build_report
+from samples.errors import InputError
+
+
+def study_folder() -> str | None:
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    return args[0] if args else os.environ.get("ACCORD_STUDY")
+
+
+@st.cache_data(show_spinner="Building the report ...")
+def cached_report(folder: str, stamp: tuple[tuple[str, float], ...]):
+    """The report content, rebuilt only when a saved result file changes (``stamp``)."""
+    return build_report(Path(folder))
+
+
+def stamp_of(folder: str) -> tuple[tuple[str, float], ...]:
+    from agreement.report import SOURCES
+
+    root = Path(folder)
+    return tuple((str(rel), (root / rel).stat().st_mtime) for rel in SOURCES.values() if (root / rel).is_file())
+
+
+def main() -> None:
+    st.set_page_config(page_title="accord dashboard", layout="wide")
+    st.title("accord dashboard")
+    folder = study_folder()
+    if not folder:
+        st.error("No study folder: run `accord dashboard STUDY` (or set ACCORD_STUDY).")
+        return
+    try:
+        content = cached_report(folder, stamp_of(folder))
+    except InputError as error:
+        st.error(str(error))
+        return
+    st.caption(f"Study: {content.study}")
+    for banner in content.banners:
+        st.warning(banner)
+    if content.verdict:
+        verdict = content.verdict
+        show = st.success if verdict["verdict"] == "ACCEPT" else st.error
+        show(f"Gate verdict: {verdict['verdict']} (policy {verdict['policy']['name']}, "
+             f"sha256 {verdict['policy']['sha256'][:12]})")
+    else:
+        st.info("Gate verdict: not run")
+    titles = [t.title for t in content.tables]
+    chosen = st.multiselect("Tables", titles, default=titles)
+    query = st.text_input("Filter rows containing", "")
+    for table in content.tables:
+        if table.title not in chosen:
+            continue
+        st.subheader(table.title)
+        if table.note:
+            st.caption(table.note)
+        rows = [r for r in table.rows if not query or any(query.lower() in str(c).lower() for c in r)]
+        st.dataframe([dict(zip(table.header, row)) for row in rows], width="stretch")
+    st.header("Plots")
+    for figure in content.figures:
+        st.subheader(figure.title)
+        st.image(figure.png)
+    st.header("Fingerprints")
+    st.dataframe([{"input": k, "sha256": v} for k, v in content.fingerprints.items()], width="stretch")
+
+
+main()

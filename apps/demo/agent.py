@@ -1,0 +1,274 @@
+"""A minimal search-tool agent and closed-book answers: the demo's model outputs.
+
+Deliberately small (a fixture, not a product): a ReAct-style text loop against any
+OpenAI-compatible chat endpoint (the demo uses llama-server serving SmolLM2-135M
+and Gemma 3 270M). Each turn the model writes ``Thought: ...`` and then either
+``Action: search[query]`` or ``Answer: ...``; a GBNF grammar (llama-server's
+``grammar`` field) holds the tiny models to that shape, and the first turn may only
+search, so every trajectory has at least one intermediate turn to judge. The
+``search`` tool ignores the query and returns the instance's two passages (the
+controlled-conflict design supplies the evidence; ISE section 2.1). After
+``max_turns`` turns without an answer the run is ``truncated``.
+
+Every request is temperature 0 with a fixed ``seed`` and ``cache_prompt: false``
+(llama-server's prompt cache otherwise makes temperature-0 output depend on
+earlier requests). Runs go to the ISE JSONL schema that ``samples``' ``ise``
+adapter reads; closed-book answers go to records the ``responses`` adapter reads,
+each carrying its EHQ item (``ehq_item``) for the ehq rule classifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from apps.demo.conflict import DATASET, ConflictInstance
+from apps.demo.items import DEFAULT_SEED, DemoItem
+from samples.errors import InputError
+
+AGENT_NAME = "accord-demo-agent"
+TOOL_NAME = "search"
+SYSTEM_PROMPT = (
+    "You are a question-answering agent with one tool: search[query] returns passages about the query.\n"
+    "Work in turns. In each turn write one line 'Thought: ...' with your reasoning, then either\n"
+    "'Action: search[query]' to call the tool, or 'Answer: ...' with your final answer to the user."
+)
+# GBNF for llama-server: the first turn must search; later turns search or answer.
+_LINE = 'line ::= [^\\n]+\nquery ::= [^\\]\\n]+\n'
+FIRST_TURN_GRAMMAR = 'root ::= "Thought: " line "\\nAction: search[" query "]"\n' + _LINE
+TURN_GRAMMAR = 'root ::= "Thought: " line "\\n" ("Action: search[" query "]" | "Answer: " line)\n' + _LINE
+_SEARCH = re.compile(r"^Action:\s*search\[(?P<query>[^\]\n]*)\]\s*$", re.MULTILINE)
+_ANSWER = re.compile(r"^Answer:\s*(?P<answer>.+?)\s*$", re.MULTILINE)
+_THOUGHT = re.compile(r"^Thought:\s*(?P<thought>.*?)\s*$", re.MULTILINE)
+RETRY_NOTE = "Your last reply had no complete Action or Answer line. Reply with 'Action: search[...]' or 'Answer: ...'."
+
+
+@dataclass(frozen=True, kw_only=True)
+class DemoModel:
+    """A model the demo runs: its name on the server and the backbone id recorded in the data."""
+
+    name: str
+    backbone: str
+
+    def __post_init__(self) -> None:
+        for field in ("name", "backbone"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"DemoModel: {field} must be a non-empty string, got {value!r}")
+
+
+# The two open-weight families `judges.local_server.LlamaServer` serves.
+DEMO_MODELS: tuple[DemoModel, ...] = (
+    DemoModel(name="smollm2", backbone="smollm2-135m-instruct"),
+    DemoModel(name="gemma3-270m", backbone="gemma-3-270m"),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentConfig:
+    """How the demo agent is run; every field is recorded in each trajectory's metadata."""
+
+    max_turns: int = 3
+    max_tokens: int = 96
+    seed: int = DEFAULT_SEED
+    concurrency: int = 4
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        for field in ("max_turns", "max_tokens", "concurrency"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"AgentConfig: {field} must be a positive integer, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InputError(f"AgentConfig: seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.timeout_s, int | float) or not self.timeout_s > 0:
+            raise InputError(f"AgentConfig: timeout_s must be a positive number, got {self.timeout_s!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunReport:
+    """What a batch of model calls cost: wall time, requests and tokens (never stored in the records)."""
+
+    n_records: int
+    n_requests: int
+    wall_s: float
+    completion_tokens: int
+    truncated: int
+
+
+def search_result(instance: ConflictInstance) -> str:
+    """What the ``search`` tool returns: the instance's passages, numbered as sources."""
+    return "\n".join(f"[{i}] Source {i}: {passage}" for i, passage in enumerate(instance.passages, start=1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Turn:
+    thought: str | None
+    query: str | None
+    answer: str | None
+    raw: str
+
+
+def parse_turn(raw: str, *, complete: bool) -> _Turn:
+    """Read one model turn; an answer cut off by the token limit is not an answer."""
+    thought = _THOUGHT.search(raw)
+    search = _SEARCH.search(raw)
+    answer = _ANSWER.search(raw) if complete else None
+    return _Turn(thought=thought["thought"] if thought else None, query=search["query"].strip() if search else None,
+                 answer=answer["answer"] if answer and not search else None, raw=raw)
+
+
+class _Client:
+    """One AsyncOpenAI client with a shared concurrency limit and call counters."""
+
+    def __init__(self, base_url: str, config: AgentConfig) -> None:
+        try:
+            from openai import AsyncOpenAI
+        except ImportError:
+            raise InputError("the demo agent needs the `openai` package: pip install 'accord[judges]'") from None
+        self.base_url = base_url.rstrip("/")
+        self.client = AsyncOpenAI(base_url=f"{self.base_url}/v1", api_key="local", timeout=config.timeout_s,
+                                  max_retries=0)
+        self.config = config
+        self.limit = asyncio.Semaphore(config.concurrency)
+        self.requests = 0
+        self.tokens = 0
+
+    async def chat(self, model: str, messages: list[dict[str, str]], *, max_tokens: int,
+                   grammar: str | None = None) -> tuple[str, bool]:
+        """(text, finished normally); connection problems become one clear InputError."""
+        from openai import APIConnectionError, APIStatusError
+
+        extra: dict[str, Any] = {"cache_prompt": False}
+        if grammar is not None:
+            extra["grammar"] = grammar
+        async with self.limit:
+            try:
+                response = await self.client.chat.completions.create(
+                    model=model, messages=messages, temperature=0, max_tokens=max_tokens, seed=self.config.seed,
+                    extra_body=extra,
+                )
+            except APIConnectionError:
+                raise InputError(f"no model server at {self.base_url}: start it with `accord judges serve`") from None
+            except APIStatusError as error:
+                raise InputError(f"model server at {self.base_url} refused model {model!r}: HTTP {error.status_code}") from None
+        self.requests += 1
+        self.tokens += response.usage.completion_tokens if response.usage else 0
+        choice = response.choices[0]
+        return choice.message.content or "", choice.finish_reason == "stop"
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance) -> dict[str, Any]:
+    config = client.config
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"Question: {instance.question}"}]
+    steps: list[dict[str, Any]] = []
+    final: dict[str, Any] | None = None
+    for turn_index in range(config.max_turns):
+        raw, complete = await client.chat(model.name, messages, max_tokens=config.max_tokens,
+                                          grammar=FIRST_TURN_GRAMMAR if turn_index == 0 else TURN_GRAMMAR)
+        turn = parse_turn(raw, complete=complete)
+        messages.append({"role": "assistant", "content": raw})
+        if turn.answer is not None:
+            final = {"reasoning": turn.thought, "text": turn.answer}
+            break
+        if turn.query is not None:
+            observation = search_result(instance)
+            steps.append({"reasoning": turn.thought, "text": None, "tool_call": {
+                "name": TOOL_NAME, "arguments": {"query": turn.query}, "result": observation, "success": True}})
+            messages.append({"role": "user", "content": f"Observation:\n{observation}"})
+        else:
+            steps.append({"reasoning": turn.thought, "text": raw.strip() or None, "tool_call": None})
+            messages.append({"role": "user", "content": RETRY_NOTE})
+    return {
+        "id": f"demo:{model.name}:{instance.instance_id}",
+        "agent": AGENT_NAME, "backbone": model.backbone, "dataset": DATASET,
+        "setting": instance.setting, "split": instance.split, "question": instance.question,
+        "reference": list(instance.references), "steps": steps, "final_turn": final, "truncated": final is None,
+        "instance_id": instance.instance_id, "question_id": instance.question_id, "category": instance.category,
+        "subcategory": instance.subcategory, "answer_type": instance.answer_type, "distractor": instance.distractor,
+        "server_model": model.name, "max_turns": config.max_turns, "max_tokens": config.max_tokens, "seed": config.seed,
+    }
+
+
+@lru_cache(maxsize=1)
+def ehq_inference_settings() -> dict[str, Any]:
+    """The EHQ package's own answer-elicitation settings (its bundled experiment.json)."""
+    from importlib.resources import files
+
+    path = files("ehq").joinpath("resources", "project", "config", "experiment.json")
+    return dict(json.loads(path.read_text(encoding="utf-8"))["inference"])
+
+
+async def _answer_one(client: _Client, model: DemoModel, item: DemoItem) -> dict[str, Any]:
+    from ehq.prompts import ANSWER_PROMPT_VERSION, build_answer_prompt
+
+    prompt = build_answer_prompt(item.ehq_item)
+    messages = [{"role": "system", "content": ehq_inference_settings()["system_prompt"]}, {"role": "user", "content": prompt}]
+    text, complete = await client.chat(model.name, messages, max_tokens=client.config.max_tokens)
+    return {
+        "model": model.backbone, "item_id": item.question_id, "category": item.category,
+        "subcategory": item.subcategory, "question": item.question,
+        "reference": [a for a in [item.ehq_item.get("correct_answer"), *item.ehq_item.get("acceptable_answers", [])] if a],
+        "response": text.strip() or None, "finish_reason": "stop" if complete else "length",
+        "ehq_item": item.ehq_item, "prompt_version": ANSWER_PROMPT_VERSION, "server_model": model.name,
+        "max_tokens": client.config.max_tokens, "seed": client.config.seed, "dataset": DATASET,
+    }
+
+
+def _gather(base_url: str, config: AgentConfig, jobs: Callable[[_Client], list[Any]],
+            progress: Callable[[int, int], None] | None) -> tuple[list[dict[str, Any]], RunReport]:
+    async def main() -> tuple[list[dict[str, Any]], _Client]:
+        client = _Client(base_url, config)
+        try:
+            coroutines = jobs(client)
+            done = 0
+
+            async def tracked(coroutine: Any) -> dict[str, Any]:
+                nonlocal done
+                result = await coroutine
+                done += 1
+                if progress is not None:
+                    progress(done, len(coroutines))
+                return result
+
+            return list(await asyncio.gather(*(tracked(c) for c in coroutines))), client
+        finally:
+            await client.close()
+
+    start = time.perf_counter()
+    records, client = asyncio.run(main())
+    truncated = sum(1 for r in records if r.get("truncated") or r.get("finish_reason") == "length")
+    return records, RunReport(n_records=len(records), n_requests=client.requests, wall_s=time.perf_counter() - start,
+                              completion_tokens=client.tokens, truncated=truncated)
+
+
+def _check_models(models: Sequence[DemoModel]) -> None:
+    if not models or not all(isinstance(m, DemoModel) for m in models):
+        raise InputError(f"models: expected a non-empty sequence of DemoModel, got {models!r}")
+
+
+def run_agent(instances: Iterable[ConflictInstance], *, base_url: str, models: Sequence[DemoModel] = DEMO_MODELS,
+              config: AgentConfig = AgentConfig(),
+              progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], RunReport]:
+    """Every model on every instance, concurrently; ISE records in (model, instance) order."""
+    _check_models(models)
+    instances = list(instances)
+    return _gather(base_url, config, lambda c: [_run_one(c, m, i) for m in models for i in instances], progress)
+
+
+def closed_book_answers(items: Iterable[DemoItem], *, base_url: str, models: Sequence[DemoModel] = DEMO_MODELS,
+                        config: AgentConfig = AgentConfig(),
+                        progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], RunReport]:
+    """EHQ-style single-turn answers (EHQ's prompt and system prompt, no tools); responses records."""
+    _check_models(models)
+    items = list(items)
+    return _gather(base_url, config, lambda c: [_answer_one(c, m, i) for m in models for i in items], progress)

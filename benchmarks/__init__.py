@@ -1,0 +1,14 @@
+"""accord's benchmarks: ``python -m benchmarks [--quick] [--only AREA ...]``.
+
+Each ``benchmarks/bench_<area>.py`` exposes ``run(quick: bool = False) -> list[dict]``
+returning rows with the keys in ``ROW_KEYS``: the measured accord value (human
+readable, e.g. "0.41 s"), the peer measured side by side in the same run (or ""),
+their ratio, the target, whether it was met (None when there is no target or it
+could not be measured) and notes. The harness collects every module's rows into
+``benchmarks/results.json`` and ``benchmarks/results.md`` and refreshes the table
+in README.md between ``<!-- bench:start -->`` and ``<!-- bench:end -->``.
+"""
+
+from __future__ import annotations
+
+ROW_KEYS = ("benchmark", "accord", "peer", "ratio", "target", "met", "notes")

@@ -1,0 +1,131 @@
+"""Label Studio backend: push of 1,000 tasks (target < 15 s) and pull of 3 annotators x 1,000 labels (< 10 s).
+
+A real Label Studio 1.23.2 server (its own venv, fresh data dir) is started for the
+run. Push is timed end to end as `accord ls push` does it: the annotator's
+invite-link account, their project with the kind's labeling config and the
+import of the blinded tasks. The peer is the bare label-studio-sdk doing only the
+unavoidable part (create a project, import the same payload). Pull is timed over
+three annotators' projects of 1,000 labelled tasks each, written to the labels
+table; the peer is the SDK's documented export helper (`projects.exports.as_json`,
+an export snapshot per project) fetching the same annotations without converting
+them.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from annotate.labelstudio import LabelStudioBackend, display_payload, labeling_config, load_labelstudio_credentials, load_labelstudio_state
+from benchmarks.measure import ratio_text, seconds_text
+from samples.records import BlindTask
+from samples.schemes import DEFAULT_SCHEME
+
+PUSH_TARGET_S = 15.0
+PULL_TARGET_S = 10.0
+ANNOTATORS = ("bench-a", "bench-b", "bench-c")
+KIND = "identify_trajectory"
+SEED = 20261129
+
+
+def _tasks(n: int) -> list[BlindTask]:
+    """Identify tasks of realistic size: six numbered turns of about 400 characters each."""
+    rng = random.Random(SEED)
+    words = "search result says the source reports figure year however according missing cannot find verify".split()
+    return [
+        BlindTask(
+            task_id=f"b_{i:05d}", kind=KIND, text="(turns)",
+            turns=[f"[turn {j}] " + " ".join(rng.choice(words) for _ in range(60)) for j in range(6)],
+        )
+        for i in range(n)
+    ]
+
+
+def _timed(function):
+    started = time.perf_counter()
+    result = function()
+    return time.perf_counter() - started, result
+
+
+def _label_everything(server, study: Path) -> None:
+    """Each annotator labels every task of their project (bulk, through their own account).
+
+    Open-source Label Studio creates annotations one request at a time (about 0.3 s
+    each on this machine), so the setup imports the labels as predictions and has
+    each annotator convert them to their own annotations in one Data Manager
+    action, then removes the predictions so the export is what a real study's is.
+    """
+    from label_studio_sdk import LabelStudio
+
+    admin = LabelStudio(base_url=server.url, api_key=server.token)
+    state = load_labelstudio_state(study)
+    logins = load_labelstudio_credentials(study)
+    for position, name in enumerate(ANNOTATORS):
+        project = state.annotators[name].projects[KIND]
+        result = [{"from_name": "label", "to_name": "display", "type": "choices", "value": {"choices": [("yes", "no")[position % 2]]}}]
+        admin.projects.import_predictions(
+            project.project_id, request=[{"task": task_id, "result": result, "model_version": "bench"} for task_id in project.tasks.values()]
+        )
+        annotator = LabelStudio(base_url=server.url, api_key=logins[name].api_token)
+        annotator.actions.create(id="predictions_to_annotations", project=project.project_id, selected_items={"all": True, "excluded": []})
+        admin.actions.create(id="delete_tasks_predictions", project=project.project_id, selected_items={"all": True, "excluded": []})
+
+
+def run(quick: bool = False) -> list[dict]:
+    from label_studio_sdk import LabelStudio
+
+    from tests.support.labelstudio import REPO, running_server
+
+    n = 200 if quick else 1000
+    tasks = _tasks(n)
+    order = [task.task_id for task in tasks]
+    rows: list[dict] = []
+    with running_server(pid_file=REPO / ".run" / "labelstudio-bench.pid") as server, tempfile.TemporaryDirectory() as folder:
+        sdk = LabelStudio(base_url=server.url, api_key=server.token)
+
+        def peer_push() -> None:
+            project = sdk.projects.create(title="peer push", label_config=labeling_config(KIND, DEFAULT_SCHEME[KIND]))
+            sdk.projects.import_tasks(project.id, request=[{"data": {"task_id": t.task_id, "display": display_payload(t)}} for t in tasks])
+
+        single = Path(folder) / "single"
+        single.mkdir()
+        push_s, report = _timed(lambda: LabelStudioBackend(study=single, token=server.token, url=server.url).push(tasks, {"bench-solo": order}))
+        peer_push_s, _ = _timed(peer_push)
+        assert report.created == n
+        rows.append({
+            "benchmark": f"Label Studio push, {n:,} tasks to 1 annotator",
+            "accord": seconds_text(push_s),
+            "peer": f"{seconds_text(peer_push_s)} (label-studio-sdk: create project + import only)",
+            "ratio": ratio_text(peer_push_s, push_s),
+            "target": f"< {PUSH_TARGET_S:.0f} s",
+            "met": push_s < PUSH_TARGET_S,
+            "notes": "accord includes the invite-link account signup, the codebook instructions and the state file",
+        })
+
+        study = Path(folder) / "three"
+        study.mkdir()
+        backend = LabelStudioBackend(study=study, token=server.token, url=server.url)
+        push3_s, _ = _timed(lambda: backend.push(tasks, {name: order for name in ANNOTATORS}))
+        _label_everything(server, study)
+        pull_s, pulled = _timed(backend.pull_report)
+        assert len(pulled.labels) == n * len(ANNOTATORS) and not pulled.ignored
+
+        def peer_pull() -> int:
+            state = load_labelstudio_state(study)
+            return sum(len(sdk.projects.exports.as_json(state.annotators[name].projects[KIND].project_id)) for name in ANNOTATORS)
+
+        peer_pull_s, exported = _timed(peer_pull)
+        assert exported == n * len(ANNOTATORS)
+        rows.append({
+            "benchmark": f"Label Studio pull, {len(ANNOTATORS)} annotators x {n:,} labels",
+            "accord": seconds_text(pull_s),
+            "peer": f"{seconds_text(peer_pull_s)} (label-studio-sdk exports.as_json snapshots, no conversion)",
+            "ratio": ratio_text(peer_pull_s, pull_s),
+            "target": f"< {PULL_TARGET_S:.0f} s",
+            "met": pull_s < PULL_TARGET_S,
+            "notes": f"push of the same {len(ANNOTATORS)} x {n:,} tasks took {seconds_text(push3_s)}; "
+                     "most of the pull is Label Studio serialising its export",
+        })
+    return rows

@@ -1,0 +1,227 @@
+"""The `openai` and `anthropic` providers (official SDKs) and `local` (llama-server).
+
+llama-server speaks both wire formats, so `local` is the same two SDK paths with a
+loopback base URL, llama.cpp's constrained decoding (GBNF grammar / json_schema) for
+the output kind, and ``cache_prompt: false`` so output does not depend on earlier
+requests. ISE judges run with no max_tokens cap (App. A.3); the Anthropic Messages
+API requires one, so an Anthropic judge must set ``max_tokens`` explicitly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from samples.errors import InputError
+
+from judges.providers.base import (
+    CallError,
+    Completion,
+    ProviderConfig,
+    parse_retry_after,
+    register_provider,
+    status_is_retryable,
+)
+
+# Judge parameters a user may set; everything else is refused where the judge is built.
+JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")
+
+_IDENTIFY_SCHEMA = {
+    "type": "object",
+    "properties": {"flag": {"type": "integer", "enum": [0, 1]}, "first_recognition_turn": {"type": "integer", "minimum": -1}},
+    "required": ["flag", "first_recognition_turn"],
+    "additionalProperties": False,
+}
+_WORDS = {
+    "yes_no": ("YES", "NO"),
+    "correct_incorrect": ("CORRECT", "INCORRECT"),
+    "refusal_claim": ("REFUSAL", "CLAIM"),
+    "ehq4": ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"),
+    "decision": ("DECISION: ANSWER", "DECISION: DECLINE"),
+}
+
+
+def llama_constraint(output_kind: str) -> dict[str, Any]:
+    """llama-server body fields forcing the output into the kind's format."""
+    if output_kind == "identify_json":
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "identify", "schema": _IDENTIFY_SCHEMA}}}
+    words = _WORDS.get(output_kind)
+    if words is None:
+        return {}
+    return {"grammar": "root ::= " + " | ".join(json.dumps(w) for w in words)}
+
+
+def _split_kwargs(method: Any, body: Mapping[str, Any]) -> dict[str, Any]:
+    """SDK keyword arguments for ``body``; fields the SDK does not name go in extra_body."""
+    known = set(inspect.signature(method).parameters)
+    kwargs = {k: v for k, v in body.items() if k in known}
+    extra = {k: v for k, v in body.items() if k not in known}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+def _api_key(config: ProviderConfig, default_env: str, *, required: bool) -> str:
+    env = config.api_key_env or default_env
+    key = os.environ.get(env)
+    if key:
+        return key
+    if required:
+        raise InputError(f"provider needs an API key in ${env} (set it, or api_key_env in the judge config)")
+    return "no-key-needed"
+
+
+def _status_error(error: Any) -> CallError:
+    status = int(getattr(error, "status_code", 0) or 0)
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    return CallError(
+        f"HTTP {status}: {str(error)[:300]}",
+        retryable=status_is_retryable(status), status=status, retry_after=parse_retry_after(headers.get("retry-after")),
+    )
+
+
+class _SdkProvider:
+    """Common request shape: {'provider', 'api', 'model', 'body'} where body is the wire JSON."""
+
+    cacheable = True
+
+    def __init__(self, name: str, config: ProviderConfig, *, key_required: bool, local: bool) -> None:
+        self.name = name
+        self.config = config
+        self.local = local
+        self._key_required = key_required
+        # Built now, not on the first call: importing an SDK takes about a second, which
+        # must not count against the first call's timeout.
+        self._client: Any = self._make_client()
+
+    # ---- request shape
+    def build_request(self, *, model: str, system: str | None, user: str, params: Mapping[str, Any],
+                      output_kind: str, sample_index: int, unit: Any) -> dict[str, Any]:
+        params = dict(params)
+        constrain = bool(params.pop("constrain", self.local))
+        body = self._body(model=model, system=system, user=user, params=params)
+        if self.local:
+            body["cache_prompt"] = False
+            if constrain and self.config.api == "openai":
+                body.update(llama_constraint(output_kind))
+        elif constrain and output_kind == "identify_json" and self.config.api == "openai":
+            body["response_format"] = llama_constraint(output_kind)["response_format"]
+        return {"provider": self.name, "api": self.config.api, "model": model, "body": body, "sample_index": sample_index}
+
+    def _body(self, *, model: str, system: str | None, user: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.config.api == "anthropic":
+            if "max_tokens" not in params:
+                raise InputError(
+                    f"provider {self.name!r} with the Anthropic Messages API needs params.max_tokens "
+                    "(the API requires it; ISE's 'no cap' cannot be expressed)"
+                )
+            body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": user}], **params}
+            if system:
+                body["system"] = system
+            return body
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        return {"model": model, "messages": messages, **params}
+
+    # ---- calls
+    def _make_client(self) -> Any:
+        if self.config.api == "anthropic":
+            try:
+                import anthropic
+            except ImportError:
+                raise InputError("the anthropic provider needs the anthropic SDK: pip install 'accord[judges]'") from None
+            kwargs: dict[str, Any] = {"api_key": _api_key(self.config, "ANTHROPIC_API_KEY", required=self._key_required)}
+            if self.config.base_url:
+                kwargs["base_url"] = self.config.base_url
+            return anthropic.AsyncAnthropic(max_retries=0, timeout=self.config.timeout_s, **kwargs)
+        try:
+            import openai
+        except ImportError:
+            raise InputError("the openai provider needs the openai SDK: pip install 'accord[judges]'") from None
+        kwargs = {"api_key": _api_key(self.config, "OPENAI_API_KEY", required=self._key_required)}
+        if self.config.base_url:
+            kwargs["base_url"] = self.config.base_url
+        return openai.AsyncOpenAI(max_retries=0, timeout=self.config.timeout_s, **kwargs)
+
+    async def complete(self, request: Mapping[str, Any]) -> Completion:
+        client = self._client
+        anthropic_api = self.config.api == "anthropic"
+        sdk = __import__("anthropic" if anthropic_api else "openai")
+        method = client.messages.create if anthropic_api else client.chat.completions.create
+        try:
+            response = await method(**_split_kwargs(method, request["body"]))
+        except sdk.APIStatusError as error:
+            raise _status_error(error) from None
+        except sdk.APITimeoutError:
+            raise CallError("timeout", retryable=True) from None
+        except sdk.APIConnectionError as error:
+            raise CallError(f"connection error: {error}", retryable=True) from None
+        except (sdk.APIResponseValidationError, json.JSONDecodeError, ValueError) as error:
+            raise CallError(f"malformed response: {str(error)[:200]}", retryable=True) from None
+        raw = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
+        if not isinstance(raw, dict):
+            raise CallError(f"malformed response: {str(raw)[:200]!r}", retryable=True)
+        return self.completion_from_raw(raw)
+
+    def completion_from_raw(self, raw: Mapping[str, Any]) -> Completion:
+        try:
+            if self.config.api == "anthropic":
+                text = "".join(block.get("text") or "" for block in raw["content"] if block.get("type") == "text")
+                usage = raw.get("usage") or {}
+                return Completion(text=text, truncated=raw.get("stop_reason") == "max_tokens",
+                                  input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+                                  raw=dict(raw))
+            choice = raw["choices"][0]
+            usage = raw.get("usage") or {}
+            return Completion(text=(choice.get("message") or {}).get("content") or "",
+                              truncated=choice.get("finish_reason") == "length",
+                              input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
+                              raw=dict(raw))
+        except (KeyError, IndexError, TypeError, AttributeError) as error:
+            raise CallError(f"malformed response: missing {error}", retryable=True) from None
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _local_base_url(config: ProviderConfig) -> ProviderConfig:
+    """`local` defaults to the server `accord judges serve` started (its state file)."""
+    if config.base_url:
+        url = config.base_url
+    else:
+        from judges.local_server import read_state
+
+        state = read_state()
+        if state is None:
+            raise InputError("no local llama-server is running: start one with `accord judges serve` or set base_url")
+        url = state["base_url"]
+    if config.api == "openai" and not url.rstrip("/").endswith("/v1"):
+        url = url.rstrip("/") + "/v1"
+    return ProviderConfig(base_url=url, api_key_env=config.api_key_env, api=config.api, timeout_s=config.timeout_s)
+
+
+def _check_api(name: str, config: ProviderConfig, allowed: tuple[str, ...]) -> ProviderConfig:
+    if config.api not in allowed:
+        raise InputError(f"provider {name!r}: api must be one of {list(allowed)}, got {config.api!r}")
+    return config
+
+
+# A key is required for the hosted endpoints; a custom base_url (vLLM, llama-server) may need none.
+register_provider(
+    "openai", lambda c: _SdkProvider("openai", _check_api("openai", c, ("openai",)), key_required=not c.base_url, local=False)
+)
+register_provider(
+    "anthropic",
+    lambda c: _SdkProvider(
+        "anthropic",
+        _check_api("anthropic", ProviderConfig(base_url=c.base_url, api_key_env=c.api_key_env, api="anthropic", timeout_s=c.timeout_s),
+                   ("anthropic",)),
+        key_required=not c.base_url, local=False,
+    ),
+)
+register_provider(
+    "local",
+    lambda c: _SdkProvider("local", _local_base_url(_check_api("local", c, ("openai", "anthropic"))), key_required=False, local=True),
+)

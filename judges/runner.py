@@ -1,0 +1,449 @@
+"""The judge runner: units x judges x samples -> the labels table, cached and resumable.
+
+Order of durability per call: the response goes into the SQLite cache (committed)
+before its label is appended to labels.jsonl. A run killed at any point therefore
+resumes without paying again for a call that succeeded: finished labels are skipped
+(same fingerprint), and a response whose label was not yet written is a cache hit.
+Failed calls are never cached; after the retries they become unscored rows
+(``call_failed: ...``) that the next run tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from samples.canonical import sha256_hex
+from samples.errors import InputError
+from samples.records import Unit
+
+from judges.cache import RequestCache, RequestKeyer, request_key
+from judges.parsers import parse_output
+from judges.prices import PriceTable
+from judges.providers.base import CallError, Completion, Provider, make_provider
+from judges.records import JudgeLabel
+from judges.spec import JudgeSpec
+from judges.tables import LabelKey, LabelWriter, RunLog, compact_labels, read_labels
+
+DEFAULT_SEED = 20261129
+# Rough English average for token estimates in --dry-run and token-rate limiting; the
+# provider's own counts replace it for accounting.
+CHARS_PER_TOKEN = 4.0
+
+
+def accord_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("accord")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def unit_set_hash(units: Sequence[Unit]) -> str:
+    """Identity of the units a judge sees: ids plus a hash of each exact text."""
+    return sha256_hex(sorted([u.unit_id, hashlib.sha256(u.text.encode("utf-8")).hexdigest()] for u in units))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyPaths:
+    """Where a run reads and writes: STUDY/judges/{labels.jsonl, runs.jsonl, cache.sqlite}."""
+
+    labels: Path
+    runs: Path
+    cache: Path
+
+    @classmethod
+    def in_dir(cls, judges_dir: str | Path, *, cache: str | Path | None = None) -> "StudyPaths":
+        judges_dir = Path(judges_dir)
+        return cls(labels=judges_dir / "labels.jsonl", runs=judges_dir / "runs.jsonl",
+                   cache=Path(cache) if cache else judges_dir / "cache.sqlite")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeStats:
+    """What one run did for one judge. Costs cover calls made in this run only."""
+
+    judge: str
+    fingerprint: str
+    units: int
+    expected_labels: int
+    already_done: int
+    cache_hits: int
+    calls: int
+    retries: int
+    failed: int
+    ok: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    cost_reason: str | None
+    estimated_input_tokens: int
+    estimated_output_tokens: int | None
+    estimated_output_reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    run_id: str
+    dry_run: bool
+    judges: tuple[JudgeStats, ...]
+    labels_path: str
+    seconds: float
+
+    @property
+    def calls(self) -> int:
+        return sum(j.calls for j in self.judges)
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@dataclass(kw_only=True)
+class _Task:
+    spec: JudgeSpec
+    unit: Unit
+    sample_index: int
+    request: dict[str, Any]
+    key: str
+    est_input: int
+    est_output: int
+    cached: bool = False
+
+    @property
+    def est_tokens(self) -> int:
+        return self.est_input + self.est_output
+
+
+@dataclass(kw_only=True)
+class _Tally:
+    cache_hits: int = 0
+    calls: int = 0
+    retries: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    ok: int = 0
+
+
+class _Bucket:
+    """Token bucket refilled continuously at ``per_minute``; may go into debt for one big request."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    async def take(self, amount: float) -> None:
+        async with self.lock:
+            while True:
+                now = time.monotonic()
+                self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+                self.stamp = now
+                need = min(amount, self.capacity)
+                if self.level >= need:
+                    self.level -= amount
+                    return
+                await asyncio.sleep((need - self.level) / self.rate)
+
+
+class _Limiter:
+    """Bounded concurrency plus request- and token-per-minute buckets for one endpoint."""
+
+    def __init__(self, concurrency: int, rpm: float | None, tpm: float | None) -> None:
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.requests = _Bucket(rpm) if rpm else None
+        self.tokens = _Bucket(tpm) if tpm else None
+
+    @asynccontextmanager
+    async def slot(self, tokens: int):
+        async with self.semaphore:
+            if self.requests:
+                await self.requests.take(1)
+            if self.tokens:
+                await self.tokens.take(tokens)
+            yield
+
+
+def _output_cap(spec: JudgeSpec) -> int | None:
+    return spec.params.get("max_tokens") or spec.params.get("max_completion_tokens")
+
+
+def _label(task: _Task, fingerprint: str, completion: Completion | None, error: str | None,
+           *, cache_hit: bool, latency: float | None) -> JudgeLabel:
+    base = dict(unit_id=task.unit.unit_id, judge=task.spec.name, sample_index=task.sample_index,
+                fingerprint=fingerprint, cache_hit=cache_hit, latency_s=latency)
+    if completion is None:
+        return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason=f"call_failed: {error}")
+    outcome = parse_output(task.spec.output, completion.text, mode=task.spec.parse_mode, truncated=completion.truncated)
+    return JudgeLabel(
+        **base, label=outcome.label, label_strict=outcome.strict.label, label_lenient=outcome.lenient.label,
+        first_turn=outcome.first_turn, parse_status=outcome.status, unscored_reason=outcome.reason,
+        raw_output=completion.text, input_tokens=completion.input_tokens, output_tokens=completion.output_tokens,
+    )
+
+
+def build_tasks(spec: JudgeSpec, provider: Provider, units: Sequence[Unit], *, fingerprint: str | None = None,
+                existing: Mapping[LabelKey, JudgeLabel] | None = None) -> tuple[list[_Task], int]:
+    """One task per (unit, sample) still to label; rows already labelled under ``fingerprint`` are skipped.
+
+    A row counts as done unless its call failed: those are tried again.
+    """
+    tasks: list[_Task] = []
+    done = 0
+    system = spec.prompt.system if spec.prompt else None
+    keyers: dict[int, RequestKeyer] = {}
+    for unit in units:
+        for k in range(spec.samples):
+            row = (existing or {}).get((unit.unit_id, spec.name, k))
+            if row is not None and row.fingerprint == fingerprint and not (row.unscored_reason or "").startswith("call_failed"):
+                done += 1
+                continue
+            request = provider.build_request(model=spec.model, system=system, user=unit.text, params=spec.params,
+                                             output_kind=spec.output, sample_index=k, unit=unit)
+            if provider.cacheable:  # cacheable requests depend on the unit only through its text (Provider contract)
+                if k not in keyers:
+                    keyers[k] = RequestKeyer(provider.build_request(
+                        model=spec.model, system=system, user=RequestKeyer.placeholder, params=spec.params,
+                        output_kind=spec.output, sample_index=k, unit=unit))
+                key = keyers[k].key(unit.text)
+            else:
+                key = request_key(request)
+            tasks.append(_Task(spec=spec, unit=unit, sample_index=k, request=request, key=key,
+                               est_input=int(len((system or "") + unit.text) / CHARS_PER_TOKEN),
+                               est_output=_output_cap(spec) or 0))
+    return tasks, done
+
+
+def run_judges(
+    units: Sequence[Unit],
+    judges: Sequence[JudgeSpec],
+    paths: StudyPaths,
+    *,
+    prices: PriceTable | None = None,
+    dry_run: bool = False,
+    progress: bool = False,
+    seed: int = DEFAULT_SEED,
+    on_label: Callable[[JudgeLabel], None] | None = None,
+) -> RunSummary:
+    """Label every unit of each judge's kinds, ``samples`` times; resume what is done."""
+    names = [spec.name for spec in judges]
+    if len(set(names)) != len(names):
+        raise InputError(f"judge names must be unique in one run; repeated: {sorted({n for n in names if names.count(n) > 1})}")
+    started = time.monotonic()
+    prices = prices or PriceTable.load()
+    version = accord_version()
+    existing = read_labels(paths.labels)
+    cache = RequestCache(paths.cache)
+    run_id = uuid.uuid4().hex[:16]
+    providers: dict[str, Provider] = {}
+    plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
+    fingerprint_parts: dict[str, dict[str, Any]] = {}
+    for spec in judges:
+        provider = providers[spec.name] = make_provider(spec.provider, spec.connection)
+        mine = [u for u in units if u.kind in spec.unit_kinds]
+        units_hash = unit_set_hash(mine)
+        fingerprint = spec.fingerprint(units_hash, version)
+        fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
+        tasks, done = build_tasks(spec, provider, mine, fingerprint=fingerprint, existing=existing)
+        plan.append((spec, fingerprint, mine, tasks, done))
+
+    cached: dict[str, dict[str, Any]] = cache.get_many(
+        t.key for _, _, _, tasks, _ in plan for t in tasks if providers[t.spec.name].cacheable
+    )
+    tallies = {spec.name: _Tally() for spec in judges}
+    log = None if dry_run else RunLog(paths.runs)
+    writer = None if dry_run else LabelWriter(paths.labels)
+    try:
+        if log is not None:
+            log.event("start", run_id=run_id, time=time.time(), accord_version=version, labels=str(paths.labels),
+                      cache=str(paths.cache), units=len(units), existing_rows=len(existing),
+                      judges=fingerprint_parts)
+        pending: list[tuple[_Task, str]] = []
+        hit_labels: list[JudgeLabel] = []
+        for spec, fingerprint, _, tasks, _ in plan:
+            tally = tallies[spec.name]
+            for task in tasks:
+                raw = cached.get(task.key)
+                if raw is None:
+                    pending.append((task, fingerprint))
+                    continue
+                tally.cache_hits += 1
+                task.cached = True
+                if not dry_run:
+                    label = _label(task, fingerprint, providers[spec.name].completion_from_raw(raw), None,
+                                   cache_hit=True, latency=0.0)
+                    hit_labels.append(label)
+        if writer is not None:
+            writer.write_many(hit_labels)
+            for label in hit_labels:
+                _count(tallies[label.judge], label)
+                if on_label:
+                    on_label(label)
+        if not dry_run:
+            asyncio.run(_call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label))
+    finally:
+        if writer is not None:
+            writer.close()
+        cache.close()
+
+    stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
+                  for spec, fp, mine, tasks, done in plan)
+    # Rewriting the table is needed only when this run replaced rows (retried failures,
+    # a changed fingerprint); a run that only added rows left one row per key already.
+    if not dry_run and any((t.unit.unit_id, t.spec.name, t.sample_index) in existing for *_, tasks, _ in plan for t in tasks):
+        compact_labels(paths.labels)
+    summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
+                         seconds=time.monotonic() - started)
+    if log is not None:
+        log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
+                  judges=[_stats_dict(s) for s in stats])
+        log.close()
+    return summary
+
+
+def _stats_dict(stats: JudgeStats) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(stats)
+
+
+def _count(tally: _Tally, label: JudgeLabel) -> None:
+    if label.parse_status == "ok":
+        tally.ok += 1
+    else:
+        tally.reasons[(label.unscored_reason or "").split(":")[0]] += 1
+
+
+def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Task], done: int, tally: _Tally,
+           prices: PriceTable, dry_run: bool) -> JudgeStats:
+    if dry_run:
+        to_call = [t for t in tasks if not t.cached]
+        rule = spec.provider == "rule"
+        cap = _output_cap(spec)
+        est_in = 0 if rule else sum(t.est_input for t in to_call)
+        est_out = 0 if rule else (cap * len(to_call) if cap else None)
+        out_reason = None if est_out is not None else "no max_tokens cap (ISE policy): output length unknown"
+        cost = prices.cost(spec.provider, spec.model, est_in, est_out)
+        return JudgeStats(
+            judge=spec.name, fingerprint=fingerprint, units=len(mine), expected_labels=len(mine) * spec.samples,
+            already_done=done, cache_hits=tally.cache_hits, calls=len(to_call), retries=0, failed=0,
+            ok=0, unscored=0, unscored_reasons={}, input_tokens=0, output_tokens=0, cost_usd=cost.usd,
+            cost_reason=out_reason if cost.reason == "token counts not reported" else cost.reason,
+            estimated_input_tokens=est_in, estimated_output_tokens=est_out, estimated_output_reason=out_reason,
+        )
+    cost = prices.cost(spec.provider, spec.model, tally.input_tokens, tally.output_tokens)
+    return JudgeStats(
+        judge=spec.name, fingerprint=fingerprint, units=len(mine), expected_labels=len(mine) * spec.samples,
+        already_done=done, cache_hits=tally.cache_hits, calls=tally.calls, retries=tally.retries, failed=tally.failed,
+        ok=tally.ok, unscored=sum(tally.reasons.values()), unscored_reasons=dict(sorted(tally.reasons.items())),
+        input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, cost_usd=cost.usd, cost_reason=cost.reason,
+        estimated_input_tokens=0, estimated_output_tokens=None, estimated_output_reason="not a dry run",
+    )
+
+
+async def _call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label) -> None:
+    rng = random.Random(seed)
+    # One limiter per endpoint, shared by the judges that call it; the strictest judge's bounds win.
+    bounds: dict[tuple, list[JudgeSpec]] = {}
+    for spec in {task.spec.name: task.spec for task, _ in pending}.values():
+        bounds.setdefault(_endpoint(spec), []).append(spec)
+    limiters = {
+        endpoint: _Limiter(
+            min(s.concurrency for s in specs),
+            min((s.requests_per_minute for s in specs if s.requests_per_minute), default=None),
+            min((s.tokens_per_minute for s in specs if s.tokens_per_minute), default=None),
+        )
+        for endpoint, specs in bounds.items()
+    }
+    bar = _progress(len(pending)) if progress else None
+
+    async def one(task: _Task, fingerprint: str) -> None:
+        spec = task.spec
+        provider = providers[spec.name]
+        limiter = limiters[_endpoint(spec)]
+        tally = tallies[spec.name]
+        completion, error, latency = await _call_with_retries(task, provider, limiter, log, tally, run_id, rng)
+        if completion is not None and provider.cacheable:
+            cache.put(task.key, task.request, completion.raw)
+        label = _label(task, fingerprint, completion, error, cache_hit=False, latency=latency)
+        writer.write(label)
+        _count(tally, label)
+        if on_label:
+            on_label(label)
+        if bar is not None:
+            bar[0].advance(bar[1])
+
+    try:
+        if bar is not None:
+            bar[0].start()
+        await asyncio.gather(*(one(task, fp) for task, fp in pending))
+    finally:
+        if bar is not None:
+            bar[0].stop()
+        for provider in providers.values():
+            await provider.aclose()
+
+
+def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str]:
+    return spec.provider, spec.connection.base_url, spec.connection.api
+
+
+def _progress(total: int):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   transient=True)
+    return bar, bar.add_task("judging", total=total)
+
+
+async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter, log: RunLog, tally: _Tally,
+                             run_id: str, rng: random.Random) -> tuple[Completion | None, str | None, float | None]:
+    spec = task.spec
+    error: CallError | None = None
+    for attempt in range(spec.max_retries + 1):
+        async with limiter.slot(task.est_tokens):
+            started = time.monotonic()
+            try:
+                completion = await asyncio.wait_for(provider.complete(task.request), spec.connection.timeout_s)
+            except asyncio.TimeoutError:
+                error = CallError(f"timeout after {spec.connection.timeout_s:g} s", retryable=True)
+            except CallError as failure:
+                error = failure
+            else:
+                tally.calls += 1
+                tally.input_tokens += completion.input_tokens or 0
+                tally.output_tokens += completion.output_tokens or 0
+                return completion, None, time.monotonic() - started
+        tally.calls += 1
+        context = dict(run_id=run_id, judge=spec.name, unit_id=task.unit.unit_id, sample_index=task.sample_index,
+                       key=task.key, attempt=attempt + 1, error=error.detail, status=error.status)
+        if not error.retryable or attempt == spec.max_retries:
+            break
+        if error.retry_after is not None:
+            wait = error.retry_after
+        else:
+            cap = min(spec.max_backoff_s, spec.backoff_s * 2 ** attempt)
+            wait = cap / 2 + rng.uniform(0, cap / 2)  # exponential backoff, "equal jitter"
+        tally.retries += 1
+        log.event("retry", wait_s=wait, retry_after=error.retry_after, **context)
+        await asyncio.sleep(wait)
+    tally.failed += 1
+    log.event("call_failed", retryable=error.retryable, **context)
+    return None, error.detail, None

@@ -1,0 +1,36 @@
+"""``canonical``: accord's own ``Trajectory`` JSONL (what ``accord ingest`` writes).
+
+Re-ingesting a canonical file validates it and rewrites it byte-identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from samples.adapters import register_adapter
+from samples.adapters.base import BadRecord, Item, check_options
+from samples.jsonl import iter_jsonl_lines
+from samples.records import Trajectory
+
+
+class CanonicalAdapter:
+    name = "canonical"
+    summary = "accord Trajectory JSONL (samples.records.Trajectory per line)"
+    options: Mapping[str, str] = {}
+
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+        check_options(self.name, options, self.options)
+        for number, line in iter_jsonl_lines(path):
+            where = f"{path}:{number}"
+            try:
+                yield where, Trajectory.model_validate_json(line)
+            except ValidationError as error:
+                first = error.errors()[0]
+                field = ".".join(str(p) for p in first["loc"]) or "(record)"
+                yield where, BadRecord(where=where, message=f"field '{field}': {first['msg']}")
+
+
+register_adapter(CanonicalAdapter())

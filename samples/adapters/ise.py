@@ -1,0 +1,121 @@
+"""``ise``: the trajectory format the ISE paper ("Accurate but Not Humble") describes.
+
+The paper (section 2.2, appendix A.3) records each run as tau = (s_1..s_T), every
+step holding the agent's reasoning trace, any tool call with its arguments and
+result, and any text turn shown to the user, then the final assistant turn; each
+instance carries its agent (harness), backbone, dataset, setting, split and
+reference answer(s). Its repository is not reachable here, so this JSONL schema
+carries exactly those fields (one run per line; ``data/ise_example.jsonl``):
+
+    id          str   run id (or "instance_id"; unique in the study)
+    agent       str   harness, e.g. "Qwen-Agent"
+    backbone    str   model id, e.g. "qwen3.5-9b"
+    family      str   optional; inferred from the backbone via the identity vocabulary
+    dataset     str   "GAIA", "MoNaCo", "BrowseComp", "TMD", ...
+    setting     str   "controlled" | "natural"
+    split       str   "conflict" | "control"
+    question    str
+    reference   str | [str]   gold answer(s)
+    steps       [ {reasoning: str|null, tool_call: {name, arguments, result, success}|null,
+                   tool_calls: [...] (alternative to tool_call), text: str|null} ]
+    final_turn  {reasoning: str|null, text: str} | str | null
+    truncated   bool  true when max_turns was hit without a final answer (final_turn null)
+
+Any other top-level key is kept in ``metadata``. Every step is an assistant step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from samples.adapters import register_adapter
+from samples.adapters.base import (
+    FieldProblem,
+    Item,
+    check_options,
+    convert,
+    get_dict,
+    get_list,
+    get_str,
+    parse_arguments,
+    result_text,
+    string_list,
+)
+from samples.adapters.base import BadRecord, iter_source
+from samples.records import Step, ToolCall, Trajectory
+from samples.vocabulary import infer_family
+
+_KNOWN = {"id", "instance_id", "agent", "backbone", "family", "dataset", "setting", "split", "question",
+          "reference", "references", "steps", "final_turn", "truncated"}
+
+
+def tool_call(raw: Any, field: str) -> ToolCall:
+    call = get_dict(raw, field)
+    success = call.get("success")
+    if success is not None and not isinstance(success, bool):
+        raise FieldProblem(f"{field}.success", "true, false or null", success)
+    return ToolCall(
+        name=get_str(call, "name", field=f"{field}.name"),
+        arguments=parse_arguments(call.get("arguments"), f"{field}.arguments"),
+        result=result_text(call.get("result")),
+        success=success,
+    )
+
+
+def _step(raw: Any, index: int) -> Step:
+    field = f"steps[{index}]"
+    step = get_dict(raw, field)
+    calls = [tool_call(c, f"{field}.tool_calls[{i}]") for i, c in enumerate(get_list(step, "tool_calls", required=False, field=f"{field}.tool_calls"))]
+    if step.get("tool_call") is not None:
+        calls.insert(0, tool_call(step["tool_call"], f"{field}.tool_call"))
+    return Step(index=index, role="assistant",
+                reasoning=get_str(step, "reasoning", required=False, field=f"{field}.reasoning"),
+                text=get_str(step, "text", required=False, field=f"{field}.text"),
+                tool_calls=calls)
+
+
+def build(raw: dict[str, Any]) -> Trajectory:
+    run_id = get_str(raw, "id", required=False, numbers=True) or get_str(raw, "instance_id", field="id", numbers=True)
+    steps = [_step(s, i) for i, s in enumerate(get_list(raw, "steps"))]
+    truncated = raw.get("truncated", False)
+    if not isinstance(truncated, bool):
+        raise FieldProblem("truncated", "true or false", truncated)
+    final = raw.get("final_turn")
+    final_answer = None
+    if final is None:
+        if not truncated:
+            raise FieldProblem("final_turn", "the final assistant turn (null only when 'truncated' is true)", missing=True)
+    else:
+        if truncated:
+            raise FieldProblem("truncated", "false when 'final_turn' is present", truncated)
+        final = {"text": final} if isinstance(final, str) else get_dict(final, "final_turn")
+        final_answer = get_str(final, "text", field="final_turn.text")
+        steps.append(Step(index=len(steps), role="assistant", is_final=True, text=final_answer,
+                          reasoning=get_str(final, "reasoning", required=False, field="final_turn.reasoning")))
+    backbone = get_str(raw, "backbone")
+    references = raw["references"] if "references" in raw else raw.get("reference")
+    return Trajectory(
+        id=run_id, agent=get_str(raw, "agent"), backbone=backbone,
+        family=get_str(raw, "family", required=False) or infer_family(backbone),
+        dataset=get_str(raw, "dataset"), setting=get_str(raw, "setting"), split=get_str(raw, "split"),
+        question=get_str(raw, "question", required=False, default=""),
+        references=string_list(references, "reference"),
+        steps=steps, final_answer=final_answer, truncated=truncated,
+        metadata={k: v for k, v in raw.items() if k not in _KNOWN},
+    )
+
+
+class ISEAdapter:
+    name = "ise"
+    summary = "ISE-paper trajectories (JSONL; schema in samples/adapters/ise.py)"
+    options: Mapping[str, str] = {}
+
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+        check_options(self.name, options, self.options)
+        for where, raw in iter_source(path):
+            yield where, (raw if isinstance(raw, BadRecord) else convert(where, build, raw))
+
+
+register_adapter(ISEAdapter())

@@ -1,0 +1,112 @@
+"""Deterministic JSONL files: canonical bytes out, line-numbered records in.
+
+Every file a study writes goes through ``write_jsonl`` (canonical JSON per line,
+``\\n`` line ends, written to a temporary file and renamed), so the same records
+give byte-identical files and a failed write never leaves half a file behind.
+Reading streams line by line, so memory stays flat in file size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from samples.canonical import canonical_json
+from samples.errors import InputError
+
+
+def record_bytes(record: BaseModel | dict[str, Any]) -> bytes:
+    """One canonical JSONL line (sorted keys, compact, UTF-8) with its ``\\n``."""
+    data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+    return canonical_json(data) + b"\n"
+
+
+def _default_mode() -> int:
+    """0666 minus the process umask: what ``open(path, "w")`` would have given."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+@contextmanager
+def atomic_writer(path: str | Path, *, mode: int | None = None) -> Iterator[IO[bytes]]:
+    """Write ``path`` through a temporary sibling renamed into place on success only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            os.chmod(handle.name, _default_mode() if mode is None else mode)
+            yield handle
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]], *, mode: int | None = None) -> int:
+    """Write records as canonical JSONL; returns the number of lines."""
+    count = 0
+    with atomic_writer(path, mode=mode) as handle:
+        for record in records:
+            handle.write(record_bytes(record))
+            count += 1
+    return count
+
+
+def write_json(path: str | Path, obj: Any, *, mode: int | None = None) -> None:
+    """A JSON document with sorted keys and 2-space indent (readable and deterministic)."""
+    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    with atomic_writer(path, mode=mode) as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def iter_jsonl_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw bytes) of every non-blank line."""
+    path = Path(path)
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder; expected a file") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
+
+
+def decode_json_line(line: bytes) -> Any:
+    """Parse one JSONL line; ValueError with a readable reason (UTF-8 or JSON)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON (nested too deeply)") from None
+
+
+def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]:
+    """Stream a JSONL file of ``model`` rows; the first bad row stops with file, line and field."""
+    from pydantic import ValidationError
+
+    for number, line in iter_jsonl_lines(path):
+        try:
+            yield model.model_validate(decode_json_line(line))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(record)"
+            raise InputError(f"{path}:{number}: field '{field}': {first['msg']} (expected a {model.__name__} row)") from None
+        except ValueError as error:
+            raise InputError(f"{path}:{number}: {error}") from None

@@ -1,0 +1,443 @@
+"""Stratified sampling with exact inclusion probabilities.
+
+Design (every probability below is exact under it; tests check them against a
+brute-force enumeration):
+
+* Random keys are assigned in ``unit_id`` (and trajectory id) order, so the draw
+  does not depend on the order of the input rows.
+* Strata are the plan's fields; a stratum key reads ``field=value|field=value``.
+* Without ``one_per_trajectory`` the sampled elements are units: a simple random
+  sample without replacement of ``n_h`` of the ``N_h`` units of stratum h, so
+  ``p = n_h / N_h``.
+* With ``one_per_trajectory`` (ISE D.2) the elements are trajectories. A trajectory
+  belongs to the first stratum its units reach in priority order (positive strata
+  first when the plan names positives, then stratum key order): the one stratum it
+  can represent. One of its units in that stratum is its representative, chosen
+  uniformly (``1/m``); ``n_h`` of the ``N_h`` trajectories of the stratum are drawn
+  by simple random sampling, so ``p = (n_h / N_h) * (1 / m)``. Units of a
+  trajectory in its lower-priority strata are outside the frame (p = 0) and are
+  counted per stratum in the manifest (``outside_frame``), never hidden.
+* Hard negatives: inside a negative stratum, elements with a hardness score > 0
+  form a "hard" tier sampled first (``min(n_h, N_hard)``), the rest of ``n_h``
+  comes from the "easy" tier; each tier is its own stratum (``...|tier=hard``) with
+  its own exact ``p``. With one unit per trajectory, a trajectory with any hard unit
+  is hard and its representative is drawn among its hard units only.
+* A stratum smaller than its allocation gives all it has; the shortfall is reported,
+  never padded from other strata.
+
+All randomness comes from one ``numpy.random.Generator(PCG64(seed))``; the same
+inputs and seed give the same draw in any process (no dependence on hashing order).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from samples.errors import InputError
+from samples.jsonl import record_bytes
+from samples.plans import SamplingPlan
+
+DEFAULT_SEED = 20261129
+
+
+@dataclass(frozen=True, kw_only=True)
+class StratumCount:
+    """One stratum (or tier) of the draw, as the manifest reports it."""
+
+    stratum: str
+    positive: bool | None
+    tier: str | None
+    population_units: int
+    frame_size: int
+    outside_frame: int
+    requested: int
+    sampled: int
+    shortfall: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draw:
+    """Selected rows of the frame (in unit_id order) with stratum and inclusion probability."""
+
+    rows: np.ndarray
+    stratum: np.ndarray
+    inclusion_prob: np.ndarray
+    counts: tuple[StratumCount, ...]
+    seed: int
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.size)
+
+    @property
+    def shortfalls(self) -> list[dict]:
+        return [{"stratum": c.stratum, "requested": c.requested, "available": c.frame_size, "shortfall": c.shortfall}
+                for c in self.counts if c.shortfall > 0]
+
+
+def largest_remainder(total: int, weights: np.ndarray) -> np.ndarray:
+    """Integers proportional to ``weights`` summing to ``total`` (Hamilton); ties go to the earlier stratum."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if weights.sum() <= 0:
+        return np.zeros(weights.size, dtype=np.int64)
+    quota = total * weights / weights.sum()
+    base = np.floor(quota).astype(np.int64)
+    left = total - int(base.sum())
+    order = np.lexsort((np.arange(weights.size), -(quota - base)))
+    base[order[:left]] += 1
+    return base
+
+
+def allocate(plan: SamplingPlan, keys: Sequence[str], sizes: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Requested n per stratum, plus requested strata the population lacks entirely."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    absent: list[str] = []
+    if plan.allocation == "fixed":
+        base = plan.n_per_stratum or 0
+        requested = np.array([plan.n_by_stratum.get(k, base) for k in keys], dtype=np.int64)
+        absent = sorted(set(plan.n_by_stratum) - set(keys))
+    elif plan.allocation == "proportional":
+        requested = largest_remainder(plan.n, sizes)
+    elif plan.allocation == "equal":
+        h = len(keys)
+        requested = np.full(h, plan.n // h if h else 0, dtype=np.int64)
+        requested[: plan.n - int(requested.sum())] += 1
+    else:
+        n_pos = int(math.floor(plan.n * plan.positive.share + 0.5))
+        requested = np.zeros(len(keys), dtype=np.int64)
+        for group, n_group in ((positive, n_pos), (~positive, plan.n - n_pos)):
+            idx = np.flatnonzero(group)
+            if idx.size:
+                requested[idx] = largest_remainder(n_group, sizes[idx])
+            elif n_group:
+                absent.append("(positive strata)" if group is positive else "(negative strata)")
+    return requested, absent
+
+
+def sorted_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes ranking each value in sorted (code-point) order, and the sorted distinct values.
+
+    Hash-factorize first, then sort only the distinct values: much faster than a
+    sorting factorize over a million Python strings.
+    """
+    codes, uniques = pd.factorize(pd.Series(values, copy=False), sort=False)
+    uniques = np.asarray(uniques, dtype=str)
+    order = np.argsort(uniques, kind="stable")
+    remap = np.empty(order.size, dtype=np.int64)
+    remap[order] = np.arange(order.size)
+    return remap[codes], uniques[order]
+
+
+def _stratum_codes(frame: pd.DataFrame, fields: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    if not fields:
+        return np.zeros(len(frame), dtype=np.int64), ["all"]
+    combined = np.zeros(len(frame), dtype=np.int64)
+    uniques = []
+    for field in fields:
+        codes, values = sorted_codes(frame[field])
+        combined = combined * len(values) + codes
+        uniques.append((field, values))
+    groups, inverse = np.unique(combined, return_inverse=True)
+    keys = []
+    for g in groups:
+        parts = []
+        for field, values in reversed(uniques):
+            g, code = divmod(int(g), len(values))
+            parts.append(f"{field}={values[code]}")
+        keys.append("|".join(reversed(parts)))
+    return inverse.astype(np.int64), keys
+
+
+def _rank_within(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Rank of each element by ``keys`` inside its group (0 = smallest key)."""
+    order = np.lexsort((keys, groups))
+    sorted_groups = groups[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_groups)) + 1]
+    run = np.repeat(starts, np.diff(np.r_[starts, sorted_groups.size]))
+    rank = np.empty(groups.size, dtype=np.int64)
+    rank[order] = np.arange(groups.size) - run
+    return rank
+
+
+def draw(frame: pd.DataFrame, plan: SamplingPlan, *, seed: int = DEFAULT_SEED) -> Draw:
+    """Draw the plan's sample from ``frame`` (columns unit_id, trajectory_id, the strata fields, optional hardness)."""
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed={seed!r}: expected a non-negative integer")
+    missing = [c for c in ("unit_id", "trajectory_id", *plan.strata) if c not in frame.columns]
+    if missing:
+        raise InputError(f"sample: frame lacks column(s) {missing}")
+    if len(frame) == 0:
+        raise InputError(f"sample: no units of kinds {plan.kinds} in the population")
+    rank, sorted_ids = sorted_codes(frame["unit_id"])
+    if len(sorted_ids) < len(frame):
+        counts_by_id = np.bincount(rank)
+        raise InputError(f"sample: unit_id {sorted_ids[int(np.argmax(counts_by_id > 1))]!r} appears more than once in the population")
+    work = frame
+    n_units = len(work)
+    s, keys = _stratum_codes(work, plan.strata)
+    h = len(keys)
+    if plan.positive is not None:
+        field_index = plan.strata.index(plan.positive.field)
+        positive = np.array([k.split("|")[field_index].split("=", 1)[1] in plan.positive.values for k in keys])
+    else:
+        positive = np.zeros(h, dtype=bool)
+    hardness = work["hardness"].to_numpy(dtype=float) if "hardness" in work.columns else np.zeros(n_units)
+    tiered = np.zeros(h, dtype=bool) if plan.hard_negatives is None else ~positive
+    hard_unit = tiered[s] & (hardness > 0)
+    rng = np.random.default_rng(seed)
+    unit_key = rng.random(n_units)[rank]
+    population_units = np.bincount(s, minlength=h)
+
+    if plan.one_per_trajectory:
+        tcode, _ = sorted_codes(work["trajectory_id"])
+        n_traj = int(tcode.max()) + 1
+        priority = s + h * (~positive[s] if plan.positive is not None else 0)
+        best = np.full(n_traj, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(best, tcode, priority)
+        eligible = priority == best[tcode]
+        traj_hard = np.zeros(n_traj, dtype=bool)
+        np.logical_or.at(traj_hard, tcode, hard_unit & eligible)
+        candidate = eligible & (hard_unit | ~traj_hard[tcode])
+        m = np.bincount(tcode, weights=candidate, minlength=n_traj)
+        cand_idx = np.flatnonzero(candidate)
+        pick = cand_idx[np.lexsort((unit_key[cand_idx], tcode[cand_idx]))]
+        first = np.r_[True, tcode[pick][1:] != tcode[pick][:-1]]
+        element_unit = pick[first]
+        within = 1.0 / m[tcode[element_unit]]
+        element_tier = traj_hard[tcode[element_unit]]
+        outside = np.bincount(s[~candidate], minlength=h)
+    else:
+        element_unit = np.arange(n_units)
+        within = np.ones(n_units)
+        element_tier = hard_unit
+        outside = np.zeros(h, dtype=np.int64)
+
+    element_stratum = s[element_unit]
+    frame_size = np.bincount(element_stratum, minlength=h)
+    requested, absent = allocate(plan, keys, frame_size, positive)
+    group = element_stratum * 2 + element_tier.astype(np.int64)
+    group_size = np.bincount(group, minlength=2 * h)
+    take = np.zeros(2 * h, dtype=np.int64)
+    take[1::2] = np.where(tiered, np.minimum(requested, group_size[1::2]), 0)
+    take[0::2] = np.minimum(requested - take[1::2], group_size[0::2])
+    if plan.one_per_trajectory:
+        element_key = rng.random(n_traj)[tcode[element_unit]]
+    else:
+        element_key = rng.random(n_units)[rank]
+    chosen = _rank_within(group, element_key) < take[group]
+    sizes = group_size[group[chosen]]
+    probability = take[group[chosen]] / sizes * within[chosen]
+    rows = element_unit[chosen]
+    labels = np.array([k + ("|tier=hard" if t else "|tier=easy") if tiered[i] else k
+                       for i, k in enumerate(keys) for t in (0, 1)], dtype=object)
+    stratum = labels[group[chosen]]
+    resort = np.argsort(rank[rows], kind="stable")
+
+    counts = []
+    for i, key in enumerate(keys):
+        tiers = (("easy", 0), ("hard", 1)) if tiered[i] else ((None, None),)
+        for tier, bit in tiers:
+            size = int(frame_size[i]) if tier is None else int(group_size[2 * i + bit])
+            got = int(take[2 * i]) + int(take[2 * i + 1]) if tier is None else int(take[2 * i + bit])
+            want = int(requested[i]) if tier is None else (got if tier == "hard" else int(requested[i]) - int(take[2 * i + 1]))
+            counts.append(StratumCount(
+                stratum=labels[2 * i + (bit or 0)], positive=bool(positive[i]) if plan.positive is not None else None,
+                tier=tier, population_units=int(population_units[i]) if tier in (None, "easy") else 0,
+                frame_size=size, outside_frame=int(outside[i]) if tier in (None, "easy") else 0,
+                requested=want, sampled=got, shortfall=max(0, want - got)))
+    for key in absent:
+        wanted = plan.n_by_stratum.get(key, 0) if plan.allocation == "fixed" else 0
+        counts.append(StratumCount(stratum=key, positive=None, tier=None, population_units=0, frame_size=0,
+                                   outside_frame=0, requested=wanted, sampled=0, shortfall=wanted))
+    return Draw(rows=rows[resort], stratum=stratum[resort], inclusion_prob=probability[resort],
+                counts=tuple(counts), seed=int(seed))
+
+
+SAMPLE_DIR = "sample"
+SAMPLE_FILE = "sample.jsonl"
+SAMPLE_MANIFEST = "manifest.json"
+_NO_LABEL = "(none)"
+_UNSCORED = "(unscored)"
+
+
+def read_judge_labels(path: str | Path, judges: Sequence[str]) -> dict[str, dict[str, tuple[str, int | None]]]:
+    """``{judge: {unit_id: (label, first_turn)}}`` from a judge labels JSONL (sample_index 0 only).
+
+    Unscored rows read as "(unscored)": they form their own stratum value, never a label.
+    """
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    wanted = set(judges)
+    table: dict[str, dict[str, tuple[str, int | None]]] = {j: {} for j in judges}
+    problems = []
+    for number, line in iter_jsonl_lines(path):
+        where = f"{path}:{number}"
+        try:
+            row = decode_json_line(line)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("unit_id"), str) or not isinstance(row.get("judge"), str):
+            problems.append(f"{where}: expected a judge label row with string fields 'unit_id' and 'judge'")
+            continue
+        if row["judge"] not in wanted or row.get("sample_index", 0) != 0:
+            continue
+        label = row.get("label")
+        if label is not None and not isinstance(label, str):
+            problems.append(f"{where}: field 'label': expected a string or null, got {type(label).__name__}")
+            continue
+        first = row.get("first_turn")
+        table[row["judge"]][row["unit_id"]] = (_UNSCORED if label is None else label, first if isinstance(first, int) else None)
+    if problems:
+        raise InputError(f"{path}: {len(problems)} bad judge label row(s)", problems=problems)
+    empty = sorted(j for j, rows in table.items() if not rows)
+    if empty:
+        raise InputError(f"{path}: no labels from judge(s) {empty} the plan uses")
+    return table
+
+
+def judge_label(labels: dict[str, tuple[str, int | None]], unit: dict) -> str:
+    """The judge's label for a unit; an identify_turn without its own label takes the
+    trajectory judge's verdict: "yes" only on its first recognition turn (ISE A.3)."""
+    from samples.units import unit_id
+
+    if unit["unit_id"] in labels:
+        return labels[unit["unit_id"]][0]
+    if unit["kind"] == "identify_turn":
+        whole = labels.get(unit_id(unit["trajectory_id"], "identify_trajectory", None))
+        if whole is not None:
+            label, first = whole
+            if label == "yes":
+                return "yes" if first == unit["focus_turn"] else "no"
+            return label
+    return _NO_LABEL
+
+
+def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[str]]:
+    """Numbered turns of the wanted trajectories (one streaming pass), for identify_turn context."""
+    from samples.jsonl import read_models
+    from samples.records import Trajectory
+    from samples.units import numbered_turns
+
+    if not wanted:
+        return {}
+    if not trajectories_path.is_file():
+        raise InputError(f"{trajectories_path}: needed for the context of sampled identify_turn units (run `accord ingest`)")
+    found = {t.id: numbered_turns(t) for t in read_models(trajectories_path, Trajectory) if t.id in wanted}
+    lost = sorted(wanted - set(found))
+    if lost:
+        raise InputError(f"{trajectories_path}: trajectories {lost[:5]} of sampled units are missing (units and trajectories differ)")
+    return found
+
+
+def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAULT_SEED,
+                 labels_path: str | Path | None = None, units_path: str | Path | None = None,
+                 progress: Callable[[int], None] | None = None) -> dict:
+    """Draw the plan's sample from ``STUDY/units.jsonl``; write ``STUDY/sample/`` and return the manifest."""
+    from samples.canonical import file_sha256
+    from samples.hardness import make_scorer
+    from samples.jsonl import atomic_writer, decode_json_line, write_json
+    from samples.plans import JUDGE_PREFIX, load_plan
+    from samples.records import SampledUnit
+
+    study = Path(study)
+    plan, plan_sha = load_plan(plan_path)
+    units_path = Path(units_path) if units_path else study / "units.jsonl"
+    if not units_path.is_file():
+        raise InputError(f"{units_path}: units file not found (run `accord ingest` first)")
+    judges = plan.judges_needed()
+    if judges and labels_path is None:
+        default = study / "judges" / "labels.jsonl"
+        if not default.is_file():
+            raise InputError(f"plan {plan.name!r} uses judge labels {judges}: pass --labels (no {default})")
+        labels_path = default
+    labels = read_judge_labels(labels_path, judges) if judges else {}
+    scorer = None
+    if plan.hard_negatives is not None:
+        scorer = make_scorer(plan.hard_negatives.scorer, judges=plan.hard_negatives.judges,
+                             terms=plan.hard_negatives.terms)
+    kinds = set(plan.kinds)
+    columns: dict[str, list] = {"unit_id": [], "trajectory_id": [], "offset": [], "hardness": []}
+    for field in plan.strata:
+        columns[field] = []
+    missing_fields: dict[str, int] = {}
+    offset = 0
+    with open(units_path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            start, offset = offset, offset + len(line)
+            if not line.strip():
+                continue
+            try:
+                unit = decode_json_line(line)
+                if unit["kind"] not in kinds:
+                    continue
+                strata = unit["strata"]
+                columns["unit_id"].append(unit["unit_id"])
+                columns["trajectory_id"].append(unit["trajectory_id"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise InputError(f"{units_path}:{number}: not a unit row ({error}); re-run `accord ingest`") from None
+            columns["offset"].append(start)
+            unit_labels = {j: judge_label(labels[j], unit) for j in labels}
+            for field in plan.strata:
+                if field.startswith(JUDGE_PREFIX):
+                    value = unit_labels[field[len(JUDGE_PREFIX):]]
+                elif field == "kind":
+                    value = unit["kind"]
+                else:
+                    value = strata.get(field)
+                    if value is None:
+                        missing_fields[field] = missing_fields.get(field, 0) + 1
+                        value = "(missing)"
+                columns[field].append(value)
+            columns["hardness"].append(scorer.score(unit, {j: (None if v in (_NO_LABEL, _UNSCORED) else v)
+                                                           for j, v in unit_labels.items()}) if scorer else 0.0)
+            if progress is not None and number % 10000 == 0:
+                progress(number)
+    frame = pd.DataFrame(columns)
+    result = draw(frame, plan, seed=seed)
+    offsets = frame["offset"].to_numpy()[result.rows]
+    chosen = []
+    with open(units_path, "rb") as source:
+        for at in offsets:
+            source.seek(int(at))
+            chosen.append(decode_json_line(source.readline()))
+    contexts = turn_contexts(study / "trajectories.jsonl",
+                             {u["trajectory_id"] for u in chosen if u["kind"] == "identify_turn"})
+    out_dir = study / SAMPLE_DIR
+    with atomic_writer(out_dir / SAMPLE_FILE) as out:
+        for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob):
+            if unit["kind"] == "identify_turn":
+                unit["turns"] = contexts[unit["trajectory_id"]][: unit["focus_turn"] + 1]
+            row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
+            out.write(record_bytes(row))
+    ingest_manifest = study / "ingest_manifest.json"
+    bad = {"count": 0, "skipped": []}
+    if ingest_manifest.is_file():
+        import json
+
+        bad = json.loads(ingest_manifest.read_text(encoding="utf-8")).get("bad_records", bad)
+    manifest = {
+        "plan": plan.model_dump(mode="json"), "plan_file": str(plan_path), "plan_sha256": plan_sha,
+        "seed": int(seed),
+        "inputs": {"units": {"path": str(units_path), "sha256": file_sha256(units_path)},
+                   **({"judge_labels": {"path": str(labels_path), "sha256": file_sha256(labels_path)}} if judges else {})},
+        "design": "one_per_trajectory" if plan.one_per_trajectory else "stratified_srs_units",
+        "population_units": int(len(frame)), "sampled": result.n,
+        "strata": [c.as_dict() for c in result.counts],
+        "shortfalls": result.shortfalls,
+        "missing_stratum_fields": missing_fields,
+        "skipped_bad_records": bad,
+    }
+    write_json(out_dir / SAMPLE_MANIFEST, manifest)
+    return manifest

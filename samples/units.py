@@ -1,0 +1,158 @@
+"""Cutting trajectories into units: exactly what each judge and annotator reads.
+
+Think-block policy (ISE appendix A.3): Identify kinds keep ``<think>`` blocks
+(mid-trajectory recognition surfaces there); the final turn, correctness and
+response texts have them stripped (the externally visible answer).
+
+A turn is one agent step that is not the final answer: every step whose role is
+not ``user``, ``system`` or ``tool``. It renders as (lines present only when the
+step has them)::
+
+    [turn 3] (WebSurfer)                     <- speaker, only when it is not "assistant"
+    <think>reasoning</think>                 <- reasoning verbatim, wrapped when untagged
+    text the step showed
+    [tool call] search {"q": "..."}          <- name + arguments as JSON, one per call
+    [tool result] what the tool returned     <- exactly as the agent saw it
+                                                ("(no result recorded)" when unknown,
+                                                 "[tool failed]" prefix when success=false)
+
+Unit texts:
+
+* ``identify_trajectory``: all turns joined by blank lines (final turn excluded).
+* ``identify_turn``: for each turn i, the turn itself ("[turn i] ...", the thing
+  labelled); ``focus_turn`` = i. Its numbered context (turns 0..i, what the agent
+  had done up to that turn) is attached as ``turns`` when the unit is sampled
+  (``samples.sampler``), not in the population file: context per turn would make
+  ``units.jsonl`` grow with the square of trajectory length.
+* ``escalate_final``: the final step's text, ``<think>`` stripped (its hidden
+  reasoning is not part of the user-facing turn).
+* ``correctness``: "Reference answers:" numbered list, then "Predicted answer:";
+  the question is never included (ISE D.3, Figure 6).
+* ``response``: a single-turn response (no intermediate turns), ``<think>`` stripped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from samples.canonical import sha256_hex
+from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
+
+NON_AGENT_ROLES = frozenset({"user", "system", "tool"})
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_STRAY_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_think(text: str | None) -> str:
+    """Remove ``<think>...</think>`` blocks (an unclosed one runs to the end) and trim."""
+    if not text:
+        return ""
+    return _STRAY_CLOSE.sub("", _THINK_BLOCK.sub("", text)).strip()
+
+
+def unit_id(trajectory_id: str, kind: str, focus_turn: int | None = None) -> str:
+    return "u_" + sha256_hex([trajectory_id, kind, focus_turn])[:20]
+
+
+def is_turn(step: Step) -> bool:
+    return step.role not in NON_AGENT_ROLES and not step.is_final
+
+
+def render_turn(number: int, step: Step) -> str:
+    header = f"[turn {number}]" if step.role == "assistant" else f"[turn {number}] ({step.role})"
+    lines = [header]
+    if step.reasoning and step.reasoning.strip():
+        reasoning = step.reasoning.strip()
+        lines.append(reasoning if "<think>" in reasoning.lower() else f"<think>{reasoning}</think>")
+    if step.text and step.text.strip():
+        lines.append(step.text.strip())
+    for call in step.tool_calls:
+        arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+        lines.append(f"[tool call] {call.name} {arguments}")
+        result = "(no result recorded)" if call.result is None else call.result
+        lines.append(f"[tool result] {'[tool failed] ' if call.success is False else ''}{result}")
+    return "\n".join(lines)
+
+
+def numbered_turns(trajectory: Trajectory) -> list[str]:
+    """Every intermediate agent turn, rendered and numbered from 0."""
+    return [render_turn(i, s) for i, s in enumerate(s for s in trajectory.steps if is_turn(s))]
+
+
+def correctness_text(references: Sequence[str], prediction: str) -> str:
+    listed = "\n".join(f"{i}. {r}" for i, r in enumerate(references, start=1))
+    return f"Reference answers:\n{listed}\n\nPredicted answer:\n{prediction}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skip:
+    """A unit kind not cut from a trajectory, and why (counted in the ingest manifest)."""
+
+    trajectory_id: str
+    kind: str
+    reason: str
+
+
+def strata_of(trajectory: Trajectory, metadata_strata: Sequence[str] = ()) -> dict[str, str]:
+    strata = {field: str(getattr(trajectory, field)) for field in STRATUM_FIELDS}
+    for key in metadata_strata:
+        value = trajectory.metadata.get(key)
+        strata[key] = "(missing)" if value is None else str(value)
+    return strata
+
+
+_LABEL_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward")
+
+
+def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
+              metadata_strata: Sequence[str] = ()) -> tuple[list[Unit], list[Skip]]:
+    """Every unit of the requested kinds that the trajectory supports, and the skips."""
+    kinds = tuple(kinds)
+    unknown = [k for k in kinds if k not in UNIT_KINDS]
+    if unknown:
+        raise ValueError(f"cut_units: kinds {unknown} are not unit kinds; allowed: {list(UNIT_KINDS)}")
+    tid = trajectory.id
+    strata = strata_of(trajectory, metadata_strata)
+    labels = {k: trajectory.metadata[k] for k in _LABEL_KEYS if k in trajectory.metadata}
+    reference = {"references": list(trajectory.references), **labels}
+    steps = [s for s in trajectory.steps if is_turn(s)]
+    turns = numbered_turns(trajectory)
+    final = next((s for s in reversed(trajectory.steps) if s.is_final), None)
+    final_text = strip_think(final.text) if final is not None else ""
+    units: list[Unit] = []
+    skips: list[Skip] = []
+
+    def add(kind: str, text: str, *, focus: int | None = None, shown: list[str] | None = None, extra: dict | None = None) -> None:
+        units.append(Unit(unit_id=unit_id(tid, kind, focus), trajectory_id=tid, kind=kind, text=text, turns=shown,
+                          focus_turn=focus, strata=strata, reference={**reference, **(extra or {})}))
+
+    for kind in kinds:
+        if kind in ("identify_trajectory", "identify_turn") and not turns:
+            skips.append(Skip(trajectory_id=tid, kind=kind, reason="no intermediate agent turns"))
+        elif kind == "identify_trajectory":
+            add(kind, "\n\n".join(turns), shown=list(turns))
+        elif kind == "identify_turn":
+            for i, step in enumerate(steps):
+                extra: dict = {"step_index": step.index}
+                if isinstance(labels.get("mistake_step"), int):
+                    extra["is_mistake_step"] = step.index == labels["mistake_step"]
+                add(kind, turns[i], focus=i, extra=extra)
+        elif kind in ("escalate_final", "correctness", "response") and not final_text:
+            reason = "truncated (no final answer)" if trajectory.truncated else "no final answer turn"
+            skips.append(Skip(trajectory_id=tid, kind=kind, reason=reason if final is None else "empty final answer"))
+        elif kind == "escalate_final":
+            add(kind, final_text)
+        elif kind == "correctness":
+            if trajectory.references:
+                add(kind, correctness_text(trajectory.references, final_text))
+            else:
+                skips.append(Skip(trajectory_id=tid, kind=kind, reason="no reference answers"))
+        elif kind == "response":
+            if turns:
+                skips.append(Skip(trajectory_id=tid, kind=kind, reason="multi-turn (a response unit is single-turn)"))
+            else:
+                add(kind, final_text)
+    return units, skips

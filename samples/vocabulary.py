@@ -1,0 +1,103 @@
+"""The maintained identity vocabulary (``identity_vocabulary.toml``) and family inference.
+
+The vocabulary lists model families with their vendors, model name stems and
+domains, plus agent harnesses and hosting providers. The scrubber masks all of
+them; adapters use it to name a backbone's family when the source does not.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from samples.errors import InputError
+
+VOCABULARY_PATH = Path(__file__).with_name("identity_vocabulary.toml")
+UNKNOWN_FAMILY = "unknown"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vocabulary:
+    """Identity terms by category; ``families`` maps family -> its model stems and vendors."""
+
+    models: tuple[str, ...]
+    vendors: tuple[str, ...]
+    harnesses: tuple[str, ...]
+    domains: tuple[str, ...]
+    families: dict[str, tuple[str, ...]]
+
+
+def _terms(table: dict, key: str, where: str) -> list[str]:
+    values = table.get(key, [])
+    if not isinstance(values, list) or not all(isinstance(v, str) and len(v.strip()) >= 2 for v in values):
+        raise InputError(f"{where}: field '{key}' must be a list of strings of at least 2 characters")
+    return [v.strip() for v in values]
+
+
+def load_vocabulary(path: str | Path = VOCABULARY_PATH) -> Vocabulary:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"{path}: cannot read the identity vocabulary ({error})") from None
+    models: list[str] = []
+    vendors: list[str] = []
+    domains: list[str] = []
+    families: dict[str, tuple[str, ...]] = {}
+    for name, table in sorted(data.get("families", {}).items()):
+        where = f"{path}: [families.{name}]"
+        stems = _terms(table, "models", where)
+        names = _terms(table, "vendors", where)
+        models += stems
+        vendors += names
+        domains += _terms(table, "domains", where)
+        families[name] = tuple(stems + names)
+    harnesses = _terms(data.get("harnesses", {}), "names", f"{path}: [harnesses]")
+    providers = data.get("providers", {})
+    vendors += _terms(providers, "names", f"{path}: [providers]")
+    domains += _terms(providers, "domains", f"{path}: [providers]")
+    return Vocabulary(models=tuple(models), vendors=tuple(vendors), harnesses=tuple(harnesses),
+                      domains=tuple(domains), families=families)
+
+
+@lru_cache(maxsize=1)
+def default_vocabulary() -> Vocabulary:
+    return load_vocabulary()
+
+
+def term_pattern(term: str) -> str:
+    """Regex for ``term`` as a token: not glued to letters/digits before, nor to letters after.
+
+    Digits may follow (a version: "qwen3"); underscores and punctuation count as
+    separators, so "claude_search" and "gpt-4o" match while "claudette" does not.
+    Inner spaces and hyphens match any run of spaces, hyphens or underscores.
+    """
+    parts = [re.escape(p) for p in re.split(r"[\s\-_]+", term.strip()) if p]
+    return r"(?<![A-Za-z0-9])" + r"[\s\-_]*".join(parts) + r"(?![A-Za-z])"
+
+
+@lru_cache(maxsize=1)
+def _family_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    vocab = default_vocabulary()
+    out = []
+    for family, terms in vocab.families.items():
+        longest_first = sorted(terms, key=len, reverse=True)
+        out.append((family, re.compile("|".join(term_pattern(t) for t in longest_first), re.IGNORECASE)))
+    return tuple(out)
+
+
+def infer_family(model_id: str) -> str:
+    """Family of a model id such as 'anthropic/claude-sonnet-5' or 'qwen3.5-9b'; 'unknown' if none matches.
+
+    The earliest match in the id wins, so a router prefix ("openrouter/...") does not
+    decide unless it is itself a vendor of a family.
+    """
+    best: tuple[int, str] | None = None
+    for family, pattern in _family_patterns():
+        found = pattern.search(model_id)
+        if found and (best is None or found.start() < best[0]):
+            best = (found.start(), family)
+    return best[1] if best else UNKNOWN_FAMILY

@@ -1,0 +1,216 @@
+"""Acceptance gate: every criterion passes and fails on purpose, unmeasurable fails, exit codes, MAD end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from agreement.audit import audit
+from agreement.gate import ACCEPT, CRITERIA, REJECT, evaluate, load_policy
+from agreement.study_io import labels_table, load_study
+from agreement.validation import GateEvidence
+from apps.cli import main
+from samples.canonical import file_sha256, sha256_hex
+from samples.errors import InputError
+from tests.agreement.test_audit import simulate
+from tests.agreement.test_study_io import write_ise_study, write_mad_study
+
+HEAD = """[policy]
+name = "test"
+description = "test policy"
+level = 0.95
+tie_policy = "exclude"
+n_resamples = 300
+seed = 20261129
+"""
+
+
+def policy(tmp_path: Path, *criteria: str, head: str = HEAD) -> Path:
+    path = tmp_path / "policy.toml"
+    path.write_text(head + "".join(f"\n[[criteria]]\n{c.strip()}\n" for c in criteria))
+    return path
+
+
+CRITERION = {
+    "agreement_floor": 'type = "agreement_floor"\ncoefficient = "gwet_ac1"\nreference = "human_majority"\n'
+                       'min_lower_bound = {x}',
+    "human_ceiling": 'type = "human_ceiling"\ncoefficient = "percent_agreement"\nmargin = {x}',
+    "alt_test": 'type = "alt_test"\nscoring = "accuracy"\nepsilon = {x}\nq = 0.05\nmin_humans_per_instance = 2\n'
+                'min_instances_per_human = 30\nmin_winning_rate = 0.5',
+    "unscored_share": 'type = "unscored_share"\nmax_share = {x}',
+    "min_units_per_stratum": 'type = "min_units_per_stratum"\nmin_units = {x}',
+}
+# (value that passes, value that fails) on the good-judge study below.
+SETTINGS = {"agreement_floor": (0.3, 0.99), "human_ceiling": (0.0, None), "alt_test": (0.2, None),
+            "unscored_share": (0.2, 0.01), "min_units_per_stratum": (5, 1000)}
+
+
+@pytest.fixture(scope="module")
+def good_study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("good")
+    write_ise_study(root, judge_accuracy=0.97, human_accuracy=0.82, unscored=4, sample_share=0.6)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bad_study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad")
+    write_ise_study(root, judge_accuracy=0.6, human_accuracy=0.95, sample_share=0.6)
+    return root
+
+
+def run_gate(study: Path, path: Path, judge: str = "identify@j"):
+    table = labels_table(load_study(study))
+    pol = load_policy(path)
+    s = pol.settings
+    evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],
+                            n_resamples=s["n_resamples"], seed=s["seed"])
+    return evaluate(pol, evidence, fingerprints={}, simulated=False)
+
+
+@pytest.mark.parametrize("kind", sorted(SETTINGS))
+def test_each_criterion_passes_and_fails_on_purpose(tmp_path, good_study, bad_study, kind):
+    passing, failing = SETTINGS[kind]
+    verdict = run_gate(good_study, policy(tmp_path, CRITERION[kind].format(x=passing)))
+    assert verdict.verdict == ACCEPT, verdict.results
+    if failing is None:  # the human ceiling and the alt-test fail with a judge worse than the humans
+        verdict = run_gate(bad_study, policy(tmp_path, CRITERION[kind].format(x=passing)))
+    else:
+        verdict = run_gate(good_study, policy(tmp_path, CRITERION[kind].format(x=failing)))
+    assert verdict.verdict == REJECT and not verdict.results[0].passed
+
+
+class AuditEvidence:
+    """Evidence whose family audit runs the real audit on constructed data (other methods unused)."""
+
+    judge = "judge"
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def family_audit(self, positive):
+        return audit(self.frame, positive=positive, n_resamples=300)
+
+
+@pytest.mark.parametrize("planted,bound,expected", [(0.0, 0.2, True), (0.7, 0.05, False)])
+def test_family_contrast_passes_and_fails(tmp_path, planted, bound, expected):
+    pol = load_policy(policy(tmp_path, f'type = "family_contrast"\npositive = ["yes"]\nmax_abs_contrast = {bound}\n'
+                                       f'alpha = 0.05'))
+    verdict = evaluate(pol, AuditEvidence(simulate(3, planted=planted)), fingerprints={}, simulated=False)
+    assert verdict.accepted is expected
+
+
+def test_unmeasurable_criteria_fail(tmp_path, good_study):
+    # One model family only: no contrast can be measured.
+    one_family = simulate(1).assign(family="solo")
+    pol = load_policy(policy(tmp_path, 'type = "family_contrast"\npositive = ["yes"]\nalpha = 0.05'))
+    result = evaluate(pol, AuditEvidence(one_family), fingerprints={}, simulated=False).results[0]
+    assert not result.passed and result.reason.startswith("cannot be measured")
+    # Alt-test with more instances per human than anyone has: undefined, so it fails.
+    text = CRITERION["alt_test"].format(x=0.2).replace("min_instances_per_human = 30",
+                                                       "min_instances_per_human = 100000")
+    result = run_gate(good_study, policy(tmp_path, text)).results[0]
+    assert not result.passed and "cannot be measured" in result.reason
+
+
+def test_single_annotator_makes_majority_criteria_unmeasurable(tmp_path, good_study):
+    root = tmp_path / "one"
+    write_ise_study(root, sample_share=0.6)
+    rows = [json.loads(line) for line in (root / "labels" / "human.jsonl").read_text().splitlines()]
+    (root / "labels" / "human.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows if r["annotator"] == "ann1"))
+    verdict = run_gate(root, policy(tmp_path, CRITERION["human_ceiling"].format(x=0.0),
+                                    CRITERION["alt_test"].format(x=0.2)))
+    assert verdict.verdict == REJECT
+    assert all(not r.passed and "cannot be measured" in r.reason for r in verdict.results)
+
+
+@pytest.mark.parametrize("text,match", [
+    ('type = "agreement_floor"\ncoefficient = "gwet_ac1"\nreference = "human_majority"', "missing parameter"),
+    ('type = "nope"', "known criterion types"),
+    ('type = "unscored_share"\nmax_share = 0.1\nextra = 1', "unknown parameter"),
+    ('type = "unscored_share"\nmax_share = 3', "expected a number in \\[0, 1\\]"),
+    ('type = "alt_test"\nscoring = "f1"', "'accuracy' or 'neg_rmse'"),
+])
+def test_policy_errors_name_file_and_criterion(tmp_path, text, match):
+    path = policy(tmp_path, text)
+    with pytest.raises(InputError, match=match) as error:
+        load_policy(path)
+    assert str(path) in str(error.value) and "criterion #1" in str(error.value)
+
+
+def test_policy_without_criteria_or_head_is_rejected(tmp_path):
+    with pytest.raises(InputError, match="no \\[\\[criteria\\]\\]"):
+        load_policy(policy(tmp_path))
+    with pytest.raises(InputError, match="missing \\[policy\\]"):
+        load_policy(policy(tmp_path, CRITERION["unscored_share"].format(x=0.1), head=""))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[policy\n")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_policy(bad)
+
+
+def test_shipped_policies_parse_and_are_documented(repo):
+    readme = (repo / "data" / "policies" / "README.md").read_text()
+    for path in sorted((repo / "data" / "policies").glob("*.toml")):
+        pol = load_policy(path)
+        assert path.name in readme and pol.criteria
+    for kind in CRITERIA:
+        assert f"`{kind}`" in readme
+
+
+def test_cli_exit_codes_and_verdict_file(tmp_path, good_study, capsys):
+    accept = policy(tmp_path, CRITERION["agreement_floor"].format(x=0.3))
+    assert main(["gate", str(good_study), "--policy", str(accept), "--judge", "identify@j"]) == 0
+    assert "ACCEPT: judge 'identify@j'" in capsys.readouterr().out
+    verdict = json.loads((good_study / "gate" / "verdict.json").read_text())
+    assert verdict["verdict"] == "ACCEPT"
+    assert verdict["policy"]["content"] == accept.read_text()
+    assert verdict["policy"]["sha256"] == sha256_hex(accept.read_text())
+    for name, digest in verdict["fingerprints"].items():
+        assert digest == file_sha256(good_study / name)
+    reject = policy(tmp_path, CRITERION["agreement_floor"].format(x=0.99))
+    assert main(["gate", str(good_study), "--policy", str(reject), "--judge", "identify@j", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["verdict"] == "REJECT"
+    assert main(["gate", str(good_study), "--policy", str(tmp_path / "missing.toml")]) == 2
+    assert main(["gate", str(tmp_path / "no-study"), "--policy", str(accept)]) == 2
+    assert main(["gate", str(good_study), "--policy", str(accept), "--judge", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert "nobody" in err and "Traceback" not in err
+
+
+def test_mad_panel_validate_and_gate_end_to_end(tmp_path, shared, repo, capsys):
+    write_mad_study(tmp_path, shared)
+    assert main(["validate", str(tmp_path), "--n-resamples", "500", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    section = body["sections"][0]
+    # Independent reference: the raw MAST votes, majority by hand, Fleiss' kappa by statsmodels.
+    data = json.loads((shared / "data" / "mad_mast_lint" / "evals" / "raw_findings.json").read_text())
+    votes, majority, judge = [], [], []
+    for trace in data:
+        fired = set(trace["report"]["modes_fired"])
+        for mode, v in sorted(trace["gold"]["votes"].items()):
+            votes.append([int(x) for x in v])
+            majority.append(sum(v) >= 2)
+            judge.append(mode in fired)
+    kappa = fleiss_kappa(aggregate_raters(np.array(votes))[0])
+    assert section["human_panel"]["results"]["fleiss_kappa"]["statistic"] == pytest.approx(kappa, abs=1e-12)
+    raw = np.mean(np.array(majority) == np.array(judge))
+    vs = section["judges_vs_humans"][0]["vs_majority"]["results"]["percent_agreement"]["statistic"]
+    assert vs == pytest.approx(raw, abs=1e-12)
+    assert set(section["baselines"]["mast-lint"]) == {"always-positive", "always-negative", "majority class (no)"}
+    always_no = section["baselines"]["mast-lint"]["always-negative"]["results"]["percent_agreement"]["statistic"]
+    assert always_no == pytest.approx(1 - np.mean(majority))
+    code = main(["gate", str(tmp_path), "--policy", str(repo / "data" / "policies" / "strict.toml"), "--json"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 1 and verdict["verdict"] == "REJECT"
+    criteria = {c["type"]: c for c in verdict["judges"]["mast-lint"]["criteria"]}
+    assert not criteria["agreement_floor"]["passed"]  # AC1 0.55 [0.39, 0.68] is below 0.6
+    assert criteria["family_contrast"]["reason"].startswith("cannot be measured")
+    assert criteria["alt_test"]["value"] == 0.0  # the judge beats none of the three annotators
+    assert criteria["unscored_share"]["passed"]

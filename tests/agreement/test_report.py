@@ -1,0 +1,92 @@
+"""The HTML/Markdown report and the Streamlit dashboard on a study that went through every command."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from apps.cli import main
+from tests.agreement.test_scoring import LENIENT, SCORE
+from tests.agreement.test_study_io import write_ise_study
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    write_ise_study(root, backend="simulated", sample_share=0.6)
+    (root / "lenient.toml").write_text(LENIENT)
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    assert main(["audit", str(root), "--judge", "identify@j", "--positive", "yes", "--n-resamples", "200",
+                 "--judge-family", "identify@j=openai"]) == 0
+    assert main(["gate", str(root), "--policy", str(root / "lenient.toml")]) == 0
+    assert main(["score", str(root), *SCORE]) == 0
+    return root
+
+
+def test_report_is_self_contained_and_complete(finished, capsys):
+    capsys.readouterr()
+    assert main(["report", str(finished)]) == 0
+    html = (finished / "report" / "report.html").read_text()
+    md = (finished / "report" / "report.md").read_text()
+    assert "SIMULATED ANNOTATORS" in html and "SIMULATED ANNOTATORS" in md
+    assert "Gate verdict: <span class=\"accept\">ACCEPT</span>" in html
+    assert not re.search(r'(src|href)="(https?:|//)', html)  # nothing fetched from elsewhere
+    assert html.count('src="data:image/png;base64,') >= 4
+    for title in ("Agreement forest plot", "Bias per evaluated model", "Accuracy vs Identify / Solve / Escalate",
+                  "Confusion: identify@j vs majority"):
+        assert title in html
+    for name in ("Judge-scored benchmark", "Bias-corrected rates", "Family contrasts", "Per-class precision",
+                 "observational", "sealed/key.jsonl", "gate policy"):
+        assert name in html and name in md
+    for png in re.findall(r"\]\(([^)]+\.png)\)", md):
+        assert (finished / "report" / png).is_file()
+
+
+def test_report_is_byte_identical_when_rerun(finished, tmp_path):
+    assert main(["report", str(finished), "--out", str(tmp_path / "a")]) == 0
+    assert main(["report", str(finished), "--out", str(tmp_path / "b")]) == 0
+    for name in ("report.html", "report.md", "forest.png"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_report_without_results_is_an_input_error(tmp_path, capsys):
+    write_ise_study(tmp_path)
+    assert main(["report", str(tmp_path)]) == 2
+    assert "run `accord validate" in capsys.readouterr().err
+
+
+def test_dashboard_shows_the_report(finished, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("ACCORD_STUDY", str(finished))
+    app = AppTest.from_file(_dashboard(), default_timeout=120)
+    app.run()
+    assert not app.exception
+    assert any("SIMULATED ANNOTATORS" in w.value for w in app.warning)
+    assert any("Gate verdict: ACCEPT" in s.value for s in app.success)
+    titles = [s.value for s in app.subheader]
+    assert "Judge-scored benchmark (%; 95% percentile bootstrap CIs)" in titles
+    shown = len(app.dataframe)
+    app.multiselect[0].set_value(["Family contrasts"]).run()
+    assert len(app.dataframe) == 2 < shown  # the chosen table + fingerprints
+
+
+def test_dashboard_without_study_explains(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("ACCORD_STUDY", raising=False)
+    app = AppTest.from_file(_dashboard(), default_timeout=60).run()
+    assert "No study folder" in app.error[0].value
+
+
+def test_dashboard_command(finished, capsys):
+    assert main(["dashboard", str(finished), "--print-command", "--port", "8765"]) == 0
+    out = capsys.readouterr().out
+    assert "streamlit run" in out and "--server.address 127.0.0.1" in out and "8765" in out
+    assert main(["dashboard", str(finished / "missing")]) == 2
+
+
+def _dashboard() -> str:
+    return os.path.join(os.path.dirname(__file__), "..", "..", "apps", "dashboard.py")

@@ -1,0 +1,219 @@
+"""Every page and path of the Streamlit coding app through streamlit's AppTest, checked against the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.annotate.helpers import IDENTITY_MARKERS, ORDERS, TASKS
+
+APP = str(Path(__file__).resolve().parents[2] / "apps" / "coding_app.py")
+
+
+@pytest.fixture
+def app(loaded_study, monkeypatch, repo):
+    monkeypatch.setenv("ACCORD_STUDY", str(loaded_study.root))
+    monkeypatch.chdir(repo)
+
+    def start(who: str | None = None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=30)
+        at.run()
+        if who is not None:
+            at.text_input(key="token_input").input(loaded_study.tokens[who])
+            button(at, "Sign in").click().run()
+            assert not at.exception, at.exception
+        return at
+
+    return start
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r}; have {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def page_text(at: AppTest) -> str:
+    """Everything the page holds, widget labels and options included."""
+    parts: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            parts.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(parts)
+
+
+def submit(at: AppTest) -> AppTest:
+    return button(at, "Submit").click().run()
+
+
+def test_without_a_study_the_app_says_how_to_start(monkeypatch, repo):
+    monkeypatch.delenv("ACCORD_STUDY", raising=False)
+    monkeypatch.chdir(repo)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert "accord app --study DIR" in at.error[0].value
+
+
+def test_sign_in_refuses_bad_and_empty_tokens(app):
+    at = app()
+    assert at.title[0].value == "accord coding app"
+    at.text_input(key="token_input").input("not-a-token")
+    button(at, "Sign in").click().run()
+    assert "not recognised" in at.error[0].value
+    at.text_input(key="token_input").input("")
+    button(at, "Sign in").click().run()
+    assert "empty" in at.error[0].value
+    assert "token" not in at.session_state
+
+
+def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
+    store = loaded_study.store
+    at = app("alice")
+    assert at.subheader[0].value == "Task 1 of 6"
+    assert [t.value for t in at.text] == TASKS[0].turns
+    assert at.selectbox(key=[s.key for s in at.selectbox if s.label.startswith("First recognition")][0]).options == ["— none —", "turn 0", "turn 1", "turn 2"]
+    submit(at)
+    assert "Choose a label first" in at.error[0].value
+    button(at, "yes").click().run()
+    assert button(at, "yes").proto.type == "primary"
+    submit(at)
+    assert "first_turn is required" in at.error[0].value
+    first = [s for s in at.selectbox if s.label.startswith("First recognition")][0]
+    first.set_value(1).run()
+    at.checkbox[0].check().run()
+    at.text_area[0].input("turn 1 names both sources").run()
+    submit(at)
+    assert at.success[0].value == "Saved 'yes' (revision 1)."
+    assert at.subheader[0].value == "Task 2 of 6"
+    assert "1 of 6 labelled" in page_text(at)
+    label = store.label("alice", "t_a1")
+    assert (label.label, label.first_turn, label.unsure, label.note, label.backend) == ("yes", 1, True, "turn 1 names both sources", "app")
+    assert label.seconds_spent is not None and label.seconds_spent >= 0
+
+    button(at, "no").click().run()
+    submit(at)
+    assert at.subheader[0].value == "Task 3 of 6"
+
+    resumed = app("alice")  # a new browser session resumes at the first unlabelled task
+    assert resumed.subheader[0].value == "Task 3 of 6"
+    button(resumed, "◀ Previous").click().run()
+    button(resumed, "◀ Previous").click().run()
+    assert resumed.subheader[0].value == "Task 1 of 6"
+    assert button(resumed, "yes").proto.type == "primary"
+    assert resumed.text_area[0].value == "turn 1 names both sources"
+    button(resumed, "no").click().run()
+    submit(resumed)
+    assert resumed.success[0].value == "Saved 'no' (revision 2)."
+    assert resumed.subheader[0].value == "Task 1 of 6"  # editing stays on the task
+    history = [e for e in resumed.expander if e.label.startswith("History")]
+    assert history and "2 revision(s)" in history[0].label
+    assert [(r.label, r.first_turn) for r in store.history("alice", "t_a1")] == [("yes", 1), ("no", None)]
+    assert store.label("alice", "t_a1").label == "no"
+    assert len(store.labels(annotator="alice")) == 2
+
+    button(resumed, "First open").click().run()
+    assert resumed.subheader[0].value == "Task 3 of 6"
+    jump = [s for s in resumed.selectbox if s.label == "Go to task"][0]
+    assert jump.options[:3] == ["#1 ✓", "#2 ✓", "#3 ·"]
+    jump.set_value(5).run()
+    assert resumed.subheader[0].value == "Task 6 of 6"
+    assert button(resumed, "Next ▶").disabled
+
+
+@pytest.mark.parametrize(
+    ("position", "codebook_title", "labels"),
+    [
+        (1, "Escalate: does the final answer pass", ["yes", "no"]),
+        (4, "Correctness: does the prediction cover", ["correct", "incorrect"]),
+        (5, "Response class: ABSTAIN, HEDGE", ["ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"]),
+    ],
+)
+def test_each_unit_kind_shows_its_text_codebook_and_labels(app, position, codebook_title, labels):
+    at = app("alice")
+    jump = [s for s in at.selectbox if s.label == "Go to task"][0]
+    jump.set_value(position).run()
+    task = TASKS[[t.task_id for t in TASKS].index(ORDERS["alice"][position])]
+    assert [t.value for t in at.text] == [task.text]
+    codebook = [e for e in at.expander if e.label.startswith("Codebook")][0]
+    assert codebook.markdown[0].value.startswith(f"# {codebook_title}")
+    assert [b.label for b in at.button if b.label in labels] == labels
+    assert not [s for s in at.selectbox if s.label.startswith("First recognition")]
+    button(at, labels[-1]).click().run()
+    submit(at)
+    assert at.success[0].value == f"Saved '{labels[-1]}' (revision 1)."
+
+
+def test_identify_turn_highlights_the_focus_turn(app):
+    at = app("alice")
+    [s for s in at.selectbox if s.label == "Go to task"][0].set_value(3).run()
+    assert "turn 1 — the turn you are labelling" in page_text(at)
+
+
+def test_annotator_never_sees_others_work_or_identity(app, loaded_study):
+    store, tokens = loaded_study.store, loaded_study.tokens
+    store.submit(tokens["bob"], "t_a1", "yes", first_turn=1, note="BOB-PRIVATE-NOTE", submission_id="bob-a1-0001")
+    store.submit(tokens["bob"], "t_b2", "yes", note="BOB-OTHER-NOTE", submission_id="bob-b2-0001")
+    at = app("carol")
+    seen = []
+    for position in range(len(ORDERS["carol"])):
+        [s for s in at.selectbox if s.label == "Go to task"][0].set_value(position).run()
+        seen.append(page_text(at))
+    text = "\n".join(seen)
+    for secret in ("BOB-PRIVATE-NOTE", "BOB-OTHER-NOTE", "bob", "judy", *IDENTITY_MARKERS, "u_0000", "traj-", "inclusion"):
+        assert secret not in text, secret
+    assert "0 of 3 labelled" in text
+    assert "t_e5" not in text  # a task outside carol's order
+
+
+def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
+    store, tokens = loaded_study.store, loaded_study.tokens
+    at = app("judy")
+    assert at.info[0].value == "No disagreements to adjudicate."
+    store.submit(tokens["alice"], "t_c3", "yes", submission_id="a-c3-00001", note="two sources named")
+    store.submit(tokens["bob"], "t_c3", "no", unsure=True, submission_id="b-c3-00001")
+    at = app("judy")
+    assert at.subheader[0].value == "Disagreement 1 of 1"
+    assert [t.value for t in at.text] == [TASKS[2].text]
+    table = at.table[0].value
+    assert list(table["coder"]) == ["coder 1", "coder 2"] and list(table["label"]) == ["yes", "no"]
+    assert list(table["unsure"]) == ["", "yes"] and list(table["note"]) == ["two sources named", ""]
+    text = page_text(at)
+    for secret in ("alice", "bob", *IDENTITY_MARKERS):
+        assert secret not in text, secret
+    assert "0 of 1 disagreements adjudicated" in text
+    button(at, "yes").click().run()
+    at.text_area[0].input("sources named in the answer").run()
+    submit(at)
+    assert at.success[0].value == "Saved 'yes' (revision 1)."
+    assert "1 of 1 disagreements adjudicated" in page_text(at)
+    (adjudication,) = store.labels(role="adjudication")
+    assert (adjudication.task_id, adjudication.annotator, adjudication.label) == ("t_c3", "judy", "yes")
+    assert {(r.annotator, r.label) for r in store.labels(role="independent")} == {("alice", "yes"), ("bob", "no")}
+
+
+def test_revoked_token_signs_the_session_out(app, loaded_study):
+    at = app("bob")
+    assert at.subheader[0].value == "Task 1 of 6"
+    loaded_study.store.revoke("bob")
+    button(at, "Next ▶").click().run()
+    assert "Signed out" in at.error[0].value and "token" not in at.session_state
+    assert at.text_input(key="token_input")
+
+
+def test_sign_out_returns_to_sign_in(app):
+    at = app("alice")
+    button(at, "Sign out").click().run()
+    assert at.title[0].value == "accord coding app" and "token" not in at.session_state
+
+
+def test_annotator_without_an_order_is_told(app, loaded_study):
+    loaded_study.tokens["dave"] = loaded_study.store.add_annotator("dave")
+    at = app("dave")
+    assert at.info[0].value == "No tasks are assigned to you yet."

@@ -1,0 +1,131 @@
+"""The coding app in a real browser (Debian's chromium through Playwright), checked against SQLite."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from tests.support.browser import browser
+
+pytestmark = pytest.mark.browser
+TIMEOUT_MS = 30_000
+# Streamlit keeps the previous run's elements (a focused token field included) until a
+# run ends; keys pressed before then land in the stale field, so wait for an idle app.
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def sign_in(page, url: str, token: str) -> None:
+    page.goto(url)
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text(re.compile(r"^(Task|Disagreement) \d+ of \d+$")).wait_for(timeout=TIMEOUT_MS)
+    page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+
+
+def label_button(page, label: str):
+    # The accessible name is the label followed by "Shortcut <digit>".
+    return page.get_by_role("button", name=re.compile(rf"^{re.escape(label)} Shortcut \d$"))
+
+
+def expect_text(page, text: str) -> None:
+    page.get_by_text(text, exact=True).wait_for(timeout=TIMEOUT_MS)
+
+
+def rows(db, query: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(query).fetchall()
+
+
+def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(running_app):
+    study = running_app.study
+    db = study.store.path
+    with browser() as context:
+        page = context.new_page()
+        sign_in(page, running_app.url, study.tokens["alice"])
+        expect_text(page, "Task 1 of 6")
+        # Task 1 (Identify) with the mouse: "yes", first recognition turn 1, unsure, a note, Submit.
+        label_button(page, "yes").click()
+        page.get_by_label("First recognition turn (for a 'yes')").click()
+        page.get_by_role("option", name="turn 1").click()
+        page.get_by_text("Unsure (a flag only; it does not change the label)").click()
+        page.get_by_role("textbox", name="Note").fill("turn 1 names both sources")
+        page.get_by_role("button", name=re.compile(r"^Submit")).click()
+        expect_text(page, "Saved 'yes' (revision 1).")
+        expect_text(page, "Task 2 of 6")
+        # Task 2 (Escalate) with the keyboard only: 2 = "no", S = submit.
+        page.keyboard.press("2")
+        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        page.keyboard.press("s")
+        expect_text(page, "Saved 'no' (revision 1).")
+        expect_text(page, "Task 3 of 6")
+        # Task 3: keyboard label, mouse submit.
+        page.keyboard.press("1")
+        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('yes'))", timeout=TIMEOUT_MS)
+        page.get_by_role("button", name=re.compile(r"^Submit")).click()
+        expect_text(page, "Task 4 of 6")
+        page.screenshot(path="/tmp/accord-annotator.png", full_page=True)
+
+        # Reload: a new session; signing in again resumes at the first unlabelled task.
+        page.reload()
+        sign_in(page, running_app.url, study.tokens["alice"])
+        expect_text(page, "Task 4 of 6")
+        expect_text(page, "3 of 6 labelled")
+        # Edit task 3 with the keyboard: P = previous, 2 = "no", S = submit.
+        page.keyboard.press("p")
+        expect_text(page, "Task 3 of 6")
+        page.keyboard.press("2")
+        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        page.keyboard.press("s")
+        expect_text(page, "Saved 'no' (revision 2).")
+        page.get_by_text(re.compile(r"^History of this label \(2 revision")).wait_for(timeout=TIMEOUT_MS)
+
+    assert rows(db, "SELECT task_id, label, first_turn, unsure, note, revisions, backend, role FROM labels WHERE annotator='alice' ORDER BY task_id") == [
+        ("t_a1", "yes", 1, 1, "turn 1 names both sources", 1, "app", "independent"),
+        ("t_b2", "no", None, 0, "", 1, "app", "independent"),
+        ("t_c3", "no", None, 0, "", 2, "app", "independent"),
+    ]
+    assert rows(db, "SELECT task_id, label FROM submissions WHERE annotator='alice' ORDER BY seq") == [
+        ("t_a1", "yes"), ("t_b2", "no"), ("t_c3", "yes"), ("t_c3", "no"),
+    ]
+    (created, updated, seconds), = rows(db, "SELECT created_at, updated_at, seconds_spent FROM labels WHERE annotator='alice' AND task_id='t_c3'")
+    assert created < updated and seconds > 0
+
+
+def test_double_submit_in_the_browser_adds_one_row(running_app):
+    study = running_app.study
+    with browser() as context:
+        page = context.new_page()
+        sign_in(page, running_app.url, study.tokens["carol"])
+        expect_text(page, "Task 1 of 3")
+        label_button(page, "no").click()
+        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        submit = page.get_by_role("button", name=re.compile(r"^Submit"))
+        submit.dblclick()
+        expect_text(page, "Task 2 of 3")
+        page.wait_for_timeout(1000)
+    assert rows(study.store.path, "SELECT task_id, label FROM submissions WHERE annotator='carol'") == [("t_b2", "no")]
+
+
+def test_adjudicator_page_in_the_browser(running_app):
+    # Other browser tests never label t_e5 / t_f6 and bob labels nothing else: exactly two disagreements.
+    study = running_app.study
+    store, tokens = study.store, study.tokens
+    store.submit(tokens["alice"], "t_f6", "HEDGE", submission_id="browser-alice-f6", note="generic hedge?")
+    store.submit(tokens["bob"], "t_f6", "ABSTAIN", unsure=True, submission_id="browser-bob-f6")
+    store.submit(tokens["alice"], "t_e5", "incorrect", submission_id="browser-alice-e5")
+    store.submit(tokens["bob"], "t_e5", "correct", submission_id="browser-bob-e5")
+    with browser() as context:
+        page = context.new_page()
+        sign_in(page, running_app.url, tokens["judy"])
+        expect_text(page, "Disagreement 1 of 2")
+        page.get_by_text("generic hedge?").wait_for(timeout=TIMEOUT_MS)
+        page.screenshot(path="/tmp/accord-adjudicator.png", full_page=True)
+        label_button(page, "ABSTAIN").click()
+        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('ABSTAIN'))", timeout=TIMEOUT_MS)
+        page.keyboard.press("s")
+        expect_text(page, "Saved 'ABSTAIN' (revision 1).")
+        expect_text(page, "1 of 2 disagreements adjudicated")
+    assert rows(store.path, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication'") == [("t_f6", "judy", "adjudication", "ABSTAIN")]
+    assert rows(store.path, "SELECT annotator, label FROM labels WHERE task_id='t_f6' AND role='independent' ORDER BY annotator") == [("alice", "HEDGE"), ("bob", "ABSTAIN")]

@@ -1,0 +1,92 @@
+"""`accord annotators`, `accord labels export` and `accord app` through the real dispatcher."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from annotate.store import Store, hash_token
+from apps.cli import main
+from tests.annotate.helpers import write_study
+
+
+def accord(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_annotators_add_list_rotate_revoke(tmp_path, capsys):
+    study = write_study(tmp_path / "study")
+    code, out, _ = accord(capsys, "annotators", "add", "alice", "--study", str(study), "--json")
+    assert code == 0
+    token = json.loads(out)["token"]
+    store = Store.for_study(study)
+    assert store.authenticate(token).name == "alice"
+    assert store._conn().execute("SELECT token_hash FROM annotators").fetchone()[0] == hash_token(token)
+    code, out, _ = accord(capsys, "annotators", "add", "judy", "--role", "adjudicator", "--study", str(study))
+    assert code == 0 and "shown once" in out
+    code, _, err = accord(capsys, "annotators", "add", "alice", "--study", str(study))
+    assert code == 2 and "already exists" in err and err.count("\n") == 1
+    code, out, _ = accord(capsys, "annotators", "list", "--study", str(study), "--json")
+    assert [(r["name"], r["role"], r["active"]) for r in json.loads(out)] == [("alice", "annotator", True), ("judy", "adjudicator", True)]
+    code, out, _ = accord(capsys, "annotators", "rotate", "alice", "--study", str(study), "--json")
+    new = json.loads(out)["token"]
+    assert new != token and store.authenticate(new).name == "alice"
+    assert accord(capsys, "annotators", "revoke", "alice", "--study", str(study))[0] == 0
+    code, out, _ = accord(capsys, "annotators", "list", "--study", str(study))
+    assert "revoked" in out.splitlines()[0]
+    code, _, err = accord(capsys, "annotators", "revoke", "--study", str(study))
+    assert code == 2 and "a NAME is required" in err
+    code, _, err = accord(capsys, "annotators", "list", "--study", str(tmp_path / "missing"))
+    assert code == 2 and "not a folder" in err
+
+
+def test_labels_export_writes_every_format(tmp_path, capsys):
+    study = write_study(tmp_path / "study")
+    store = Store.for_study(study)
+    from annotate.app_backend import AppBackend
+
+    AppBackend(study=study).push_files(study / "blind")
+    alice = store.add_annotator("alice")
+    store.submit(alice, "t_b2", "no", submission_id="cli-000001", note="bare")
+    store.submit(alice, "t_a1", "yes", first_turn=1, submission_id="cli-000002")
+    code, out, _ = accord(capsys, "labels", "export", "--study", str(study), "--json")
+    assert code == 0 and json.loads(out) == {"path": str(study / "labels" / "human.jsonl"), "rows": 2, "independent": 2, "adjudication": 0}
+    lines = [json.loads(line) for line in (study / "labels" / "human.jsonl").read_text().splitlines()]
+    assert [(r["task_id"], r["label"], r["first_turn"], r["backend"], r["role"]) for r in lines] == [
+        ("t_a1", "yes", 1, "app", "independent"), ("t_b2", "no", None, "app", "independent"),
+    ]
+    out_path = tmp_path / "out.parquet"
+    assert accord(capsys, "labels", "export", "--study", str(study), "--format", "parquet", "--out", str(out_path))[0] == 0
+    frame = pd.read_parquet(out_path)
+    assert list(frame.columns) == ["task_id", "annotator", "label", "first_turn", "unsure", "note", "created_at", "updated_at", "seconds_spent", "backend", "role"]
+    assert list(frame["label"]) == ["yes", "no"]
+    assert accord(capsys, "labels", "export", "--study", str(study), "--format", "csv")[0] == 0
+    assert pd.read_csv(study / "labels" / "human.csv")["note"].fillna("").tolist() == ["", "bare"]
+
+
+def test_app_refuses_a_study_without_blinded_tasks(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code, _, err = accord(capsys, "app", "--study", str(tmp_path / "empty"))
+    assert code == 2 and "run `accord blind` first" in err
+
+
+def test_app_refuses_unblinded_tasks_before_starting(tmp_path, capsys):
+    study = write_study(tmp_path / "study")
+    tasks = study / "blind" / "tasks.jsonl"
+    first = json.loads(tasks.read_text().splitlines()[0])
+    tasks.write_text(json.dumps(first | {"agent": "Claude Code", "split": "conflict"}) + "\n")
+    code, _, err = accord(capsys, "app", "--study", str(study))
+    assert code == 2 and "['agent', 'split'] present" in err
+    assert Store.for_study(study).n_tasks() == 0
+
+
+def test_cli_lists_the_commands_with_summaries():
+    out = subprocess.run([sys.executable, "-m", "apps", "--help"], capture_output=True, text=True, check=True).stdout
+    assert "annotators   Manage coding-app annotators" in out
+    assert "labels       Export the human labels table" in out
+    assert "app          Run the coding app" in out

@@ -1,0 +1,61 @@
+"""The request cache: keys are sha256(canonical request), schema by named migrations, only successes stored."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sqlite3
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judges.cache import MIGRATIONS, RequestCache, RequestKeyer, request_key
+from judges.providers.base import ProviderConfig, make_provider
+from judges.spec import build_judge
+from samples.canonical import canonical_json
+
+from tests.judges.units import escalate_unit
+
+
+def test_key_is_sha256_of_the_canonical_request() -> None:
+    request = {"provider": "openai", "model": "m", "body": {"messages": [{"role": "user", "content": "héllo"}]}}
+    assert request_key(request) == hashlib.sha256(canonical_json(request)).hexdigest()
+    assert request_key(dict(reversed(list(request.items())))) == request_key(request)
+
+
+@functools.cache
+def _local(api: str):
+    judge = build_judge({"prompt": "ise-identify", "provider": "local", "model": "smollm2", "api": api,
+                         "base_url": "http://127.0.0.1:9", "params": {"max_tokens": 16}})
+    return judge, make_provider("local", judge.connection)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(), api=st.sampled_from(["openai", "anthropic"]), k=st.integers(0, 3))
+def test_fast_keys_equal_the_canonical_key(text: str, api: str, k: int) -> None:
+    judge, provider = _local(api)
+    unit = escalate_unit()
+    build = dict(model=judge.model, system=judge.prompt.system, params=judge.params, output_kind=judge.output,
+                 sample_index=k, unit=unit)
+    keyer = RequestKeyer(provider.build_request(user=RequestKeyer.placeholder, **build))
+    assert keyer.key(text) == request_key(provider.build_request(user=text, **build))
+
+
+def test_migrations_are_recorded_once_and_rows_survive_reopening(tmp_path) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache = RequestCache(path)
+    cache.put("k1", {"a": 1}, {"choices": []})
+    cache.close()
+    cache = RequestCache(path)
+    assert cache.get_many(["k1", "k2"]) == {"k1": {"choices": []}}
+    cache.close()
+    with sqlite3.connect(path) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM migrations")] == [name for name, _ in MIGRATIONS]
+
+
+def test_provider_config_is_not_part_of_the_key() -> None:
+    # The same request to the same model at another address is the same cached answer.
+    a = make_provider("openai", ProviderConfig(base_url="http://127.0.0.1:1/v1"))
+    b = make_provider("openai", ProviderConfig(base_url="http://127.0.0.1:2/v1", timeout_s=5))
+    build = dict(model="m", system="s", user="u", params={}, output_kind="yes_no", sample_index=0, unit=escalate_unit())
+    assert request_key(a.build_request(**build)) == request_key(b.build_request(**build))

@@ -1,0 +1,98 @@
+"""`accord judge` and `accord judges` through the real CLI dispatcher."""
+
+from __future__ import annotations
+
+import json
+
+from apps.cli import main
+from judges.tables import read_labels
+
+from tests.judges.units import escalate_units, identify_unit
+
+
+def _units_file(tmp_path, units) -> str:
+    path = tmp_path / "units.jsonl"
+    path.write_text("".join(u.model_dump_json() + "\n" for u in units))
+    return str(path)
+
+
+def test_list_json(capsys) -> None:
+    assert main(["judge", "list", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {p["name"] for p in data["prompts"]} == {"ise-identify", "ise-escalate", "ise-correctness", "ise-refusal"}
+    assert {"openai", "anthropic", "local", "rule"} <= set(data["providers"])
+    assert all(len(p["sha256"]) == 64 for p in data["prompts"])
+
+
+def test_run_dry_then_real_with_a_config_file(fault_server, tmp_path, capsys) -> None:
+    units = escalate_units(3) + [identify_unit()]
+    config = tmp_path / "judges.toml"
+    config.write_text(f"""
+[[judge]]
+name = "escalate-fault"
+prompt = "ise-escalate"
+provider = "openai"
+model = "judge-m"
+base_url = "{fault_server.base_url}/v1"
+params = {{ temperature = 1.0 }}
+
+[[judge]]
+name = "identify-fault"
+prompt = "ise-identify"
+provider = "anthropic"
+model = "judge-m"
+base_url = "{fault_server.base_url}"
+parse_mode = "lenient"
+params = {{ max_tokens = 32 }}
+""")
+    args = ["judge", "run", "--study", str(tmp_path / "study"), "--units", _units_file(tmp_path, units),
+            "--config", str(config), "--json"]
+    assert main(args + ["--dry-run"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert [(j["judge"], j["calls"]) for j in dry["judges"]] == [("escalate-fault", 3), ("identify-fault", 1)]
+    assert fault_server.attempts == []
+
+    fault_server.default_reply = '{"flag": 1, "first_recognition_turn": 1}'
+    assert main(args) == 0
+    real = json.loads(capsys.readouterr().out)
+    by_judge = {j["judge"]: j for j in real["judges"]}
+    # the escalate judge gets JSON back: unscored (wrong format), counted, never a label
+    assert by_judge["escalate-fault"]["unscored_reasons"] == {"wrong_format": 3}
+    assert by_judge["identify-fault"]["ok"] == 1
+    table = read_labels(tmp_path / "study" / "judges" / "labels.jsonl")
+    assert len(table) == 4
+    row = table[(units[-1].unit_id, "identify-fault", 0)]
+    assert (row.label, row.first_turn) == ("yes", 1)
+
+
+def test_bad_units_file_is_one_line_exit_2(tmp_path, capsys) -> None:
+    path = tmp_path / "units.jsonl"
+    path.write_text(escalate_units(1)[0].model_dump_json() + "\n" + '{"unit_id": "u_x", "kind": "essay"}\n')
+    code = main(["judge", "run", "--units", str(path), "--judge", "rule:aggarwal", "--study", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "units.jsonl:2" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_judge_ref_and_missing_judges(tmp_path, capsys) -> None:
+    units = _units_file(tmp_path, escalate_units(1))
+    assert main(["judge", "run", "--units", units, "--judge", "ise-escalate", "--study", str(tmp_path)]) == 2
+    assert "PROMPT@PROVIDER:MODEL" in capsys.readouterr().err
+    assert main(["judge", "run", "--units", units, "--study", str(tmp_path)]) == 2
+    assert "no judges" in capsys.readouterr().err
+    assert main(["judge", "run", "--units", units, "--study", str(tmp_path), "--judge", "ise-escalate@anthropic:claude-x",
+                 "--base-url", "http://127.0.0.1:9"]) == 2
+    assert "max_tokens" in capsys.readouterr().err
+
+
+def test_hosted_provider_without_key_is_an_input_error(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    units = _units_file(tmp_path, escalate_units(1))
+    assert main(["judge", "run", "--units", units, "--study", str(tmp_path), "--judge", "ise-escalate@openai:gpt-5"]) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_judges_stop_when_nothing_runs(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("ACCORD_RUN_DIR", str(tmp_path))
+    assert main(["judges", "stop", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"stopped": False}

@@ -1,0 +1,84 @@
+"""A real Label Studio 1.23.2 server for tests and benchmarks, started headless from its own venv.
+
+``running_server()`` starts one through ``scripts/labelstudio.sh start`` (fresh data
+dir, admin account and legacy API token preset by environment at first start, a
+free port on 127.0.0.1, pid in ``.run/labelstudio.pid``), waits for ``/health`` and
+stops it at the end. ``labelstudio_server`` is the session fixture over it; one
+server serves every test module of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "labelstudio.sh"
+PID_FILE = REPO / ".run" / "labelstudio.pid"
+# First start runs every migration: about 45 s on an idle 2-core machine, minutes when it is busy.
+START_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelStudioServer:
+    url: str
+    token: str
+    admin_email: str
+    admin_password: str
+    data_dir: Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def running_server(*, pid_file: Path = PID_FILE) -> Iterator[LabelStudioServer]:
+    data_dir = Path(tempfile.mkdtemp(prefix="accord-labelstudio-"))
+    port = free_port()
+    server = LabelStudioServer(
+        url=f"http://127.0.0.1:{port}", token=secrets.token_hex(16), admin_email="admin@accord.test",
+        admin_password=secrets.token_urlsafe(12), data_dir=data_dir,
+    )
+    env = {
+        **os.environ, "LS_PORT": str(port), "LS_DATA_DIR": str(data_dir), "LS_PID_FILE": str(pid_file),
+        "LS_START_TIMEOUT": str(START_TIMEOUT_S), "LABEL_STUDIO_USERNAME": server.admin_email,
+        "LABEL_STUDIO_PASSWORD": server.admin_password, "LABEL_STUDIO_USER_TOKEN": server.token,
+    }
+    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True)
+    try:
+        if started.returncode != 0:
+            raise RuntimeError(f"Label Studio did not start: {started.stderr.strip() or started.stdout.strip()}")
+        yield server
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+_RUNNING: list[LabelStudioServer] = []
+
+
+@pytest.fixture(scope="session")
+def labelstudio_server() -> Iterator[LabelStudioServer]:
+    """One server per test session, shared by every module that imports this fixture."""
+    if _RUNNING:
+        yield _RUNNING[0]
+        return
+    with running_server() as server:
+        _RUNNING.append(server)
+        try:
+            yield server
+        finally:
+            _RUNNING.clear()
