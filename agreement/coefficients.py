@@ -23,7 +23,7 @@ third-party one would through ``register_coefficient``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -87,58 +87,23 @@ def register_coefficient(coefficient: Coefficient) -> Coefficient:
 
 
 @dataclass(frozen=True)
-class _GwetCoefficient:
+class _Weighted:
+    """A built-in coefficient whose kernel takes an agreement-weight matrix."""
+
     name: str
-    chance: str
-    weighted: bool
+    kernel: Callable[[np.ndarray, int], Any]
+    se_method: str
     convention: str
+    weighted: bool = True
     min_raters: int = 2
     max_raters: int | None = None
-    se_method: str = GWET_SE
 
     def plan(self, *, scores: np.ndarray, n_raters: int, options: Options) -> Plan:
         spec = options.weights if self.weighted else "identity"
-        weights = weight_matrix(spec, scores)
         return Plan(
-            GwetFamily(self.chance, weights, small_sample=self.se_method == GWET_SE),
+            self.kernel(weight_matrix(spec, scores), n_raters),
             self.se_method,
             {"weights": weights_name(spec), "convention": self.convention},
-        )
-
-
-@dataclass(frozen=True)
-class _Conger:
-    name: str = "conger_kappa"
-    min_raters: int = 2
-    max_raters: int | None = None
-
-    def plan(self, *, scores: np.ndarray, n_raters: int, options: Options) -> Plan:
-        weights = weight_matrix(options.weights, scores)
-        return Plan(
-            CongerKappa(weights, n_raters),
-            GWET_SE,
-            {
-                "weights": weights_name(options.weights),
-                "convention": CONVENTION_GWET + "; rater g's p_gk over the units rater g rated (irrCAC conger.kappa.raw)",
-            },
-        )
-
-
-@dataclass(frozen=True)
-class _Cohen:
-    name: str = "cohen_kappa"
-    min_raters: int = 2
-    max_raters: int | None = 2
-
-    def plan(self, *, scores: np.ndarray, n_raters: int, options: Options) -> Plan:
-        weights = weight_matrix(options.weights, scores)
-        return Plan(
-            CohenKappa(weights),
-            "Fleiss-Cohen-Everitt (1969) large-sample non-null ASE (= SAS ASE, statsmodels std_kappa, irrCAC kappa2.table)",
-            {
-                "weights": weights_name(options.weights),
-                "convention": "units rated by both raters (listwise deletion, as irr kappa2, SAS, sklearn, statsmodels)",
-            },
         )
 
 
@@ -173,18 +138,35 @@ class _Alpha:
         )
 
 
+SCOTT_SE = "Gwet (2014) 2-rater variance (irrCAC scott2.table: sum of squared influence terms / n^2)"
+COHEN_SE = "Fleiss-Cohen-Everitt (1969) large-sample non-null ASE (= SAS ASE, statsmodels std_kappa, irrCAC kappa2.table)"
+
+
+def _gwet(chance: str, *, small_sample: bool = True) -> Callable[[np.ndarray, int], GwetFamily]:
+    return lambda weights, n_raters: GwetFamily(chance, weights, small_sample=small_sample)
+
+
 for _coefficient in (
-    _GwetCoefficient("percent_agreement", "none", True, CONVENTION_GWET),
-    _GwetCoefficient("fleiss_kappa", "fleiss", True, CONVENTION_GWET + " (Fleiss 1971 generalised by Gwet 2014)"),
-    _GwetCoefficient(
-        "scott_pi", "fleiss", True, CONVENTION_GWET + " (Scott's pi = Fleiss' kappa for two raters)", 2, 2,
-        "Gwet (2014) 2-rater variance (irrCAC scott2.table: sum of squared influence terms / n^2)",
+    _Weighted("percent_agreement", _gwet("none"), GWET_SE, CONVENTION_GWET),
+    _Weighted("fleiss_kappa", _gwet("fleiss"), GWET_SE, CONVENTION_GWET + " (Fleiss 1971 generalised by Gwet 2014)"),
+    _Weighted(
+        "scott_pi", _gwet("fleiss", small_sample=False), SCOTT_SE,
+        CONVENTION_GWET + " (Scott's pi = Fleiss' kappa for two raters)", max_raters=2,
     ),
-    _GwetCoefficient("gwet_ac1", "gwet", False, CONVENTION_GWET),
-    _GwetCoefficient("gwet_ac2", "gwet", True, CONVENTION_GWET),
-    _GwetCoefficient("brennan_prediger", "uniform", True, CONVENTION_GWET + "; pe = sum(weights)/q^2 over the declared categories"),
-    _Conger(),
-    _Cohen(),
+    _Weighted("gwet_ac1", _gwet("gwet"), GWET_SE, CONVENTION_GWET, weighted=False),
+    _Weighted("gwet_ac2", _gwet("gwet"), GWET_SE, CONVENTION_GWET),
+    _Weighted(
+        "brennan_prediger", _gwet("uniform"), GWET_SE,
+        CONVENTION_GWET + "; pe = sum(weights)/q^2 over the declared categories",
+    ),
+    _Weighted(
+        "conger_kappa", CongerKappa, GWET_SE,
+        CONVENTION_GWET + "; rater g's p_gk over the units rater g rated (irrCAC conger.kappa.raw)",
+    ),
+    _Weighted(
+        "cohen_kappa", lambda weights, n_raters: CohenKappa(weights), COHEN_SE,
+        "units rated by both raters (listwise deletion, as irr kappa2, SAS, sklearn, statsmodels)", max_raters=2,
+    ),
     _Alpha(),
 ):
     register_coefficient(_coefficient)
@@ -206,13 +188,17 @@ class PrevalenceBias:
     positive: Any
 
 
-def _pair_table(data: RatingData, columns: Sequence[int]) -> tuple[np.ndarray, int]:
-    codes = data.codes[:, list(columns)]
+def _pair_indices(codes: np.ndarray, units: np.ndarray, weights: np.ndarray, positive: Any) -> PrevalenceBias:
+    """Indices from two columns of binary codes; ``units``/``weights`` per row (rows may be patterns)."""
     both = np.all(codes >= 0, axis=1)
-    weights = np.ones(data.n_units) if data.unit_weights is None else data.unit_weights
-    q = data.n_categories
-    cells = np.bincount(codes[both, 0] * q + codes[both, 1], weights=weights[both], minlength=q * q)
-    return cells.reshape(q, q), int(both.sum())
+    cells = np.bincount(codes[both, 0] * 2 + codes[both, 1], weights=(units * weights)[both], minlength=4)
+    n, total = int(units[both].sum()), cells.sum()
+    if n == 0 or total <= 0:
+        return PrevalenceBias(math.nan, math.nan, math.nan, n, positive)
+    p = cells.reshape(2, 2) / total
+    return PrevalenceBias(
+        float(p[0, 0] - p[1, 1]), float(p[0, 1] - p[1, 0]), float(2 * (p[0, 0] + p[1, 1]) - 1), n, positive
+    )
 
 
 def prevalence_bias_indices(data: RatingData, raters: Sequence[str] | None = None) -> PrevalenceBias:
@@ -223,18 +209,8 @@ def prevalence_bias_indices(data: RatingData, raters: Sequence[str] | None = Non
             f"{data.source}: prevalence and bias indices need 2 raters and 2 categories, "
             f"got {len(columns)} raters and categories {list(data.categories)}"
         )
-    cells, n = _pair_table(data, columns)
-    return _indices(cells, n, data.categories[0])
-
-
-def _indices(cells: np.ndarray, n: int, positive: Any) -> PrevalenceBias:
-    total = cells.sum()
-    if n == 0 or total <= 0:
-        return PrevalenceBias(math.nan, math.nan, math.nan, n, positive)
-    p = cells / total
-    return PrevalenceBias(
-        float(p[0, 0] - p[1, 1]), float(p[0, 1] - p[1, 0]), float(2 * (p[0, 0] + p[1, 1]) - 1), n, positive
-    )
+    weights = np.ones(data.n_units) if data.unit_weights is None else data.unit_weights
+    return _pair_indices(data.codes[:, columns], np.ones(data.n_units), weights, data.categories[0])
 
 
 def _columns(data: RatingData, raters: Sequence[str] | None) -> list[int]:
@@ -379,7 +355,9 @@ def _run(data: RatingData, requests: list[_Request], n_resamples: int, seed: int
     groups: dict[tuple[int, ...], bool] = {}
     for request in requests:
         key = tuple(request.columns)
-        groups[key] = groups.get(key, True) and request.plan.kernel.exchangeable
+        # Two-rater results carry the (orientation-dependent) bias index: keep rater order.
+        exchangeable = request.plan.kernel.exchangeable and len(key) > 2
+        groups[key] = groups.get(key, True) and exchangeable
     design = Design.build(data, groups=[(list(k), v) for k, v in groups.items()], cluster=cluster)
     for request in requests:
         per_pattern = request.plan.kernel.stats(design.codes[:, request.columns]) * design.pattern_weight[:, None]
@@ -449,8 +427,7 @@ def _result(
         boot.setflags(write=False)
     prevalence = bias = None
     if len(request.columns) == 2 and data.n_categories == 2:
-        cells = CohenKappa(np.eye(2)).stats(codes).T @ (design.pattern_units * design.pattern_weight)
-        indices = _indices(cells.reshape(2, 2), int(np.sum(design.pattern_units * (ri == 2))), data.categories[0])
+        indices = _pair_indices(codes, design.pattern_units, design.pattern_weight, data.categories[0])
         prevalence, bias = indices.prevalence_index, indices.bias_index
         details["prevalence_positive_category"] = indices.positive
         details["pabak"] = indices.pabak

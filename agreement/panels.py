@@ -48,7 +48,7 @@ MAJORITY = "human majority"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Settings:
+class PanelSettings:
     """How every coefficient in a report is computed (recorded in the report)."""
 
     weights: str = "identity"
@@ -85,19 +85,27 @@ class PairPanel:
     n_only_a: int
     """Units only ``rater_a`` labelled (``rater_b`` missing or unscored)."""
     n_only_b: int
-    confusion: np.ndarray
-    """(q, q) counts over the units both labelled: rows ``rater_a``'s label, columns ``rater_b``'s."""
+    cells: np.ndarray
+    """(k, 3) nonzero cells of the confusion matrix over the units both labelled: (code by
+    ``rater_a``, code by ``rater_b``, units), sorted. Sparse, because open vocabularies
+    (free-text labels) have thousands of categories."""
     results: Mapping[str, AgreementResult]
 
     @property
     def n(self) -> int:
         return self.n_units
 
-    def disagreements(self) -> list[tuple[Any, Any, int]]:
-        """Directional disagreement counts: (label by a, label by b, units) for every off-diagonal cell."""
+    @property
+    def confusion(self) -> np.ndarray:
+        """Dense (q, q) counts: rows ``rater_a``'s label, columns ``rater_b``'s."""
         q = len(self.categories)
-        return [(self.categories[i], self.categories[j], int(self.confusion[i, j]))
-                for i in range(q) for j in range(q) if i != j]
+        dense = np.zeros((q, q), dtype=np.int64)
+        dense[self.cells[:, 0], self.cells[:, 1]] = self.cells[:, 2]
+        return dense
+
+    def disagreements(self) -> list[tuple[Any, Any, int]]:
+        """Directional disagreement counts: (label by a, label by b, units) for every nonzero off-diagonal cell."""
+        return [(self.categories[i], self.categories[j], int(c)) for i, j, c in self.cells.tolist() if i != j]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,7 +183,7 @@ class ReferenceReport:
 
     @property
     def confusion(self) -> np.ndarray:
-        """(q, q) counts: rows the reference's label, columns the rater's."""
+        """Dense (q, q) counts: rows the reference's label, columns the rater's."""
         return self.agreement.confusion.T
 
 
@@ -191,7 +199,7 @@ class PanelReport:
     n_ratings: int
     missing_by_rater: Mapping[str, int]
     """Units each rater did not label (a judge's unscored rows included)."""
-    settings: Settings
+    settings: PanelSettings
     majority: MajorityVote | None
     human_panel: HumanPanel | None
     judges_vs_humans: tuple[JudgeVsHumans, ...]
@@ -201,7 +209,7 @@ class PanelReport:
     """Why a panel is absent or incomplete (e.g. fewer than two humans, tied units awaiting adjudication)."""
 
 
-def compare_pairs(table: RatingData, pairs: Sequence[tuple[str, str]], *, settings: Settings,
+def compare_pairs(table: RatingData, pairs: Sequence[tuple[str, str]], *, settings: PanelSettings,
                   resample: bool = True) -> dict[tuple[str, str], PairPanel]:
     """Pair panels for ``pairs`` of ``table``'s raters, on one shared resample draw.
 
@@ -223,11 +231,11 @@ def compare_pairs(table: RatingData, pairs: Sequence[tuple[str, str]], *, settin
     for a, b in shared:
         ca, cb = codes[:, column[a]], codes[:, column[b]]
         both = (ca >= 0) & (cb >= 0)
-        confusion = np.bincount(ca[both] * q + cb[both], minlength=q * q).reshape(q, q)
+        keys, counts = np.unique(ca[both].astype(np.int64) * q + cb[both], return_counts=True)
         panels[(a, b)] = PairPanel(rater_a=a, rater_b=b, categories=table.categories, n_units=int(both.sum()),
                                    n_only_a=int(((ca >= 0) & (cb < 0)).sum()),
-                                   n_only_b=int(((cb >= 0) & (ca < 0)).sum()), confusion=confusion,
-                                   results=results[(a, b)])
+                                   n_only_b=int(((cb >= 0) & (ca < 0)).sum()),
+                                   cells=np.column_stack([keys // q, keys % q, counts]), results=results[(a, b)])
     return panels
 
 
@@ -257,7 +265,7 @@ def _mean_pair_indices(data: RatingData, shared: np.ndarray) -> tuple[float | No
             float(np.mean([abs(x.bias_index) for x in indices])))
 
 
-def human_panel(data: RatingData, humans: Sequence[str], *, settings: Settings) -> HumanPanel:
+def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSettings) -> HumanPanel:
     """Human-human agreement over the units at least one annotator rated."""
     from agreement import compute
 
@@ -287,11 +295,14 @@ def _mean_statistics(panels: Sequence[PairPanel], names: Sequence[str]) -> dict[
     return means
 
 
-def class_metrics(confusion: np.ndarray, categories: Sequence[Any]) -> tuple[ClassMetrics, ...]:
-    """Per-class precision/recall/F1 from a (reference rows x rater columns) confusion matrix."""
-    tp = np.diag(confusion).astype(float)
-    support = confusion.sum(axis=1)
-    predicted = confusion.sum(axis=0)
+def class_metrics(cells: np.ndarray, categories: Sequence[Any]) -> tuple[ClassMetrics, ...]:
+    """Per-class precision/recall/F1 from confusion cells (reference code, rater code, count)."""
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, 3)
+    q = len(categories)
+    support = np.bincount(cells[:, 0], weights=cells[:, 2], minlength=q)
+    predicted = np.bincount(cells[:, 1], weights=cells[:, 2], minlength=q)
+    hit = cells[:, 0] == cells[:, 1]
+    tp = np.bincount(cells[hit, 0], weights=cells[hit, 2], minlength=q)
     out = []
     for k, label in enumerate(categories):
         reasons = []
@@ -315,11 +326,12 @@ def class_metrics(confusion: np.ndarray, categories: Sequence[Any]) -> tuple[Cla
 
 def reference_report(panel: PairPanel) -> ReferenceReport:
     """``panel.rater_a`` scored against ``panel.rater_b`` as the reference."""
-    per_class = class_metrics(panel.confusion.T, panel.categories)
+    per_class = class_metrics(panel.cells[:, [1, 0, 2]], panel.categories)
     f1 = np.array([c.f1 for c in per_class])
     f1 = f1[np.isfinite(f1)]
+    hits = panel.cells[panel.cells[:, 0] == panel.cells[:, 1], 2].sum()
     return ReferenceReport(rater=panel.rater_a, reference=panel.rater_b, agreement=panel, per_class=per_class,
-                           accuracy=float(np.trace(panel.confusion) / panel.n_units),
+                           accuracy=float(hits / panel.n_units),
                            macro_f1=float(f1.mean()) if f1.size else math.nan)
 
 
@@ -341,14 +353,14 @@ def _with_columns(data: RatingData, names: Sequence[str], columns: Sequence[np.n
 
 def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: str, positive: Any = None,
                  reference: str | None = "majority", subgroups: Mapping[Any, Any] | None = None,
-                 subgroup_name: str = "subgroup", settings: Settings | None = None) -> PanelReport:
+                 subgroup_name: str = "subgroup", settings: PanelSettings | None = None) -> PanelReport:
     """All panels for ``data``: raters not in ``judges`` are the humans.
 
     ``reference`` is "majority" (the human majority), a rater name, or None (no
     reference report). ``subgroups`` maps unit id -> subgroup value for the
     per-subgroup judge-judge tables.
     """
-    settings = settings or Settings()
+    settings = settings or PanelSettings()
     check_tie_policy(tie_policy, data.categories, positive)
     judges = tuple(dict.fromkeys(str(j) for j in judges))
     for judge in judges:
@@ -476,8 +488,8 @@ def _pair_to_dict(panel: PairPanel | None, level: float) -> dict[str, Any] | Non
     return {
         "rater_a": panel.rater_a, "rater_b": panel.rater_b, "n_units": panel.n_units,
         "n_only_a": panel.n_only_a, "n_only_b": panel.n_only_b,
-        "confusion": {"rows": panel.rater_a, "columns": panel.rater_b, "labels": _jsonable(panel.categories),
-                      "counts": panel.confusion.tolist()},
+        "confusion": [{"a": _jsonable(panel.categories[i]), "b": _jsonable(panel.categories[j]), "count": c}
+                      for i, j, c in panel.cells.tolist()],
         "disagreements": [{"a": _jsonable(a), "b": _jsonable(b), "count": c} for a, b, c in panel.disagreements()],
         "results": {k: result_to_dict(v, level=level) for k, v in panel.results.items()},
     }
@@ -520,7 +532,6 @@ def report_to_dict(report: PanelReport, *, level: float = 0.95) -> dict[str, Any
         "references": [{
             "rater": r.rater, "reference": r.reference, "accuracy": _number(r.accuracy),
             "macro_f1": _number(r.macro_f1), "agreement": _pair_to_dict(r.agreement, level),
-            "confusion": {"rows": r.reference, "columns": r.rater, "counts": r.confusion.tolist()},
             "per_class": [{"label": _jsonable(c.label), "support": c.support, "predicted": c.predicted,
                            "precision": _number(c.precision), "recall": _number(c.recall), "f1": _number(c.f1),
                            "undefined_reason": c.undefined_reason} for c in r.per_class],

@@ -187,7 +187,8 @@ def score_tables(doc: dict[str, Any]) -> list[Table]:
         contrast = row.get("contrast") or {}
         p = contrast.get("p_value")
         rows.append(head + [fmt_ci(row["accuracy"], percent=True), fmt_ci(row["identify_f1"], percent=True),
-                            fmt_ci(row["solve"], percent=True), fmt_ci(row["escalate"], percent=True),
+                            fmt_ci(row["first_turn"]), fmt_ci(row["solve"], percent=True),
+                            fmt_ci(row["escalate"], percent=True),
                             "" if p is None else f"{contrast['test']} p={p:.3g}",
                             ", ".join(f"{m}: {n}" for m, n in row["unscored"].items() if n)])
         for metric, methods in row.get("corrected", {}).items():
@@ -196,8 +197,8 @@ def score_tables(doc: dict[str, Any]) -> list[Table]:
     note = "; ".join(doc.get("notes", []))
     return [
         Table(title="Judge-scored benchmark (%; 95% percentile bootstrap CIs)",
-              header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "Solve", "Escalate",
-                      "conflict vs control", "unscored"], rows=rows,
+              header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "first turn t*", "Solve",
+                      "Escalate", "conflict vs control", "unscored"], rows=rows,
               note=("-- = undefined (empty denominator or control split); 0.0 = empirical zero. " + note).strip()),
         Table(title="Bias-corrected rates from the human-validated sample (conflict split, %)",
               header=["agent", "backbone", "dataset", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],

@@ -207,13 +207,15 @@ class ScoreRow:
     identify_precision: Estimate
     identify_recall: Estimate
     identify_f1: Estimate
+    first_turn: Estimate
+    """Mean first-recognition turn t* over the flagged conflict instances."""
     solve: Estimate
     escalate: Estimate
     contrast: ContrastTest | None
     unscored: dict[str, int]
     corrected: dict[str, dict[str, Estimate]] = field(default_factory=dict)
 
-    METRICS = ("accuracy", "identify_precision", "identify_recall", "identify_f1", "solve", "escalate")
+    METRICS = ("accuracy", "identify_precision", "identify_recall", "identify_f1", "first_turn", "solve", "escalate")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"key": self.key, "n_instances": self.n_instances, "unscored": self.unscored,
@@ -290,6 +292,9 @@ def score_table(instances: pd.DataFrame, *, n_resamples: int = 10_000, seed: int
                 a = np.where(sub["truncated"].to_numpy(bool), 0.0, sub["escalate"].to_numpy(dtype=float))
                 escalate = rate(a, c == 0, seed=cell_seed(seed, key.values(), "escalate"),
                                 empty_reason="no incorrect conflict instance (Escalate denominator is 0)", **args)
+                turns = sub["first_turn"].to_numpy(dtype=float)[flags == 1]
+                first_turn = mean_estimate(turns[~np.isnan(turns)], seed=cell_seed(seed, key.values(), "first_turn"),
+                                           empty_reason="no flagged conflict instance with a recognition turn", **args)
                 identify = ident
                 row_contrast = contrast
             else:
@@ -298,10 +303,11 @@ def score_table(instances: pd.DataFrame, *, n_resamples: int = 10_000, seed: int
                 escalate = undefined(reason, level=level)
                 joint = "Identify is computed jointly over conflict and control: see the conflict row"
                 identify = {k: undefined(joint, level=level) for k in ("precision", "recall", "f1")}
+                first_turn = undefined(reason, level=level)
                 row_contrast = None
             rows.append(ScoreRow(key=key, n_instances=int(mask.sum()), accuracy=accuracy,
                                  identify_precision=identify["precision"], identify_recall=identify["recall"],
-                                 identify_f1=identify["f1"], solve=solve, escalate=escalate,
+                                 identify_f1=identify["f1"], first_turn=first_turn, solve=solve, escalate=escalate,
                                  contrast=row_contrast, unscored=unscored))
     return rows
 

@@ -182,10 +182,22 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
 
 
 def jsonable(obj: Any) -> Any:
-    """JSON-safe copy: NaN/inf -> null, numpy scalars and arrays -> Python (the panels' convention)."""
-    from agreement.panels import _jsonable
+    """JSON-safe copy: NaN/inf -> null, numpy scalars and arrays -> Python lists and numbers."""
+    import math
 
-    return _jsonable(obj)
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in (obj.tolist() if isinstance(obj, np.ndarray) else obj)]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj if obj is None or isinstance(obj, str) else str(obj)
 
 
 def write_result(path: Path, body: dict[str, Any]) -> dict[str, Any]:
@@ -195,6 +207,13 @@ def write_result(path: Path, body: dict[str, Any]) -> dict[str, Any]:
     clean = jsonable(body)
     write_json(path, clean)
     return clean
+
+
+def status(message: str) -> Any:
+    """A rich spinner on stderr for long work (stdout stays clean for --json)."""
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
 
 
 def read_json(path: Path) -> Any:

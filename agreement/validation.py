@@ -28,7 +28,7 @@ from agreement.panels import (
     JudgePairTable,
     PanelReport,
     ReferenceReport,
-    Settings,
+    PanelSettings,
     compare_pairs,
     panel_report,
     reference_report,
@@ -87,7 +87,7 @@ class ValidationResult:
     humans: tuple[str, ...]
     simulated: bool
     weighted: bool
-    settings: Settings
+    settings: PanelSettings
     level: float
     tie_policy: str
     fingerprints: dict[str, str] = field(default_factory=dict)
@@ -153,7 +153,7 @@ def agreement_estimate(result: Any, level: float) -> Estimate:
                     undefined_reason=result.undefined_reason)
 
 
-def _baselines(data: Any, report: PanelReport, positive: str | None, settings: Settings
+def _baselines(data: Any, report: PanelReport, positive: str | None, settings: PanelSettings
                ) -> dict[str, dict[str, ReferenceReport]]:
     """Degenerate raters scored against the majority on exactly the units each judge scored."""
     if report.majority is None:
@@ -182,7 +182,7 @@ def _baselines(data: Any, report: PanelReport, positive: str | None, settings: S
     return out
 
 
-def _pair_table(data: Any, judges: list[str], mask: np.ndarray, subgroup: str, settings: Settings) -> JudgePairTable:
+def _pair_table(data: Any, judges: list[str], mask: np.ndarray, subgroup: str, settings: PanelSettings) -> JudgePairTable:
     part = data.select_raters(judges).select_units(mask)
     pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
     found = compare_pairs(part, pairs, settings=settings)
@@ -200,7 +200,7 @@ def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: str, weighted: bool,
-             settings: Settings) -> Section:
+             settings: PanelSettings) -> Section:
     categories, positive = scheme_of(sorted(set(table["kind"])), table["label"])
     data = rating_data(table, weighted=weighted, categories=categories)
     kind_judges = [j for j in judges if j in data.raters]
@@ -236,7 +236,7 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
     """Validate every judge in a joined labels table (``agreement.study_io.labels_table``)."""
     if table.empty:
         raise InputError("validation: no labels on the sampled units")
-    settings = Settings(n_resamples=n_resamples, seed=seed, cluster=True)
+    settings = PanelSettings(n_resamples=n_resamples, seed=seed, cluster=True)
     judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
     humans = sorted(set(table.loc[table["source"] == "human", "rater"]))
     simulated = bool((table["backend"] == "simulated").any())
@@ -277,7 +277,7 @@ class GateEvidence:
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
         self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
-                                weighted=weighted, settings=Settings(n_resamples=n_resamples, seed=seed))
+                                weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
         self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
 
     def _vs_humans(self):
@@ -301,7 +301,7 @@ class GateEvidence:
         if coefficient not in versus.mean_vs_annotators:
             raise InputError(f"coefficient {coefficient!r}: the human ceiling compares pairwise coefficients "
                              f"{sorted(versus.mean_vs_annotators)}")
-        quick = Settings(n_resamples=0, seed=self.seed)
+        quick = PanelSettings(n_resamples=0, seed=self.seed)
         pairs = [(a, b) for i, a in enumerate(humans) for b in humans[i + 1:]]
         panels = compare_pairs(self._data, pairs, settings=quick, resample=False)
         values = [p.results[coefficient].statistic for p in panels.values()

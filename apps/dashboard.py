@@ -1,7 +1,7 @@
 """accord dashboard: the study report, interactively (Streamlit).
 
-Run through `accord dashboard STUDY`; the study folder comes from the command line
-(``streamlit run apps/dashboard.py -- STUDY``) or the ACCORD_STUDY variable. Shows
+Run through `accord dashboard STUDY`, which passes the study folder in the
+ACCORD_STUDY environment variable (``ACCORD_STUDY=STUDY streamlit run apps/dashboard.py``). Shows
 the same content as `accord report`: banners (simulated annotators, unaccepted
 scores), the gate verdict, every table (filterable) and the plots.
 """
@@ -9,7 +9,6 @@ scores), the gate verdict, every table (filterable) and the plots.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import streamlit as st
@@ -19,8 +18,7 @@ from samples.errors import InputError
 
 
 def study_folder() -> str | None:
-    args = [a for a in sys.argv[1:] if not a.startswith("-")]
-    return args[0] if args else os.environ.get("ACCORD_STUDY")
+    return os.environ.get("ACCORD_STUDY") or None
 
 
 @st.cache_data(show_spinner="Building the report ...")

@@ -12,3 +12,10 @@ in README.md between ``<!-- bench:start -->`` and ``<!-- bench:end -->``.
 from __future__ import annotations
 
 ROW_KEYS = ("benchmark", "accord", "peer", "ratio", "target", "met", "notes")
+
+
+def failed_row(benchmark: str, error: BaseException) -> dict:
+    """The row a benchmark that raised reports instead of its measurements."""
+    last = f"{type(error).__name__}: {error}".splitlines()[0]
+    return {"benchmark": benchmark, "accord": "error", "peer": "", "ratio": "", "target": "", "met": False,
+            "notes": f"benchmark failed: {last}"}

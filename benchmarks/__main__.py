@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks import ROW_KEYS
+from benchmarks import ROW_KEYS, failed_row
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -51,9 +51,7 @@ def run_area(area: str, *, quick: bool) -> list[dict]:
         rows = [check_row(row, area) for row in module.run(quick=quick)]
     except Exception as error:  # a broken benchmark must not hide the others' results
         traceback.print_exc(file=sys.stderr)
-        last = f"{type(error).__name__}: {error}".splitlines()[0]
-        rows = [{"benchmark": f"bench_{area}", "accord": "error", "peer": "", "ratio": "", "target": "",
-                 "met": False, "notes": f"benchmark failed: {last}"}]
+        rows = [failed_row(f"bench_{area}", error)]
     print(f"benchmarks: {area}: {len(rows)} rows in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_SEED = 20261129
+from agreement.bootstrap import DEFAULT_SEED
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,8 +29,10 @@ _EXPORTS: dict[str, str] = {
     "run_judges": "judges.runner",
     "read_units": "judges.tables",
     "read_labels": "judges.tables",
-    "write_openai_batch": "judges.batch",
-    "write_anthropic_batch": "judges.batch",
+    "read_label_rows": "judges.tables",
+    "JudgeStats": "judges.runner",
+    "build_tasks": "judges.runner",
+    "write_batch": "judges.batch",
     "import_batch_results": "judges.batch",
     "LlamaServer": "judges.local_server",
 }

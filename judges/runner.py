@@ -32,7 +32,7 @@ from judges.prices import PriceTable
 from judges.providers.base import CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
-from judges.tables import LabelKey, LabelWriter, RunLog, compact_labels, read_labels
+from judges.tables import LabelKey, LabelWriter, RunLog, compact_labels, read_label_rows
 
 DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -246,10 +246,13 @@ def run_judges(
     names = [spec.name for spec in judges]
     if len(set(names)) != len(names):
         raise InputError(f"judge names must be unique in one run; repeated: {sorted({n for n in names if names.count(n) > 1})}")
+    repeated = sorted(i for i, n in Counter(u.unit_id for u in units).items() if n > 1)
+    if repeated:
+        raise InputError(f"unit_id must be unique; repeated: {repeated[:10]}")
     started = time.monotonic()
     prices = prices or PriceTable.load()
     version = accord_version()
-    existing = read_labels(paths.labels)
+    existing, rows_before = read_label_rows(paths.labels)
     cache = RequestCache(paths.cache)
     run_id = uuid.uuid4().hex[:16]
     providers: dict[str, Provider] = {}
@@ -305,9 +308,10 @@ def run_judges(
 
     stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
                   for spec, fp, mine, tasks, done in plan)
-    # Rewriting the table is needed only when this run replaced rows (retried failures,
-    # a changed fingerprint); a run that only added rows left one row per key already.
-    if not dry_run and any((t.unit.unit_id, t.spec.name, t.sample_index) in existing for *_, tasks, _ in plan for t in tasks):
+    # Rewriting the table is needed only when a key has two rows: this run replaced rows
+    # (retried failures, a changed fingerprint) or an earlier one was killed before its rewrite.
+    replaced = any((t.unit.unit_id, t.spec.name, t.sample_index) in existing for *_, tasks, _ in plan for t in tasks)
+    if not dry_run and (replaced or rows_before > len(existing)):
         compact_labels(paths.labels)
     summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
                          seconds=time.monotonic() - started)

@@ -73,11 +73,17 @@ def _repair_torn_tail(path: Path) -> None:
 
 def read_labels(path: str | Path) -> dict[LabelKey, JudgeLabel]:
     """The labels table, last row per (unit_id, judge, sample_index)."""
+    return read_label_rows(path)[0]
+
+
+def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
+    """The table (last row per key) and how many rows the file holds (more means repeated keys)."""
     path = Path(path)
     if not path.exists():
-        return {}
+        return {}, 0
     _repair_torn_tail(path)
     table: dict[LabelKey, JudgeLabel] = {}
+    rows = 0
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
@@ -87,7 +93,8 @@ def read_labels(path: str | Path) -> dict[LabelKey, JudgeLabel]:
             except ValidationError as error:
                 raise InputError(f"{path}:{number}: not a JudgeLabel row ({error.errors()[0]['msg']})") from None
             table[(label.unit_id, label.judge, label.sample_index)] = label
-    return table
+            rows += 1
+    return table, rows
 
 
 class LabelWriter:

@@ -1,25 +1,27 @@
 """Ingest: source files -> ``trajectories.jsonl`` (+ ``units.jsonl``) and ``ingest_manifest.json``.
 
 Records stream from the adapter straight into temporary files, so memory stays
-flat in input size. Every bad record is collected; unless the caller asked to skip
+flat in input size (JSONL inputs of line-based adapters can be converted on
+several processes, in bounded chunks, with the same output bytes). Every bad record is collected; unless the caller asked to skip
 bad records, nothing is written and one ``InputError`` lists them all (file, line,
 field, what was expected). Skipped records are counted and listed in the manifest.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from samples.adapters import BadRecord, get_adapter
+from samples.adapters.base import LineAdapter
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.jsonl import atomic_writer, record_bytes, write_json
-from samples.records import UNIT_KINDS
+from samples.jsonl import atomic_writer, iter_jsonl_lines, record_bytes, write_json
+from samples.records import UNIT_KINDS, Trajectory
 from samples.units import cut_units
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -48,17 +50,74 @@ class IngestResult:
         }
 
 
+Converted = tuple[str, str | None, str | None, bytes | None, list[tuple[str, bytes]], list[tuple[str, str]]]
+"""(where, problem, trajectory id, trajectory line, [(unit kind, unit line)], [(kind, reason not cut)])."""
+
+_CHUNK_BYTES = 1 << 20
+
+
+def _convert(where: str, item: Trajectory | BadRecord, kinds: Sequence[str] | None,
+             metadata_strata: Sequence[str]) -> Converted:
+    if isinstance(item, BadRecord):
+        return where, str(item), None, None, [], []
+    if kinds is None:
+        return where, None, item.id, record_bytes(item), [], []
+    units, skips = cut_units(item, kinds, metadata_strata=metadata_strata)
+    return (where, None, item.id, record_bytes(item), [(u.kind, record_bytes(u)) for u in units],
+            [(s.kind, s.reason) for s in skips])
+
+
+def _convert_chunk(job: tuple) -> list[Converted]:
+    """Worker: convert a chunk of JSONL lines (runs in a child process)."""
+    adapter, path, options, numbered, kinds, metadata_strata = job
+    reader = get_adapter(adapter)
+    return [_convert(f"{path}:{n}", reader.convert_line(Path(path), options, f"{path}:{n}", line), kinds, metadata_strata)
+            for n, line in numbered]
+
+
+def _chunks(path: Path) -> Iterator[list[tuple[int, bytes]]]:
+    chunk: list[tuple[int, bytes]] = []
+    size = 0
+    for number, line in iter_jsonl_lines(path):
+        chunk.append((number, line))
+        size += len(line)
+        if size >= _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _parallel(path: Path, adapter: str, options: dict, kinds, metadata_strata, workers: int) -> Iterator[Converted]:
+    """Convert a JSONL file on ``workers`` processes, in file order, with at most 2 chunks per worker in flight."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pending: deque = deque()
+        for chunk in _chunks(path):
+            pending.append(pool.submit(_convert_chunk, (adapter, str(path), options, chunk, kinds, metadata_strata)))
+            if len(pending) >= 2 * workers:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
 def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, options: Mapping[str, str] | None = None,
            kinds: Sequence[str] | None = UNIT_KINDS, metadata_strata: Sequence[str] = (), skip_bad: bool = False,
-           progress: Callable[[int], None] | None = None) -> IngestResult:
+           workers: int = 1, progress: Callable[[int], None] | None = None) -> IngestResult:
     """Read ``inputs`` through ``adapter`` and write the study's trajectory (and unit) files.
 
-    ``kinds=None`` writes trajectories only. ``progress`` is called with the number
-    of records read so far, every 1,000 records.
+    ``kinds=None`` writes trajectories only. ``workers > 1`` converts JSONL inputs
+    of line-based adapters on that many processes (same output bytes). ``progress``
+    is called with the number of records read so far, every 1,000 records.
     """
     options = dict(options or {})
     if not inputs:
         raise InputError("ingest: no input files given")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"ingest: workers={workers!r}; expected an integer >= 1")
     if kinds is not None:
         bad_kinds = [k for k in kinds if k not in UNIT_KINDS]
         if bad_kinds:
@@ -75,31 +134,37 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
     skipped: dict[str, Counter[str]] = {}
     count = 0
     read = 0
+
+    def records(path: Path) -> Iterator[Converted]:
+        if workers > 1 and isinstance(reader, LineAdapter) and path.suffix.lower() in (".jsonl", ".ndjson"):
+            reader.check(options)
+            return _parallel(path, adapter, options, kinds, metadata_strata, workers)
+        return (_convert(where, item, kinds, metadata_strata) for where, item in reader.read(path, options))
+
     with ExitStack() as stack:
         trajectories_out = stack.enter_context(atomic_writer(out_dir / TRAJECTORIES_FILE))
         units_out = stack.enter_context(atomic_writer(out_dir / UNITS_FILE)) if kinds is not None else None
         for path in paths:
-            for where, item in reader.read(path, options):
+            for where, problem, trajectory_id, line, units, skips in records(path):
                 read += 1
                 if progress is not None and read % 1000 == 0:
                     progress(read)
-                if isinstance(item, BadRecord):
-                    problems.append(str(item))
+                if problem is not None:
+                    problems.append(problem)
                     continue
-                if item.id in seen:
-                    problems.append(f"{where}: field 'id': trajectory id {item.id!r} repeats (first at {seen[item.id]})")
+                if trajectory_id in seen:
+                    problems.append(f"{where}: field 'id': trajectory id {trajectory_id!r} repeats (first at {seen[trajectory_id]})")
                     continue
-                seen[item.id] = where
+                seen[trajectory_id] = where
                 if not problems or skip_bad:
-                    trajectories_out.write(record_bytes(item))
+                    trajectories_out.write(line)
                     count += 1
                     if units_out is not None:
-                        units, skips = cut_units(item, kinds, metadata_strata=metadata_strata)
-                        for unit in units:
-                            units_out.write(record_bytes(unit))
-                            units_by_kind[unit.kind] += 1
-                        for skip in skips:
-                            skipped.setdefault(skip.kind, Counter())[skip.reason] += 1
+                        for kind, unit_line in units:
+                            units_out.write(unit_line)
+                            units_by_kind[kind] += 1
+                        for kind, reason in skips:
+                            skipped.setdefault(kind, Counter())[reason] += 1
         if progress is not None:
             progress(read)
         if problems and not skip_bad:

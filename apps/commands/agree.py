@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--bootstrap {args.bootstrap}: use at least 100 resamples, or 0 for analytic intervals")
     if not 0.0 < args.level < 1.0:
         raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
-    from agreement.panels import Settings, panel_report, report_to_dict
+    from agreement.panels import PanelSettings, panel_report, report_to_dict
     from agreement.table import load_labels
 
     data = load_labels(args.table, unit=args.unit, rater=args.rater, label=args.label, cluster=args.cluster,
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--positive {args.positive}: not a category; categories are {list(data.categories)}")
     positive = next((c for c in data.categories if str(c) == args.positive), None)
     subgroups = _read_column(args.table, args.unit, args.by) if args.by else None
-    settings = Settings(weights=args.weights, alpha_level=args.alpha_level, n_resamples=args.bootstrap,
+    settings = PanelSettings(weights=args.weights, alpha_level=args.alpha_level, n_resamples=args.bootstrap,
                         cluster=args.cluster is not None, **({} if args.seed is None else {"seed": args.seed}))
     report = panel_report(data, judges=args.judge, tie_policy=args.tie_policy, positive=positive,
                           reference=args.reference, subgroups=subgroups, subgroup_name=args.by or "subgroup",
@@ -160,6 +160,8 @@ def _pair_rows(panels: list[Any], label: Any, level: float, method: str) -> tupl
     return rows, notes
 
 
+# Text tables list at most this many classes (open vocabularies have thousands); --json has all.
+WIDE = 12
 PAIR_HEADERS = ["n", "raw", "kappa", "PI", "BI", "AC1"]
 
 
@@ -226,21 +228,27 @@ def render(report: Any, *, level: float, cluster: str | None) -> str:
         rows, n = _pair_rows(list(table.pairs), lambda p: [p.rater_a, p.rater_b], level, method)
         notes += n
         for row, panel in zip(rows, table.pairs):
-            row.append("; ".join(f"{a}/{b} {c}" for a, b, c in panel.disagreements()))
+            cells = panel.disagreements()
+            more = f"; +{len(cells) - WIDE} more" if len(cells) > WIDE else ""
+            row.append("; ".join(f"{a}/{b} {c}" for a, b, c in cells[:WIDE]) + more)
         out.append(_table(["judge A", "judge B", *PAIR_HEADERS, "disagreements (A/B count)"], rows))
     for ref in report.references:
         kappa = ref.agreement.results.get("cohen_kappa")
         kappa_text = f", Cohen's kappa {_with_ci(kappa, level, method)}" if kappa is not None else ""
         out += ["", f"{ref.rater} against {ref.reference} ({ref.agreement.n_units} units): accuracy "
                     f"{_fmt(ref.accuracy)}{kappa_text}, macro F1 {_fmt(ref.macro_f1)}"]
+        used = sorted((c for c in ref.per_class if c.support or c.predicted), key=lambda c: -c.support)
         rows = [[str(c.label), str(c.support), str(c.predicted), _fmt(c.precision), _fmt(c.recall), _fmt(c.f1)]
-                for c in ref.per_class]
+                for c in used[:WIDE]]
         out.append(_table(["class", "support", "predicted", "precision", "recall", "F1"], rows))
+        if len(used) > WIDE:
+            out.append(f"  ... {len(used) - WIDE} more classes (by support) in --json")
+            continue
         cats = [str(c) for c in ref.agreement.categories]
         counts = ref.confusion.tolist()
         out.append(_table([f"{ref.reference} \\ {ref.rater}", *cats],
                           [[cats[i], *map(str, counts[i])] for i in range(len(cats))]))
-        notes += [f"  {ref.rater} class {c.label}: {c.undefined_reason}" for c in ref.per_class if c.undefined_reason]
+        notes += [f"  {ref.rater} class {c.label}: {c.undefined_reason}" for c in used if c.undefined_reason]
     notes += [f"  {n}" for n in report.notes]
     if notes:
         out += ["", "Notes"] + notes

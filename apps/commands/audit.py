@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agreement.audit import audit, format_audit, read_audit_table
-    from agreement.study_io import labels_table, load_study, write_result
+    from agreement.study_io import labels_table, load_study, status, write_result
     from agreement.validation import GateEvidence, audit_frame
     from samples.errors import InputError
 
@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         simulated = study.simulated
         out = study.root / "audit" / "audit.json"
     try:
-        result = audit(frame, **settings)
+        with status("auditing (cluster bootstrap and permutations) ..."):
+            result = audit(frame, **settings)
     except ValueError as error:
         raise InputError(str(error)) from None
     body = {**result.to_dict(), "simulated": simulated}

@@ -15,14 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--print-command", action="store_true", help="print the streamlit command and exit")
 
 
-def command(study: str, port: int) -> list[str]:
+def command(port: int) -> list[str]:
     import sys
     from pathlib import Path
 
     app = Path(__file__).resolve().parents[1] / "dashboard.py"
     return [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-            "--", str(Path(study).resolve())]
+            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,11 +33,14 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(args.study).is_dir():
         raise InputError(f"{args.study}: study folder not found")
-    cmd = command(args.study, args.port)
+    import os
+
+    cmd = command(args.port)
+    study = str(Path(args.study).resolve())
     if args.print_command:
-        print(" ".join(cmd))
+        print(f"ACCORD_STUDY={study} " + " ".join(cmd))
         return 0
     if importlib.util.find_spec("streamlit") is None:
         raise InputError("the dashboard needs Streamlit: pip install 'accord[app]'")
     print(f"accord dashboard: http://127.0.0.1:{args.port}  (Ctrl-C to stop)")
-    return subprocess.call(cmd)
+    return subprocess.call(cmd, env={**os.environ, "ACCORD_STUDY": study})

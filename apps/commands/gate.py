@@ -20,10 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agreement.gate import gate_study
-    from agreement.study_io import VERDICT, load_study, write_result
+    from agreement.study_io import VERDICT, load_study, status, write_result
 
     study = load_study(args.study)
-    document, text = gate_study(study, args.policy, judges=args.judge)
+    with status(f"gating {study.root} under {args.policy} ..."):
+        document, text = gate_study(study, args.policy, judges=args.judge)
     clean = write_result(study.root / VERDICT, document)
     if args.json:
         import json

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-units", action="store_true", help="write trajectories only")
     parser.add_argument("--metadata-stratum", action="append", default=[], metavar="KEY",
                         help="also stratify units by this metadata key (repeatable), e.g. category")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes converting JSONL inputs of line-based adapters (ise, canonical, openai-messages); "
+                             "output is identical for any value (default 1)")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad records (counted and listed in the manifest)")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                   console=console, transient=True, disable=args.json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("ingest", total=None)
         result = ingest(files, args.study, adapter=args.adapter, options=_options(args.option), kinds=kinds,
-                        metadata_strata=args.metadata_stratum, skip_bad=args.skip_bad,
+                        metadata_strata=args.metadata_stratum, skip_bad=args.skip_bad, workers=args.workers,
                         progress=lambda n: bar.update(task, completed=n))
     manifest = json.loads((Path(args.study) / MANIFEST_FILE).read_text(encoding="utf-8"))
     if args.json:

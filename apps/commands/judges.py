@@ -20,19 +20,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--parallel", type=int, default=4, help="concurrent slots per model (default 4)")
     serve.add_argument("--ctx-size", type=int, default=8192, help="context per model, shared by its slots (default 8192)")
-    serve.add_argument("--json", action="store_true", help="machine-readable output")
     stop = sub.add_parser("stop", help="stop the server")
-    stop.add_argument("--json", action="store_true", help="machine-readable output")
+    for p in (serve, stop):
+        p.add_argument("--name", default="llama-server",
+                       help="instance name: .run/NAME.pid and .run/NAME.json (default llama-server, what `local` judges use)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
     from judges.local_server import LlamaServer, stop_named
 
     if args.action == "stop":
-        stopped = stop_named()
-        print(json.dumps({"stopped": stopped}) if args.json else ("llama-server stopped" if stopped else "no llama-server was running"))
+        stopped = stop_named(args.name)
+        print(json.dumps({"stopped": stopped}) if args.json else (f"{args.name} stopped" if stopped else f"no {args.name} was running"))
         return 0
-    server = LlamaServer(port=args.port, parallel=args.parallel, ctx_size=args.ctx_size).start()
+    server = LlamaServer(name=args.name, port=args.port, parallel=args.parallel, ctx_size=args.ctx_size).start()
     info = {"base_url": server.base_url, "pid": server.process.pid, "models": list(server.MODELS)}
     if args.json:
         print(json.dumps(info))

@@ -17,8 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agreement.report import write_report
+    from agreement.study_io import status
 
-    paths = write_report(args.study, args.out)
+    with status("rendering the report and its plots ..."):
+        paths = write_report(args.study, args.out)
     if args.json:
         import json
 

@@ -41,13 +41,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"accord sample: plan {manifest['plan']['name']!r}, seed {manifest['seed']}, "
                         f"{manifest['sampled']} of {manifest['population_units']} units")
-    for column in ("stratum", "population", "frame", "outside frame", "requested", "sampled", "shortfall"):
-        table.add_column(column, justify="left" if column == "stratum" else "right")
+    table.add_column("stratum", overflow="fold")
+    for column in ("population", "frame", "outside frame", "requested", "sampled", "shortfall"):
+        table.add_column(column, justify="right", no_wrap=True)
     for row in manifest["strata"]:
         table.add_row(row["stratum"], str(row["population_units"]), str(row["frame_size"]), str(row["outside_frame"]),
                       str(row["requested"]), str(row["sampled"]),
                       f"[bold red]{row['shortfall']}[/]" if row["shortfall"] else "0")
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     if manifest["shortfalls"]:
         Console(stderr=True).print(f"[yellow]{len(manifest['shortfalls'])} stratum/strata smaller than requested "
                                    "(reported in the manifest, not padded)[/]")

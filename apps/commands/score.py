@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agreement.scoring import GateRefusal, format_score, score_study
-    from agreement.study_io import write_result
+    from agreement.study_io import status, write_result
     from samples.errors import InputError
 
     if args.n_resamples < 100:
@@ -39,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
     try:
-        document = score_study(args.study, identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
-                               correctness_judge=args.correctness_judge, correctness_field=args.correctness_field,
-                               force=args.force, tie_policy=args.tie_policy, n_resamples=args.n_resamples,
-                               seed=args.seed, level=args.level)
+        with status(f"scoring {args.study} ({args.n_resamples} bootstrap resamples per rate) ..."):
+            document = score_study(args.study, identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
+                                   correctness_judge=args.correctness_judge,
+                                   correctness_field=args.correctness_field, force=args.force,
+                                   tie_policy=args.tie_policy, n_resamples=args.n_resamples, seed=args.seed,
+                                   level=args.level)
     except GateRefusal as refusal:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)

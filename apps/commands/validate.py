@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.study_io import load_study, write_result
+    from agreement.study_io import load_study, status, write_result
     from agreement.validation import format_validation, validate_study
     from samples.errors import InputError
 
@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     if args.n_resamples < 100:
         raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
     study = load_study(args.study)
-    result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted, n_resamples=args.n_resamples,
-                            seed=args.seed, level=args.level, judges=args.judge)
+    with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
+        result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted,
+                                n_resamples=args.n_resamples, seed=args.seed, level=args.level, judges=args.judge)
     path = study.root / "validation" / "validation.json"
     body = write_result(path, result.to_dict())
     if args.json:

@@ -3,8 +3,12 @@
 llama-server speaks both wire formats, so `local` is the same two SDK paths with a
 loopback base URL, llama.cpp's constrained decoding (GBNF grammar / json_schema) for
 the output kind, and ``cache_prompt: false`` so output does not depend on earlier
-requests. ISE judges run with no max_tokens cap (App. A.3); the Anthropic Messages
-API requires one, so an Anthropic judge must set ``max_tokens`` explicitly.
+requests. Constrained decoding exists on the OpenAI path only: llama-server's
+Anthropic endpoint converts requests without passing a grammar through. ISE judges run
+with no max_tokens cap (App. A.3); the Anthropic Messages API requires one, so an
+Anthropic judge must set ``max_tokens`` explicitly. ``params.constrain`` (default: on
+for `local`) switches constrained decoding; on hosted OpenAI it adds a json_schema
+response format for the Identify JSON output.
 """
 
 from __future__ import annotations

@@ -50,6 +50,16 @@ class Adapter(Protocol):
     def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]: ...
 
 
+@runtime_checkable
+class LineAdapter(Adapter, Protocol):
+    """An adapter whose JSONL records are independent lines: ingest may convert them
+    on several processes (``workers``), in order, with identical output."""
+
+    def check(self, options: Mapping[str, str]) -> None: ...
+
+    def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item: ...
+
+
 class FieldProblem(ValueError):
     """A field is missing or has the wrong type; ``field`` names it."""
 
@@ -200,6 +210,15 @@ def iter_source(path: Path) -> Iterator[tuple[str, Any]]:
             yield f"{path}[{index}]", record
     else:
         yield str(path), document
+
+
+def line_item(where: str, line: bytes, build: Callable[[Any], Trajectory]) -> Item:
+    """One JSONL line through ``build``: undecodable lines become a BadRecord too."""
+    try:
+        raw = decode_json_line(line)
+    except ValueError as error:
+        return BadRecord(where=where, message=str(error))
+    return convert(where, build, raw)
 
 
 def check_options(adapter: str, options: Mapping[str, str], allowed: Mapping[str, str]) -> None:

@@ -21,16 +21,22 @@ class CanonicalAdapter:
     summary = "accord Trajectory JSONL (samples.records.Trajectory per line)"
     options: Mapping[str, str] = {}
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def check(self, options: Mapping[str, str]) -> None:
         check_options(self.name, options, self.options)
+
+    def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item:
+        try:
+            return Trajectory.model_validate_json(line)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(record)"
+            return BadRecord(where=where, message=f"field '{field}': {first['msg']}")
+
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+        self.check(options)
         for number, line in iter_jsonl_lines(path):
             where = f"{path}:{number}"
-            try:
-                yield where, Trajectory.model_validate_json(line)
-            except ValidationError as error:
-                first = error.errors()[0]
-                field = ".".join(str(p) for p in first["loc"]) or "(record)"
-                yield where, BadRecord(where=where, message=f"field '{field}': {first['msg']}")
+            yield where, self.convert_line(path, options, where, line)
 
 
 register_adapter(CanonicalAdapter())

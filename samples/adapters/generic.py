@@ -34,6 +34,8 @@ OPTIONS = {**{f: "source column for this field" for f in FIELDS},
 def _rows(path: Path) -> Iterator[tuple[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".csv":
+        # the csv module refuses fields over 128 KiB by default; trajectories hold longer texts
+        csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
         try:
             handle = open(path, newline="", encoding="utf-8")
         except FileNotFoundError:

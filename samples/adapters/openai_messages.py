@@ -12,6 +12,7 @@ truncated. Run-level fields the transcript does not carry come from options.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from samples.adapters.base import (
     get_list,
     get_str,
     iter_source,
+    line_item,
     parse_arguments,
     string_list,
     text_of,
@@ -76,41 +78,49 @@ def messages_to_steps(messages: list[Any], field: str) -> tuple[list[Step], str 
     return [Step(**{**s, "tool_calls": [ToolCall(**c) for c in s["tool_calls"]]}) for s in steps], final_answer
 
 
+def build(raw: dict[str, Any], path: Path, options: Mapping[str, str]) -> Trajectory:
+    """One transcript record -> Trajectory (run-level fields from ``options``)."""
+    key = next((k for k in _MESSAGE_KEYS if k in raw), None)
+    if key is None:
+        raise FieldProblem("messages", "a list of chat messages (or 'traj')", missing=True)
+    steps, final_answer = messages_to_steps(get_list(raw, key), key)
+    run_id = get_str(raw, "id", required=False, numbers=True)
+    if run_id is None:
+        task = get_str(raw, "task_id", field="id", numbers=True)
+        trial = get_str(raw, "trial", required=False, numbers=True)
+        run_id = task if trial is None else f"{task}/trial{trial}"
+    backbone = get_str(raw, "model", required=False) or options.get("backbone", "unknown")
+    info = raw.get("info") if isinstance(raw.get("info"), dict) else {}
+    task_info = info.get("task") if isinstance(info.get("task"), dict) else {}
+    references = raw.get("references", task_info.get("outputs"))
+    question = get_str(raw, "question", required=False) or next(
+        (s.text for s in steps if s.role == "user" and s.text), "")
+    return Trajectory(
+        id=f"{path.stem}/{run_id}", agent=options.get("agent", "unknown"), backbone=backbone,
+        family=infer_family(backbone), dataset=options.get("dataset", path.stem),
+        setting=options.get("setting", "other"), split=options.get("split", "none"),
+        question=question, references=string_list(references, "references"),
+        steps=steps, final_answer=final_answer, truncated=final_answer is None,
+        metadata={k: v for k, v in raw.items() if k not in (key, "references", "question")},
+    )
+
+
 class OpenAIMessagesAdapter:
     name = "openai-messages"
     summary = "OpenAI chat messages with tool_calls, one run per record (tau-bench)"
     options = OPTIONS
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def check(self, options: Mapping[str, str]) -> None:
         check_options(self.name, options, self.options)
 
-        def build(raw: dict[str, Any]) -> Trajectory:
-            key = next((k for k in _MESSAGE_KEYS if k in raw), None)
-            if key is None:
-                raise FieldProblem("messages", "a list of chat messages (or 'traj')", missing=True)
-            steps, final_answer = messages_to_steps(get_list(raw, key), key)
-            run_id = get_str(raw, "id", required=False, numbers=True)
-            if run_id is None:
-                task = get_str(raw, "task_id", field="id", numbers=True)
-                trial = get_str(raw, "trial", required=False, numbers=True)
-                run_id = task if trial is None else f"{task}/trial{trial}"
-            backbone = get_str(raw, "model", required=False) or options.get("backbone", "unknown")
-            info = raw.get("info") if isinstance(raw.get("info"), dict) else {}
-            task_info = info.get("task") if isinstance(info.get("task"), dict) else {}
-            references = raw.get("references", task_info.get("outputs"))
-            question = get_str(raw, "question", required=False) or next(
-                (s.text for s in steps if s.role == "user" and s.text), "")
-            return Trajectory(
-                id=f"{path.stem}/{run_id}", agent=options.get("agent", "unknown"), backbone=backbone,
-                family=infer_family(backbone), dataset=options.get("dataset", path.stem),
-                setting=options.get("setting", "other"), split=options.get("split", "none"),
-                question=question, references=string_list(references, "references"),
-                steps=steps, final_answer=final_answer, truncated=final_answer is None,
-                metadata={k: v for k, v in raw.items() if k not in (key, "references", "question")},
-            )
+    def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item:
+        return line_item(where, line, partial(build, path=path, options=options))
 
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+        self.check(options)
+        make = partial(build, path=path, options=options)
         for where, raw in iter_source(path):
-            yield where, (raw if isinstance(raw, BadRecord) else convert(where, build, raw))
+            yield where, (raw if isinstance(raw, BadRecord) else convert(where, make, raw))
 
 
 register_adapter(OpenAIMessagesAdapter())

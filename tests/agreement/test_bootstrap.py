@@ -204,3 +204,35 @@ def test_argument_validation():
         compute(data, ["fleiss_kappa"], weights="cubic")
     with pytest.raises(InputError, match="alpha_level='circular'"):
         compute(data, ["krippendorff_alpha"], alpha_level="circular")
+
+
+def test_integer_unit_weights_equal_duplicated_units():
+    """A unit of weight w counts like w copies of it (point estimates; SEs treat it as one unit)."""
+    data = panel(10, 40, 3, 3)
+    weights = np.random.default_rng(1).integers(1, 4, data.n_units)
+    weighted = RatingData(units=data.units, raters=data.raters, categories=data.categories, codes=data.codes,
+                          unit_weights=weights.astype(float))
+    copies = RatingData(units=np.arange(weights.sum()), raters=data.raters, categories=data.categories,
+                        codes=np.repeat(data.codes, weights, axis=0))
+    names = NAMES + ["brennan_prediger"]
+    a, b = compute(weighted, names, n_resamples=200), compute(copies, names, n_resamples=0)
+    for name in names:
+        assert a[name].statistic == pytest.approx(b[name].statistic, abs=1e-12), name
+        assert a[name].df == data.n_units - 1
+        assert np.isfinite(a[name].se) and np.nanstd(a[name].bootstrap) > 0
+
+
+def test_ordinal_alpha_has_no_analytic_se_but_a_bootstrap_interval():
+    data = panel(11, 60, 3, 4)
+    result = compute(data, ["krippendorff_alpha"], alpha_level="ordinal", n_resamples=1000)["krippendorff_alpha"]
+    assert math.isnan(result.se) and "ordinal" in result.details["se_undefined_reason"]
+    assert all(math.isnan(x) for x in result.confidence_interval(method="t"))
+    low, high = result.confidence_interval(method="percentile")
+    assert low < result.statistic < high
+
+
+def test_fleiss_null_se_needs_equal_raters_per_unit():
+    result = compute(panel(12, 50, 4, 3, missing=0.2), ["fleiss_kappa"], n_resamples=0)["fleiss_kappa"]
+    assert math.isnan(result.details["se0_fnl1979"])
+    assert "same number" in result.details["se0_fnl1979_undefined_reason"]
+    assert set(result.details["per_category"]) == {0, 1, 2}

@@ -69,10 +69,10 @@ def test_multiclass_ties_and_policy_validation():
 
 # ---- panels on RatingData (need the coefficient engine) ----
 
-from agreement.panels import Settings, class_metrics, compare_pairs, panel_report, pairwise_raw_agreement  # noqa: E402
+from agreement.panels import PanelSettings, class_metrics, compare_pairs, panel_report, pairwise_raw_agreement  # noqa: E402
 from agreement.table import RatingData  # noqa: E402
 
-ANALYTIC = Settings(n_resamples=0)
+ANALYTIC = PanelSettings(n_resamples=0)
 
 
 def _data(codes, raters, categories=CATS, clusters=None):
@@ -90,6 +90,7 @@ def test_directional_disagreements_count_each_direction():
     both = [(i, j) for i, j in zip(a.tolist(), b.tolist()) if i >= 0 and j >= 0]
     cats = ("x", "y", "z")
     expected = {(cats[i], cats[j]): sum(1 for p in both if p == (i, j)) for i in range(3) for j in range(3) if i != j}
+    expected = {cell: count for cell, count in expected.items() if count}
     assert {(x, y): c for x, y, c in panel.disagreements()} == expected
     assert panel.n_units == len(both)
     assert panel.n_only_a == sum(1 for i, j in zip(a.tolist(), b.tolist()) if i >= 0 > j)
@@ -135,9 +136,9 @@ def test_reference_report_matches_scikit_learn():
 
 
 def test_class_metrics_undefined_is_nan_with_a_reason():
-    # reference rows x rater columns; the rater never says "no", the reference never says "maybe"
-    confusion = np.array([[5, 0, 0], [3, 0, 0], [0, 0, 0]])
-    yes, no, maybe = class_metrics(confusion, ("yes", "no", "maybe"))
+    # cells (reference code, rater code, units): the rater never says "no", the reference never says "maybe"
+    cells = np.array([[0, 0, 5], [1, 0, 3]])
+    yes, no, maybe = class_metrics(cells, ("yes", "no", "maybe"))
     assert yes.precision == pytest.approx(5 / 8) and yes.recall == 1.0
     assert np.isnan(no.precision) and no.recall == 0.0 and np.isnan(no.f1) and "never gives" in no.undefined_reason
     assert np.isnan(maybe.recall) and "reference never" in maybe.undefined_reason

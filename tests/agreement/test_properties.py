@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agreement import RatingData, compute, compute_pairs
+from agreement import RatingData, compute, compute_pairs, prevalence_bias_indices
 
 NOMINAL = ["percent_agreement", "fleiss_kappa", "gwet_ac1", "brennan_prediger", "conger_kappa", "krippendorff_alpha"]
 CHANCE_CORRECTED = ["fleiss_kappa", "gwet_ac1", "brennan_prediger", "conger_kappa", "krippendorff_alpha"]
@@ -147,11 +147,16 @@ def test_prevalence_bias_identity_for_two_by_two(table):
 def test_pairs_on_shared_resamples_equal_each_pair_alone(table):
     rows, q = table
     data = as_data(rows, q)
-    names = ["percent_agreement", "cohen_kappa", "gwet_ac1"]
-    pairs = compute_pairs(data, names, n_resamples=50)
-    for (a, b), results in pairs.items():
-        alone = compute(data.select_raters([a, b]), names, n_resamples=0)
-        assert_same_results(results, alone)
+    for names in (["percent_agreement", "cohen_kappa", "gwet_ac1"], ["gwet_ac1"]):
+        pairs = compute_pairs(data, names, n_resamples=50)
+        for (a, b), results in pairs.items():
+            alone = compute(data.select_raters([a, b]), names, n_resamples=0)
+            assert_same_results(results, alone)
+            if q == 2:
+                indices = prevalence_bias_indices(data, [a, b])
+                for result in results.values():
+                    assert same(result.prevalence_index, indices.prevalence_index)
+                    assert same(result.bias_index, indices.bias_index)
 
 
 @settings(max_examples=20, deadline=None)
@@ -164,3 +169,15 @@ def test_same_seed_gives_byte_identical_bootstrap(table, seed):
     for name in NOMINAL:
         assert first[name].bootstrap.tobytes() == second[name].bootstrap.tobytes()
         assert np.array_equal(first[name].confidence_interval(method="percentile"), second[name].confidence_interval(method="percentile"), equal_nan=True)
+
+
+@SETTINGS
+@given(tables(min_raters=2, max_raters=2))
+def test_bias_index_keeps_rater_orientation_for_exchangeable_coefficients(table):
+    """Units (yes, no) and (no, yes) share a count pattern; the bias index must still tell them apart."""
+    rows, _ = table
+    rows = [[None if x is None else x % 2 for x in row] for row in rows]
+    data = as_data(rows, 2)
+    indices = prevalence_bias_indices(data)
+    for result in compute(data, ["percent_agreement", "gwet_ac1", "fleiss_kappa"], n_resamples=0).values():
+        assert same(result.bias_index, indices.bias_index) and same(result.prevalence_index, indices.prevalence_index)

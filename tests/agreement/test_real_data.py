@@ -27,14 +27,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agreement.panels import MAJORITY, Settings, panel_report
+from agreement.panels import MAJORITY, PanelSettings, panel_report
 from agreement.table import load_labels
 
 ALTTEST = ("10k_prompts", "cebab_aspects", "cebab_stars", "framing", "kilogram", "lesion", "lgbteen", "mtbench",
            "summeval", "wax")
 ORDINAL = {"10k_prompts", "cebab_stars", "summeval", "lesion"}
 FREE_TEXT = {"kilogram"}
-ANALYTIC = Settings(n_resamples=0)
+# kilogram has 993 tangrams and 4,124 distinct normalised answers. The engine's per-pattern statistics
+# for weighted agreement cost O(patterns x q^2) even with identity weights (about 15 s per coefficient
+# on the full set), so the free-text check runs on the first 50 tangrams (sorted ids; q about 300).
+FREE_TEXT_UNITS = 50
+ANALYTIC = PanelSettings(n_resamples=0)
 TOL = 1e-9
 
 
@@ -140,7 +144,9 @@ def test_mad_panels_match_the_hand_computation(mad):
     assert abs(kappa.prevalence_index) == pytest.approx(pair["pi"], abs=TOL)
     assert abs(kappa.bias_index) == pytest.approx(pair["bi"], abs=TOL)
     directional = {(a, b): c for a, b, c in vs.disagreements()}
-    assert directional == {("yes", "no"): pair["a_yes_b_no"], ("no", "yes"): pair["a_no_b_yes"]}
+    expected = {("yes", "no"): pair["a_yes_b_no"], ("no", "yes"): pair["a_no_b_yes"]}
+    assert directional == {cell: count for cell, count in expected.items() if count}
+    assert vs.confusion.sum() == 184 and np.trace(vs.confusion) == round(pair["percent_agreement"] * 184)
 
     # judge vs each annotator, and the mean over the three (ISE: "agrees with each annotator on average")
     per = [_hand_pair(judge, [v[k] for v in votes]) for k in range(3)]
@@ -162,7 +168,7 @@ def test_mad_panels_match_the_hand_computation(mad):
 
 def test_mad_bootstrap_resamples_whole_traces(mad):
     data = load_labels(_mad_table(_mad_items(mad)), cluster="trace")
-    settings = Settings(n_resamples=2_000)
+    settings = PanelSettings(n_resamples=2_000)
     first = panel_report(data, judges=["judge"], tie_policy="exclude", settings=settings)
     again = panel_report(data, judges=["judge"], tie_policy="exclude", settings=settings)
     kappa = first.human_panel.results["fleiss_kappa"]
@@ -234,6 +240,9 @@ def test_alttest_panels_agree_with_independent_libraries(shared, name):
     from statsmodels.stats.inter_rater import fleiss_kappa
 
     table, humans, llms = load_alttest(shared / "data/alttest" / name)
+    if name in FREE_TEXT:
+        table = table[table["unit"].isin(sorted(set(table["unit"]))[:FREE_TEXT_UNITS])]
+        humans = sorted(set(table["rater"]) & set(humans))
     data = load_labels(table)
     q = data.n_categories
     settings = ANALYTIC
@@ -241,8 +250,8 @@ def test_alttest_panels_agree_with_independent_libraries(shared, name):
         # Free text: one nominal category per distinct normalised answer (thousands). Cohen's kappa is
         # left out: its per-unit statistics grow with q^2, and with an open vocabulary pe -> 0 so kappa
         # adds nothing to raw agreement; AC1 and alpha stay linear in q.
-        assert q == table["label"].nunique() > 1000
-        settings = Settings(n_resamples=0, pair_coefficients=("percent_agreement", "gwet_ac1"))
+        assert q == table["label"].nunique() > 200
+        settings = PanelSettings(n_resamples=0, pair_coefficients=("percent_agreement", "gwet_ac1"))
     report = panel_report(data, judges=llms, tie_policy="exclude", settings=settings)
     assert sorted(report.humans) == humans
 
@@ -303,7 +312,7 @@ def test_alttest_ordinal_weights_agree_with_independent_libraries(shared, name):
     values = np.array([float(c) for c in data.categories])
     assert np.array_equal(values, np.arange(values[0], values[0] + len(values)))  # consecutive: rank = value
     report = panel_report(data, judges=llms, tie_policy="exclude",
-                          settings=Settings(weights="quadratic", alpha_level="interval", n_resamples=0))
+                          settings=PanelSettings(weights="quadratic", alpha_level="interval", n_resamples=0))
     hc = data.select_raters(humans).codes
     reliability = np.where(hc >= 0, values[np.maximum(hc, 0)], np.nan).T
     expected = krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval")

@@ -84,7 +84,8 @@ def test_dashboard_without_study_explains(monkeypatch):
 def test_dashboard_command(finished, capsys):
     assert main(["dashboard", str(finished), "--print-command", "--port", "8765"]) == 0
     out = capsys.readouterr().out
-    assert "streamlit run" in out and "--server.address 127.0.0.1" in out and "8765" in out
+    assert f"ACCORD_STUDY={finished.resolve()}" in out and "streamlit run" in out
+    assert "--server.address 127.0.0.1" in out and "8765" in out
     assert main(["dashboard", str(finished / "missing")]) == 2
 
 

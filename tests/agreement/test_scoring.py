@@ -96,6 +96,7 @@ def test_eq2_solve_over_flagged_conflict_instances():
         instance(split="control", flag=1.0, first_turn=0.0, last_tool_turn=3.0),       # control: not counted
     ]
     rows = rows_for(score_table(pd.DataFrame(data), n_resamples=500))
+    assert rows["conflict"].first_turn.statistic == pytest.approx((0 + 2 + 0 + 0) / 4)
     assert rows["conflict"].solve.statistic == pytest.approx(1 / 4)
     assert rows["conflict"].solve.n == 4
     assert not rows["control"].solve.defined

@@ -56,7 +56,7 @@ def test_annotator_labels_in_the_label_studio_ui_and_pull_returns_it(labelstudio
         page.locator("textarea").first.fill("both sources named")
         page.screenshot(path=SCREENSHOT)
         page.get_by_test_id("bottombar-submit-button").click()
-        page.get_by_text("Annotation saved successfully").wait_for()
+        page.get_by_text("Annotation saved successfully", exact=True).wait_for()
         # Sequential order: the next task shown is the second one of the order.
         page.get_by_text("[turn 1] done").wait_for()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from apps.cli import main
 from judges.tables import read_labels
 
@@ -96,3 +98,18 @@ def test_judges_stop_when_nothing_runs(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("ACCORD_RUN_DIR", str(tmp_path))
     assert main(["judges", "stop", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"stopped": False}
+
+
+def test_local_provider_finds_the_served_instance(tmp_path, monkeypatch) -> None:
+    """Without base_url, `local` reads .run/llama-server.json of a live server (here: this process)."""
+    import os
+
+    from judges.providers.base import ProviderConfig, make_provider
+    from samples.errors import InputError
+
+    monkeypatch.setenv("ACCORD_RUN_DIR", str(tmp_path))
+    with pytest.raises(InputError, match="accord judges serve"):
+        make_provider("local", ProviderConfig())
+    (tmp_path / "llama-server.json").write_text(json.dumps({"pid": os.getpid(), "base_url": "http://127.0.0.1:8123"}))
+    assert make_provider("local", ProviderConfig()).config.base_url == "http://127.0.0.1:8123/v1"
+    assert make_provider("local", ProviderConfig(api="anthropic")).config.base_url == "http://127.0.0.1:8123"

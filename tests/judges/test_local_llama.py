@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -83,26 +84,28 @@ def test_both_models_answer_every_prompt_kind_and_the_cache_makes_reruns_free(ll
     assert {k: (r.label, r.raw_output) for k, r in rerun.items()} == {k: (r.label, r.raw_output) for k, r in table.items()}
 
 
-def test_serve_and_stop_through_the_cli(tmp_path, monkeypatch) -> None:
-    env = {**os.environ, "ACCORD_RUN_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
-    served = subprocess.run([sys.executable, "-m", "apps.cli", "judges", "serve", "--json", "--parallel", "2"],
+def test_serve_and_stop_through_the_cli() -> None:
+    name = "llama-server-cli-test"
+    run_dir = REPO / ".run"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("ACCORD_RUN_DIR", None)
+    served = subprocess.run([sys.executable, "-m", "apps.cli", "judges", "serve", "--name", name, "--json", "--parallel", "2"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert served.returncode == 0, served.stderr
     info = json.loads(served.stdout)
     pid = info["pid"]
     try:
-        assert (tmp_path / "llama-server.pid").read_text() == str(pid)
-        state = json.loads((tmp_path / "llama-server.json").read_text())
+        assert (run_dir / f"{name}.pid").read_text() == str(pid)
+        state = json.loads((run_dir / f"{name}.json").read_text())
         assert state["base_url"] == info["base_url"] and set(state["models"]) == set(MODELS)
-        # The local provider finds the served instance through the state file (no base_url given).
-        monkeypatch.setenv("ACCORD_RUN_DIR", str(tmp_path))
-        judge = build_judge({"prompt": "ise-escalate", "provider": "local", "model": "smollm2",
+        judge = build_judge({"prompt": "ise-escalate", "provider": "local", "model": "smollm2", "base_url": state["base_url"],
                              "params": {"temperature": 0.0, "max_tokens": 4}})
-        summary = run_judges([escalate_unit("served")], [judge], StudyPaths.in_dir(tmp_path / "study"))
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = run_judges([escalate_unit("served")], [judge], StudyPaths.in_dir(tmp))
         assert summary.judges[0].calls == 1 and summary.judges[0].failed == 0
     finally:
-        stopped = subprocess.run([sys.executable, "-m", "apps.cli", "judges", "stop", "--json"], cwd=REPO, env=env,
-                                 capture_output=True, text=True, timeout=60)
+        stopped = subprocess.run([sys.executable, "-m", "apps.cli", "judges", "stop", "--name", name, "--json"], cwd=REPO,
+                                 env=env, capture_output=True, text=True, timeout=60)
     assert json.loads(stopped.stdout) == {"stopped": True}
     assert not _alive(pid)
-    assert not (tmp_path / "llama-server.pid").exists()
+    assert not (run_dir / f"{name}.pid").exists()

@@ -165,3 +165,39 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert done.stderr.startswith("accord ingest: error: ingest: 2 bad record(s)")
     assert f"{source}:2: not UTF-8" in done.stderr
+
+
+def test_bad_csv_and_parquet_name_the_file(tmp_path: Path) -> None:
+    options = {"id": "run", "final_answer": "answer"}
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_bytes(b"run,answer\nr1,ok\nr2,\xff\xfe\n")
+    with pytest.raises(InputError, match=rf"{bad_csv}: not UTF-8"):
+        ingest([bad_csv], tmp_path / "s1", adapter="generic", options=options)
+    missing = tmp_path / "missing_column.csv"
+    missing.write_text("run,other\nr1,x\n")
+    with pytest.raises(InputError, match=rf"{missing}:2: field 'answer': expected a column \(mapped to 'final_answer'\), missing"):
+        ingest([missing], tmp_path / "s2", adapter="generic", options=options)
+    long_field = tmp_path / "long.csv"
+    long_field.write_text("run,answer\nr1," + "y" * 300_000 + "\n")
+    assert ingest([long_field], tmp_path / "s3", adapter="generic", options=options).n_trajectories == 1
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match=rf"{fake}: not a readable Parquet file"):
+        ingest([fake], tmp_path / "s4", adapter="generic", options=options)
+    with pytest.raises(InputError, match="option 'id=<column>' is required"):
+        ingest([long_field], tmp_path / "s5", adapter="generic", options={"final_answer": "answer"})
+
+
+def test_parallel_ingest_writes_the_same_bytes(tmp_path: Path) -> None:
+    from samples.synthetic import write_ise_jsonl
+
+    source = write_ise_jsonl(tmp_path / "runs.jsonl", 3000, seed=4)
+    with open(source, "a") as handle:
+        handle.write("{broken\n")
+    serial = ingest([source], tmp_path / "one", adapter="ise", skip_bad=True)
+    parallel = ingest([source], tmp_path / "two", adapter="ise", skip_bad=True, workers=2)
+    assert serial == parallel and serial.bad_records == [f"{source}:3001: invalid JSON (Expecting property name enclosed in double quotes at column 2)"]
+    for name in ("trajectories.jsonl", "units.jsonl", "ingest_manifest.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    with pytest.raises(InputError, match="workers=0"):
+        ingest([source], tmp_path / "three", adapter="ise", workers=0)

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from collections import Counter
 from fractions import Fraction
-from math import comb
 from pathlib import Path
 
 import numpy as np
