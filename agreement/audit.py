@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from agreement.estimate import DEFAULT_SEED, Estimate, check_level, cluster_ratio_estimate
+from agreement.bootstrap import DEFAULT_SEED
+from agreement.estimate import Estimate, check_level, cluster_ratio_estimate
 
 OBSERVATIONAL_NOTE = (
     "The family contrast is observational: models are not randomly assigned to families, so a contrast "

@@ -25,8 +25,6 @@ from agreement.table import RatingData
 DEFAULT_SEED = 20261129
 # Elements of the per-chunk draw (counts or indices): bounds memory at ~8 bytes each.
 _CHUNK_ELEMENTS = 1 << 18
-# Dense cluster-by-pattern matrices up to this size are deduplicated into atoms.
-_DEDUPE_LIMIT = 1 << 24
 # Relative cost of one binomial draw in numpy's multinomial vs one uniform index:
 # measured ~200-400 ns vs ~15-30 ns per element on this project's machines.
 _MULTINOMIAL_COST = 15.0
@@ -79,6 +77,43 @@ def _factorize(values: np.ndarray) -> np.ndarray:
     return np.fromiter((index.setdefault(v, len(index)) for v in values.tolist()), dtype=np.int64, count=values.size)
 
 
+def _cluster_atoms(
+    cluster_of_unit: np.ndarray, unit_pattern: np.ndarray, n_patterns: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Merge clusters holding the same multiset of patterns into one atom (exact).
+
+    A cluster's signature is its sorted (pattern, count) entries; clusters with the
+    same number of entries are compared as rows of one matrix, so memory stays at
+    twice the number of entries however many clusters there are.
+    Returns (entry_atom, entry_pattern, entry_count, member_atom, multiplicity).
+    """
+    n_clusters = int(cluster_of_unit.max()) + 1 if cluster_of_unit.size else 0
+    if n_clusters == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty
+    pair_keys, pair_counts = np.unique(cluster_of_unit * n_patterns + unit_pattern, return_counts=True)
+    patterns = pair_keys % n_patterns
+    sizes = np.bincount(pair_keys // n_patterns, minlength=n_clusters)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    member_atom = np.empty(n_clusters, dtype=np.int64)
+    atoms, entries, counts, multiplicity = [], [], [], []
+    next_atom = 0
+    for size in np.unique(sizes).tolist():
+        members = np.flatnonzero(sizes == size)
+        index = starts[members][:, None] + np.arange(size)
+        signature = np.concatenate([patterns[index], pair_counts[index]], axis=1)
+        distinct, inverse, times = np.unique(signature, axis=0, return_inverse=True, return_counts=True)
+        member_atom[members] = next_atom + inverse.reshape(-1)
+        atoms.append(np.repeat(next_atom + np.arange(distinct.shape[0]), size))
+        entries.append(distinct[:, :size].reshape(-1))
+        counts.append(distinct[:, size:].reshape(-1))
+        multiplicity.append(times)
+        next_atom += distinct.shape[0]
+    return (
+        np.concatenate(atoms), np.concatenate(entries), np.concatenate(counts), member_atom, np.concatenate(multiplicity)
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class Design:
     """Patterns, atoms and members of one dataset's resampling scheme."""
@@ -116,20 +151,9 @@ class Design:
         pattern_weight = np.ones(n_patterns) if weights is None else weights[first]
         if cluster and data.clusters is not None:
             cluster_of_unit = _factorize(data.clusters[rated])
-            n_clusters = int(cluster_of_unit.max()) + 1 if cluster_of_unit.size else 0
-            pair = cluster_of_unit * n_patterns + unit_pattern
-            pair_keys, pair_counts = np.unique(pair, return_counts=True)
-            if n_clusters * n_patterns <= _DEDUPE_LIMIT:
-                dense = np.zeros((n_clusters, n_patterns), dtype=np.int64)
-                dense[pair_keys // n_patterns, pair_keys % n_patterns] = pair_counts
-                atoms, member_atom, multiplicity = np.unique(dense, axis=0, return_inverse=True, return_counts=True)
-                entry_atom, entry_pattern = np.nonzero(atoms)
-                entry_count = atoms[entry_atom, entry_pattern]
-                member_atom = member_atom.reshape(-1)
-            else:
-                entry_atom, entry_pattern, entry_count = pair_keys // n_patterns, pair_keys % n_patterns, pair_counts
-                member_atom = np.arange(n_clusters)
-                multiplicity = np.ones(n_clusters, dtype=np.int64)
+            entry_atom, entry_pattern, entry_count, member_atom, multiplicity = _cluster_atoms(
+                cluster_of_unit, unit_pattern, n_patterns
+            )
             clustered = True
         else:
             entry_atom = entry_pattern = np.arange(n_patterns)

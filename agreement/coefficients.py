@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED, Design, single_threaded_blas
-from agreement.kernels import CohenKappa, CongerKappa, GwetFamily, KrippendorffAlpha
+from agreement.kernels import CohenKappa, CongerKappa, GwetFamily, Kernel, KrippendorffAlpha
 from agreement.results import AgreementResult
 from agreement.table import RatingData
 from agreement.weights import weight_matrix, weights_name
@@ -59,7 +59,7 @@ class Options:
 class Plan:
     """A coefficient bound to one rater subset: its kernel and how to describe it."""
 
-    kernel: Any
+    kernel: Kernel
     se_method: str
     details: Mapping[str, Any] = field(default_factory=dict)
 
@@ -311,6 +311,32 @@ def _fleiss_extras(
     return extras
 
 
+def _check_data(data: Any) -> None:
+    if not isinstance(data, RatingData):
+        raise InputError(f"data: expected RatingData (use load_labels or RatingData.from_matrix), got {type(data).__name__}")
+
+
+def _rater_count_problem(name: str, raters: list[str]) -> str | None:
+    coefficient = COEFFICIENTS[name]
+    if coefficient.min_raters <= len(raters) and (coefficient.max_raters is None or len(raters) <= coefficient.max_raters):
+        return None
+    wanted = (
+        f"exactly {coefficient.min_raters}" if coefficient.max_raters == coefficient.min_raters
+        else f"at least {coefficient.min_raters}" if coefficient.max_raters is None
+        else f"{coefficient.min_raters} to {coefficient.max_raters}"
+    )
+    return f"{name} needs {wanted} raters; got {len(raters)} ({raters})"
+
+
+def _inapplicable(data: RatingData, name: str, columns: list[int], problem: str) -> AgreementResult:
+    """An undefined result for a coefficient that does not apply to this many raters."""
+    return AgreementResult(
+        coefficient=name, statistic=math.nan, pa=math.nan, pe=math.nan, se=math.nan, se_method="",
+        n_units=int(np.any(data.codes[:, columns] >= 0, axis=1).sum()), n_raters=len(columns),
+        undefined_reason=problem, details={"raters": [data.raters[c] for c in columns]},
+    )
+
+
 def compute_subsets(
     data: RatingData,
     subsets: Mapping[Any, Sequence[str]],
@@ -322,31 +348,31 @@ def compute_subsets(
     seed: int = DEFAULT_SEED,
     cluster: bool = True,
 ) -> dict[Any, dict[str, AgreementResult]]:
-    """Coefficients for each rater subset ``{key: [rater, ...]}`` on one shared resample draw."""
-    if not isinstance(data, RatingData):
-        raise InputError(f"data: expected RatingData (use load_labels or RatingData.from_matrix), got {type(data).__name__}")
+    """Coefficients for each rater subset ``{key: [rater, ...]}`` on one shared resample draw.
+
+    A coefficient that does not apply to a subset's number of raters (Cohen's kappa
+    or Scott's pi on three raters) comes back undefined with the reason.
+    """
+    _check_data(data)
     names = _resolve(coefficients)
     _check_run(n_resamples, seed)
     options = Options(weights=weights, alpha_level=alpha_level)
     requests: list[_Request] = []
+    slots: list[tuple[Any, str, _Request | AgreementResult]] = []
     for key, raters in subsets.items():
         columns = _columns(data, raters)
         for name in names:
-            coefficient = COEFFICIENTS[name]
-            if len(columns) < coefficient.min_raters or (
-                coefficient.max_raters is not None and len(columns) > coefficient.max_raters
-            ):
-                wanted = (
-                    f"exactly {coefficient.min_raters}" if coefficient.max_raters == coefficient.min_raters
-                    else f"at least {coefficient.min_raters}"
-                )
-                raise InputError(f"{name} needs {wanted} raters; got {len(columns)} ({[data.raters[c] for c in columns]})")
-            plan = coefficient.plan(scores=data.category_scores, n_raters=len(columns), options=options)
+            problem = _rater_count_problem(name, [data.raters[c] for c in columns])
+            if problem:
+                slots.append((key, name, _inapplicable(data, name, columns, problem)))
+                continue
+            plan = COEFFICIENTS[name].plan(scores=data.category_scores, n_raters=len(columns), options=options)
             requests.append(_Request(key, name, columns, plan))
-    computed = _run(data, requests, n_resamples, seed, cluster)
+            slots.append((key, name, requests[-1]))
+    computed = dict(zip(map(id, requests), _run(data, requests, n_resamples, seed, cluster)))
     results: dict[Any, dict[str, AgreementResult]] = {key: {} for key in subsets}
-    for request, result in zip(requests, computed):
-        results[request.key][request.name] = result
+    for key, name, slot in slots:
+        results[key][name] = computed[id(slot)] if isinstance(slot, _Request) else slot
     return results
 
 
@@ -505,6 +531,10 @@ def compute_pairs(
 
 
 def _single(name: str, data: RatingData, options: dict[str, Any], n_resamples: int, seed: int, cluster: bool) -> AgreementResult:
+    _check_data(data)
+    problem = _rater_count_problem(name, list(data.raters))
+    if problem:
+        raise InputError(f"{data.source}: {problem}")
     return compute(data, [name], n_resamples=n_resamples, seed=seed, cluster=cluster, **options)[name]
 
 
@@ -556,6 +586,7 @@ def krippendorff_alpha(
     ``weights`` (with level='nominal') uses Gwet's (2014) weighted alpha instead of a
     Krippendorff metric (e.g. 'linear').
     """
+    _check_data(data)
     if level not in ALPHA_LEVELS:
         raise InputError(f"level={level!r}: expected one of {list(ALPHA_LEVELS)}")
     _check_run(n_resamples, seed)

@@ -24,8 +24,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import (
-    DEFAULT_SEED,
     Estimate,
     check_level,
     check_resamples,

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from agreement.bootstrap import DEFAULT_SEED
 # Rows of the cluster-weight matrix drawn at once: bounds memory at about
 # _CHUNK * n_clusters * 8 bytes whatever n_resamples is.
 _CHUNK = 2_000
@@ -60,12 +58,10 @@ class Estimate:
         """Table text: '--' for undefined, the value and interval otherwise."""
         if not self.defined:
             return "--"
-        scale, unit = (100.0, "") if percent else (1.0, "")
-        value = f"{self.statistic * scale:.{1 if percent else digits}f}{unit}"
+        scale, d = (100.0, 1) if percent else (1.0, digits)
+        value = f"{self.statistic * scale:.{d}f}"
         if math.isfinite(self.ci_low) and math.isfinite(self.ci_high):
-            lo, hi = self.ci_low * scale, self.ci_high * scale
-            d = 1 if percent else digits
-            return f"{value} [{lo:.{d}f}, {hi:.{d}f}]"
+            return f"{value} [{self.ci_low * scale:.{d}f}, {self.ci_high * scale:.{d}f}]"
         return value
 
 

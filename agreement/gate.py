@@ -104,9 +104,8 @@ def _param(table: Mapping[str, Any], name: str, where: str, kind: type | tuple[t
     if name not in table:
         raise InputError(f"{where}: missing parameter {name!r} ({allowed or kind})")
     value = table[name]
-    if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise InputError(f"{where}: {name} = {value!r}: expected {allowed or kind}")
-    if not isinstance(value, kind) or not check(value):
+    wrong_bool = isinstance(value, bool) and kind is not bool  # TOML true is not a number
+    if wrong_bool or not isinstance(value, kind) or not check(value):
         raise InputError(f"{where}: {name} = {value!r}: expected {allowed or kind}")
     return value
 

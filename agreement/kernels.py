@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -51,6 +52,28 @@ class Linearised:
     variance_members: np.ndarray  # (m,) bool: units entering the variance
     df_members: np.ndarray  # (m,) bool: units counted in the t degrees of freedom
     small_sample: bool  # use f = N/(N-1) (Gwet) instead of 1 (FCE 1969)
+
+
+class Kernel(Protocol):
+    """What the engine needs from a coefficient (a registered ``Coefficient`` plans one).
+
+    ``stats`` maps unit rows of codes (m x raters of the subset, -1 missing) to an
+    (m, width) array; ``evaluate`` maps sums of those rows (any leading axes) to an
+    ``Evaluation`` (reason codes index ``reasons``); ``linearised`` gives the
+    influence terms for the analytic SE, or None when there is no analytic SE.
+    ``exchangeable`` kernels depend on a unit's category counts only, which lets
+    units with the same counts share a pattern.
+    """
+
+    width: int
+    exchangeable: bool
+    reasons: tuple[str, ...]
+
+    def stats(self, codes: np.ndarray) -> np.ndarray: ...
+
+    def evaluate(self, sums: np.ndarray) -> Evaluation: ...
+
+    def linearised(self, codes: np.ndarray, sums: np.ndarray, value: Evaluation) -> Linearised | None: ...
 
 
 def _one_hot_counts(codes: np.ndarray, q: int) -> np.ndarray:

@@ -51,7 +51,8 @@ MAJORITY = "human majority"
 class PanelSettings:
     """How every coefficient in a report is computed (recorded in the report)."""
 
-    weights: str = "identity"
+    weights: Any = "identity"
+    """A weight family name or a q x q agreement-weight array (applies to every weighted coefficient)."""
     alpha_level: str = "nominal"
     """Krippendorff's alpha metric: nominal, ordinal, interval or ratio."""
     n_resamples: int = 10_000
@@ -67,6 +68,13 @@ class PanelSettings:
             raise InputError(f"n_resamples={self.n_resamples!r}: expected an integer >= 0 (0 = analytic SEs only)")
         if int(self.seed) != self.seed:
             raise InputError(f"seed={self.seed!r}: expected an integer")
+        from agreement.coefficients import ALPHA_LEVELS
+        from agreement.weights import WEIGHT_FAMILIES
+
+        if isinstance(self.weights, str) and self.weights not in WEIGHT_FAMILIES:
+            raise InputError(f"weights={self.weights!r}: expected one of {sorted(WEIGHT_FAMILIES)} or a q x q array")
+        if self.alpha_level not in ALPHA_LEVELS:
+            raise InputError(f"alpha_level={self.alpha_level!r}: expected one of {list(ALPHA_LEVELS)}")
         unknown = [c for c in self.pair_coefficients if c not in PAIR_COEFFICIENTS]
         if unknown or "percent_agreement" not in self.pair_coefficients:
             raise InputError(f"pair_coefficients={list(self.pair_coefficients)}: expected percent_agreement plus "

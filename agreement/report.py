@@ -249,11 +249,10 @@ def confusion_figures(doc: dict[str, Any]) -> list[Figure]:
     figures = []
     plt = None
     for section in doc["sections"]:
-        for ref in section.get("references", []):
-            confusion = ref["agreement"]["confusion"]
+        for confusion in section.get("confusion_matrices", []):
             plt = plt or _pyplot()
             counts = confusion["counts"]
-            labels = [str(x) for x in confusion["labels"]]
+            labels = confusion["labels"]
             fig, ax = plt.subplots(figsize=(3.2 + 0.4 * len(labels), 2.8 + 0.4 * len(labels)))
             ax.imshow(counts, cmap="Blues")
             for i, row in enumerate(counts):
@@ -263,9 +262,9 @@ def confusion_figures(doc: dict[str, Any]) -> list[Figure]:
             ax.set_yticks(range(len(labels)), labels)
             ax.set_ylabel(confusion["rows"])
             ax.set_xlabel(confusion["columns"])
-            ax.set_title(f"{section['kind']}: {ref['rater']}", fontsize=9)
-            figures.append(Figure(name=f"confusion-{len(figures)}", title=f"Confusion: {ref['rater']} vs majority "
-                                  f"({section['kind']})", png=_png(fig)))
+            ax.set_title(f"{section['kind']}: {confusion['rater']}", fontsize=9)
+            figures.append(Figure(name=f"confusion-{len(figures)}", title=f"Confusion: {confusion['rater']} vs "
+                                  f"majority ({section['kind']})", png=_png(fig)))
     return figures
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from agreement.quantiles import normal_cdf, normal_quantile, t_quantile
 from samples.errors import InputError
 
 CI_METHODS = ("t", "normal", "percentile", "bca")
@@ -85,14 +86,12 @@ class AgreementResult:
         if method in ("t", "normal"):
             if not math.isfinite(self.se):
                 return nan
-            from scipy.special import ndtri, stdtrit
-
             if method == "normal":
-                half = float(ndtri(1.0 - tail)) * self.se
+                half = normal_quantile(1.0 - tail) * self.se
                 return (self.statistic - half, self.statistic + half)
             if not self.df >= 1:
                 return nan
-            half = float(stdtrit(self.df, 1.0 - tail)) * self.se
+            half = t_quantile(1.0 - tail, self.df) * self.se
             return (self.statistic - half, min(1.0, self.statistic + half))
         if self.bootstrap is None:
             raise InputError(
@@ -108,8 +107,6 @@ class AgreementResult:
 
 
 def _bca(estimate: float, draws: np.ndarray, jackknife: Any, tail: float) -> tuple[float, float]:
-    from scipy.special import ndtr, ndtri
-
     if jackknife is None:
         return (math.nan, math.nan)
     values, counts = jackknife
@@ -118,12 +115,14 @@ def _bca(estimate: float, draws: np.ndarray, jackknife: Any, tail: float) -> tup
     below = (np.count_nonzero(draws < estimate) + 0.5 * np.count_nonzero(draws == estimate)) / draws.size
     if not 0.0 < below < 1.0 or counts.sum() == 0:
         return (math.nan, math.nan)
-    z0 = float(ndtri(below))
+    z0 = normal_quantile(below)
     centre = np.sum(counts * values) / counts.sum()
     diff = centre - values
     denominator = np.sum(counts * diff**2) ** 1.5
     acceleration = float(np.sum(counts * diff**3) / (6.0 * denominator)) if denominator > 0 else 0.0
-    z = ndtri(np.array([tail, 1.0 - tail]))
-    adjusted = ndtr(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+    adjusted = [
+        normal_cdf(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+        for z in (normal_quantile(tail), normal_quantile(1.0 - tail))
+    ]
     low, high = np.quantile(draws, adjusted)
     return (float(low), float(high))

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import (
-    DEFAULT_SEED,
     Estimate,
     check_level,
     check_resamples,

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agreement.estimate import DEFAULT_SEED, Estimate
+from agreement.bootstrap import DEFAULT_SEED
+from agreement.estimate import Estimate
 from agreement.panels import (
     MAJORITY,
     JudgePairTable,
@@ -123,6 +124,10 @@ def section_to_dict(section: Section, level: float) -> dict[str, Any]:
                                      for c in r.per_class]}
                 for name, r in baselines.items()}
         for judge, baselines in section.baselines.items()}
+    body["confusion_matrices"] = [
+        {"rater": r.rater, "reference": r.reference, "labels": [str(c) for c in section.categories],
+         "rows": r.reference, "columns": r.rater, "counts": np.asarray(r.confusion).tolist()}
+        for r in section.report.references]
     body.update(kind=section.kind, unscored=section.unscored, positive=section.positive,
                 units_per_stratum=section.units_per_stratum)
     return body

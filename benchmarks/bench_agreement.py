@@ -75,10 +75,10 @@ def judgecheck_rows(work: Path, *, quick: bool) -> list[dict]:
         csv_path = write_long_csv(panel, work / f"panel_{n_raters}x{n_items}.csv")
         folder = write_judgecheck_dir(panel, work / f"judgecheck_{n_raters}x{n_items}")
         judges = [arg for rater in panel.raters[-JUDGES_IN_PANEL:] for arg in ("--judge", rater)]
-        ours, _ = best_of(_accord("agree", str(csv_path), *judges, "--bootstrap", str(RESAMPLES)),
-                          1 if quick else 3, "accord agree", cwd=REPO)
+        ours, ours_run = best_of(_accord("agree", str(csv_path), *judges, "--bootstrap", str(RESAMPLES)),
+                                 1 if quick else 3, "accord agree", cwd=REPO)
         big = (n_raters, n_items) == JUDGECHECK_SIZES[-1]
-        peer, _ = best_of([str(judgecheck), "report", str(folder), "--intervals", "--labels", "yes,no",
+        peer, peer_run = best_of([str(judgecheck), "report", str(folder), "--intervals", "--labels", "yes,no",
                            "--positive-label", "yes"], 1 if big or quick else 3, "judgecheck report")
         rows.append({
             "benchmark": f"panel report {n_raters} raters x {n_items:,} items",
@@ -89,7 +89,8 @@ def judgecheck_rows(work: Path, *, quick: bool) -> list[dict]:
             "met": (peer / ours >= SPEEDUP_TARGET) if big else None,
             "notes": (f"accord agree: {n_raters - JUDGES_IN_PANEL} humans + {JUDGES_IN_PANEL} judges, "
                       f"{RESAMPLES:,}-resample CIs on every panel; judgecheck --intervals: "
-                      "Fleiss/alpha/pairwise kappa, 1,000 resamples; whole process, median of runs"),
+                      "Fleiss/alpha/pairwise kappa, 1,000 resamples; whole process, median wall time of runs; "
+                      f"CPU time (last run) {ours_run.cpu_seconds:.2f} s vs {peer_run.cpu_seconds:.2f} s"),
         })
     return rows
 

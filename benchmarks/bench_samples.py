@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,11 +72,14 @@ def _ingest_rows(folder: Path, quick: bool) -> list[dict]:
     started = time.perf_counter()
     ingest([source], folder / "parallel", adapter="ise", kinds=None, workers=workers)
     parallel_s = time.perf_counter() - started
+    shutil.rmtree(folder / "parallel")
     canonical = folder / "study" / "trajectories.jsonl"
     canonical_mb = canonical.stat().st_size / 1e6
     started, cpu = time.perf_counter(), time.process_time()
     ingest([canonical], folder / "again", adapter="canonical", kinds=None)
     canonical_s, canonical_cpu = time.perf_counter() - started, time.process_time() - cpu
+    shutil.rmtree(folder / "again")
+    shutil.rmtree(folder / "study")
     rows = [
         _row(f"ingest {mb:,.0f} MB synthetic ISE JSONL (ise adapter, {result.n_trajectories:,} runs)",
              f"{mb / ise_s:.1f} MB/s", f"json.loads loop {mb / peer_s:.1f} MB/s", f"{peer_s / ise_s:.2f}x",
@@ -97,6 +101,7 @@ def _ingest_rows(folder: Path, quick: bool) -> list[dict]:
         done = subprocess.run([sys.executable, "-c", _RSS_CODE, str(path), str(folder / f"rss-{path.stem}")],
                               capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1])
         peaks.append(int(done.stdout.strip().splitlines()[-1]) / 1024)
+        shutil.rmtree(folder / f"rss-{path.stem}")
     growth = peaks[1] - peaks[0]
     rows.append(_row(f"ingest peak RSS, {size // 4 // 2**20} MB vs {size // 2**20} MB input",
                      f"{peaks[0]:.0f} MB -> {peaks[1]:.0f} MB (+{growth:.0f} MB)", "", "",

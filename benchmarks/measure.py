@@ -14,9 +14,11 @@ from pathlib import Path
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """One finished command: wall seconds, the child's peak RSS and its output."""
+    """One finished command: wall seconds, the child's CPU seconds and peak RSS, its output."""
 
     seconds: float
+    cpu_seconds: float
+    """User + system time of the child: less sensitive than wall time to a busy shared machine."""
     peak_rss_bytes: int
     returncode: int
     stdout: str
@@ -24,7 +26,7 @@ class Run:
 
 
 def run_command(argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Run:
-    """Run ``argv`` to completion; ``os.wait4`` gives this child's own rusage (peak RSS)."""
+    """Run ``argv`` to completion; ``os.wait4`` gives this child's own rusage (CPU time, peak RSS)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
@@ -33,7 +35,8 @@ def run_command(argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, 
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(seconds=seconds, peak_rss_bytes=usage.ru_maxrss * 1024, returncode=process.returncode,
+        return Run(seconds=seconds, cpu_seconds=usage.ru_utime + usage.ru_stime,
+                   peak_rss_bytes=usage.ru_maxrss * 1024, returncode=process.returncode,
                    stdout=out.read(), stderr=err.read())
 
 

@@ -97,14 +97,21 @@ def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
     return table, rows
 
 
-class LabelWriter:
-    """Appends one complete JSON line per label, flushed at once."""
+class _JsonlAppender:
+    """An append-only JSONL file: a torn last line is cut on open, every write is flushed."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _repair_torn_tail(self.path)
         self._handle = self.path.open("a", encoding="utf-8")
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class LabelWriter(_JsonlAppender):
+    """Appends one complete JSON line per label."""
 
     def write(self, label: JudgeLabel) -> None:
         self._handle.write(label.model_dump_json() + "\n")
@@ -113,9 +120,6 @@ class LabelWriter:
     def write_many(self, labels: Iterable[JudgeLabel]) -> None:
         self._handle.write("".join(label.model_dump_json() + "\n" for label in labels))
         self._handle.flush()
-
-    def close(self) -> None:
-        self._handle.close()
 
 
 def compact_labels(path: str | Path) -> int:
@@ -131,21 +135,12 @@ def compact_labels(path: str | Path) -> int:
     return len(table)
 
 
-class RunLog:
+class RunLog(_JsonlAppender):
     """Append-only ``runs.jsonl``: start, retry, call_failed and end events of every run."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _repair_torn_tail(self.path)
-        self._handle = self.path.open("a", encoding="utf-8")
 
     def event(self, event: str, **fields: Any) -> None:
         self._handle.write(json.dumps({"event": event, **fields}, ensure_ascii=False, sort_keys=True) + "\n")
         self._handle.flush()
-
-    def close(self) -> None:
-        self._handle.close()
 
 
 def read_run_log(path: str | Path) -> Iterator[dict[str, Any]]:

@@ -1,5 +1,12 @@
 """Trajectories in, a blinded, stratified, reproducible sample out.
 
+Modules: ``records`` (data contracts), ``adapters`` (source formats -> Trajectory,
+a registry), ``ingest`` (streaming load + manifest), ``units`` (what judges and
+annotators read), ``plans`` + ``sampler`` + ``hardness`` (stratified samples with
+exact inclusion probabilities), ``scrub`` + ``blind`` (identity masking, tasks,
+sealed key), ``vocabulary`` (identity terms, family inference), ``jsonl``
+(deterministic files), ``synthetic`` (seeded test data).
+
 Public API is exported lazily (PEP 562) so that light users such as the CLI's
 start-up do not pay for pydantic until they touch a record.
 """

@@ -25,7 +25,7 @@ import numpy as np
 
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.jsonl import read_models, write_json, write_jsonl
+from samples.jsonl import read_models, record_bytes, write_json, write_jsonl
 from samples.records import BlindTask, KeyEntry, SampledUnit
 from samples.sampler import DEFAULT_SEED, SAMPLE_DIR, SAMPLE_FILE
 from samples.scrub import Scrubber, study_terms
@@ -113,8 +113,12 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
 
 
 def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEFAULT_SEED,
-                sample_path: str | Path | None = None, scrubber: Scrubber | None = None) -> dict:
-    """Blind ``STUDY/sample/sample.jsonl`` into ``STUDY/blind/`` and ``STUDY/sealed/``; return a summary."""
+                sample_path: str | Path | None = None, scrubber: Scrubber | None = None, replace: bool = False) -> dict:
+    """Blind ``STUDY/sample/sample.jsonl`` into ``STUDY/blind/`` and ``STUDY/sealed/``; return a summary.
+
+    An existing sealed key that differs from the new one (another sample or seed) is
+    never overwritten unless ``replace``: labels collected against it would lose their units.
+    """
     study = Path(study)
     sample_path = Path(sample_path) if sample_path else study / SAMPLE_DIR / SAMPLE_FILE
     if not sample_path.is_file():
@@ -131,7 +135,12 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
         raise IdentityLeak(f"blind: {len(result.leaks)} identity string(s) survived scrubbing; no tasks written "
                            f"(details in {sealed / 'scrub_detail.json'}; extend samples/identity_vocabulary.toml)",
                            problems=[leak.split(":")[0] for leak in result.leaks])
-    write_jsonl(sealed / "key.jsonl", result.key, mode=0o600)
+    key_path = sealed / "key.jsonl"
+    new_key = b"".join(record_bytes(entry) for entry in result.key)
+    if key_path.is_file() and not replace and key_path.read_bytes() != new_key:
+        raise InputError(f"{key_path}: a sealed key from another sample or seed exists; labels may refer to it. "
+                         "Move it away or pass --replace")
+    write_jsonl(key_path, result.key, mode=0o600)
     out = study / BLIND_DIR
     write_jsonl(out / "tasks.jsonl", result.tasks)
     write_json(out / "orders.json", result.orders)

@@ -139,7 +139,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
         if workers > 1 and isinstance(reader, LineAdapter) and path.suffix.lower() in (".jsonl", ".ndjson"):
             reader.check(options)
             return _parallel(path, adapter, options, kinds, metadata_strata, workers)
-        return (_convert(where, item, kinds, metadata_strata) for where, item in reader.read(path, options))
+        return (_convert(where, item, kinds, metadata_strata) for where, item in reader.locate(path, options))
 
     with ExitStack() as stack:
         trajectories_out = stack.enter_context(atomic_writer(out_dir / TRAJECTORIES_FILE))

@@ -139,24 +139,26 @@ def sorted_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray
     return remap[codes], uniques[order]
 
 
-def _stratum_codes(frame: pd.DataFrame, fields: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+def _stratum_codes(frame: pd.DataFrame, fields: Sequence[str]) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
+    """Stratum code per row (strata in key order), the stratum keys and each stratum's field values."""
     if not fields:
-        return np.zeros(len(frame), dtype=np.int64), ["all"]
+        return np.zeros(len(frame), dtype=np.int64), ["all"], [()]
     combined = np.zeros(len(frame), dtype=np.int64)
     uniques = []
     for field in fields:
         codes, values = sorted_codes(frame[field])
         combined = combined * len(values) + codes
-        uniques.append((field, values))
+        uniques.append(values)
     groups, inverse = np.unique(combined, return_inverse=True)
-    keys = []
+    values_by_group = []
     for g in groups:
         parts = []
-        for field, values in reversed(uniques):
+        for values in reversed(uniques):
             g, code = divmod(int(g), len(values))
-            parts.append(f"{field}={values[code]}")
-        keys.append("|".join(reversed(parts)))
-    return inverse.astype(np.int64), keys
+            parts.append(str(values[code]))
+        values_by_group.append(tuple(reversed(parts)))
+    keys = ["|".join(f"{f}={v}" for f, v in zip(fields, vals)) for vals in values_by_group]
+    return inverse.astype(np.int64), keys, values_by_group
 
 
 def _rank_within(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -185,11 +187,11 @@ def draw(frame: pd.DataFrame, plan: SamplingPlan, *, seed: int = DEFAULT_SEED) -
         raise InputError(f"sample: unit_id {sorted_ids[int(np.argmax(counts_by_id > 1))]!r} appears more than once in the population")
     work = frame
     n_units = len(work)
-    s, keys = _stratum_codes(work, plan.strata)
+    s, keys, values = _stratum_codes(work, plan.strata)
     h = len(keys)
     if plan.positive is not None:
         field_index = plan.strata.index(plan.positive.field)
-        positive = np.array([k.split("|")[field_index].split("=", 1)[1] in plan.positive.values for k in keys])
+        positive = np.array([v[field_index] in plan.positive.values for v in values])
     else:
         positive = np.zeros(h, dtype=bool)
     hardness = work["hardness"].to_numpy(dtype=float) if "hardness" in work.columns else np.zeros(n_units)

@@ -47,10 +47,12 @@ def test_markdown_and_readme_markers():
 
 
 def test_run_command_reports_time_exit_code_and_peak_memory():
-    # the child allocates ~200 MB, so its own peak RSS (wait4) must exceed that
-    run = run_command([sys.executable, "-c", "import sys; b = bytearray(200 << 20); print('hi'); sys.exit(3)"])
-    assert run.returncode == 3 and run.stdout == "hi\n" and run.seconds > 0
+    # the child touches ~200 MB and spins on the CPU, so its own rusage (wait4) must show both
+    child = "import sys; b = bytearray(200 << 20); sum(range(3_000_000)); print('hi'); sys.exit(3)"
+    run = run_command([sys.executable, "-c", child])
+    assert run.returncode == 3 and run.stdout == "hi\n"
     assert run.peak_rss_bytes > 200 << 20
+    assert 0 < run.cpu_seconds and 0 < run.seconds
 
 
 def test_synthetic_panel_is_seeded_and_both_formats_hold_the_same_ratings(tmp_path):

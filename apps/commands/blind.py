@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder holding sample/sample.jsonl")
     parser.add_argument("--annotators", required=True, help="comma-separated annotator names, e.g. ann1,ann2,ann3")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed for task ids and orders (default {DEFAULT_SEED})")
+    parser.add_argument("--replace", action="store_true",
+                        help="overwrite an existing sealed key from another sample or seed (labels against it are orphaned)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from samples.blind import IdentityLeak, blind_study
 
     try:
-        summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed)
+        summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed, replace=args.replace)
     except IdentityLeak as leak:
         if args.json:
             print(json.dumps({"ok": False, "error": str(leak)}, sort_keys=True))

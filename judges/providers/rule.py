@@ -29,9 +29,12 @@ RULE_OUTPUT_KIND = {"ehq": "ehq4", "aggarwal": "decision"}
 def rule_version(model: str) -> str:
     """What identifies the classifier's rules in a fingerprint."""
     if model == "ehq":
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return f"ehq=={version('ehq')}"
+        try:
+            return f"ehq=={version('ehq')}"
+        except PackageNotFoundError:
+            raise InputError("the ehq rule judge needs the ehq package: pip install 'accord[judges]'") from None
     return "aggarwal-parsers/1"
 
 

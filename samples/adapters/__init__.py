@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from samples.adapters.base import Adapter, BadRecord, FieldProblem, Item
+from samples.adapters.base import Adapter, AdapterBase, BadRecord, FieldProblem, Item
 from samples.errors import InputError
 
 _BUILTIN_MODULES = (
@@ -28,7 +28,7 @@ _loaded = False
 def register_adapter(adapter: Adapter) -> Adapter:
     """Add an adapter under ``adapter.name``; a second adapter with the same name is refused."""
     if not isinstance(adapter, Adapter):
-        raise TypeError(f"register_adapter: {adapter!r} does not implement the Adapter protocol (name, summary, options, read)")
+        raise TypeError(f"register_adapter: {adapter!r} does not implement the Adapter protocol (name, summary, options, locate, read)")
     existing = _REGISTRY.get(adapter.name)
     if existing is not None and type(existing) is not type(adapter):
         raise ValueError(f"register_adapter: an adapter named {adapter.name!r} is already registered ({type(existing).__name__})")
@@ -57,4 +57,4 @@ def get_adapter(name: str) -> Adapter:
         raise InputError(f"unknown adapter {name!r}; choose from {sorted(_REGISTRY)}") from None
 
 
-__all__ = ["Adapter", "BadRecord", "FieldProblem", "Item", "adapters", "get_adapter", "register_adapter"]
+__all__ = ["Adapter", "AdapterBase", "BadRecord", "FieldProblem", "Item", "adapters", "get_adapter", "register_adapter"]

@@ -36,9 +36,11 @@ Item = Trajectory | BadRecord
 
 @runtime_checkable
 class Adapter(Protocol):
-    """Reads one source file into ``(where, Trajectory | BadRecord)`` pairs, in file order.
+    """Reads one source file into ``Trajectory | BadRecord`` items, in file order.
 
-    ``where`` names the record's place ("file:line" or "file[index]").
+    ``locate`` yields each item with ``where``, the record's place ("file:line" or
+    "file[index]"), which ingest needs to name a repeated id; ``read`` yields the
+    items alone (``AdapterBase`` derives it from ``locate``).
     ``options`` are adapter-specific ``key=value`` strings from the command line
     (e.g. a column mapping); an adapter rejects options it does not know.
     """
@@ -47,7 +49,16 @@ class Adapter(Protocol):
     summary: str
     options: Mapping[str, str]
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]: ...
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]: ...
+
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[Item]: ...
+
+
+class AdapterBase:
+    """Mixin for adapters: ``read`` is ``locate`` without the places."""
+
+    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[Item]:
+        return (item for _, item in self.locate(path, options))  # type: ignore[attr-defined]
 
 
 @runtime_checkable

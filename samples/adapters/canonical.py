@@ -11,12 +11,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from samples.adapters import register_adapter
-from samples.adapters.base import BadRecord, Item, check_options
+from samples.adapters.base import AdapterBase, BadRecord, Item, check_options
 from samples.jsonl import iter_jsonl_lines
 from samples.records import Trajectory
 
 
-class CanonicalAdapter:
+class CanonicalAdapter(AdapterBase):
     name = "canonical"
     summary = "accord Trajectory JSONL (samples.records.Trajectory per line)"
     options: Mapping[str, str] = {}
@@ -32,7 +32,7 @@ class CanonicalAdapter:
             field = ".".join(str(p) for p in first["loc"]) or "(record)"
             return BadRecord(where=where, message=f"field '{field}': {first['msg']}")
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         self.check(options)
         for number, line in iter_jsonl_lines(path):
             where = f"{path}:{number}"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from samples.adapters import register_adapter
-from samples.adapters.base import BadRecord, FieldProblem, Item, convert, get_str, iter_source, string_list
+from samples.adapters.base import AdapterBase, BadRecord, FieldProblem, Item, convert, get_str, iter_source, string_list
 from samples.adapters.openai_messages import messages_to_steps
 from samples.errors import InputError
 from samples.records import Step, Trajectory
@@ -81,12 +81,12 @@ def _mapping(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]
     return columns, constants
 
 
-class GenericAdapter:
+class GenericAdapter(AdapterBase):
     name = "generic"
     summary = "JSONL / CSV / Parquet rows with a column mapping (<field>=<column>, const.<field>=<value>)"
     options = OPTIONS
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         columns, constants = _mapping(options)
 
         def value(row: dict[str, Any], field: str, default: str | None) -> str | None:
@@ -126,7 +126,8 @@ class GenericAdapter:
                 setting=value(row, "setting", "other"), split=value(row, "split", "none"),
                 question=value(row, "question", ""), references=string_list(references, "references"),
                 steps=steps, final_answer=final_answer, truncated=final_answer is None,
-                metadata={k: v for k, v in row.items() if k not in used},
+                # Parquet cells may be dates or bytes: keep them as JSON-safe text
+                metadata=json.loads(json.dumps({str(k): v for k, v in row.items() if k not in used}, default=str)),
             )
 
         for where, raw in _rows(path):

@@ -26,6 +26,7 @@ from typing import Any
 
 from samples.adapters import register_adapter
 from samples.adapters.base import (
+    AdapterBase,
     BadRecord,
     FieldProblem,
     Item,
@@ -77,12 +78,12 @@ def _votes(annotations: list[Any]) -> dict[str, list[bool]]:
     return votes
 
 
-class MADAdapter:
+class MADAdapter(AdapterBase):
     name = "mad"
     summary = "MAST/MAD multi-agent traces with three annotators' failure-mode votes"
     options = OPTIONS
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         check_options(self.name, options, self.options)
         backbone = options.get("backbone", "unknown")
 

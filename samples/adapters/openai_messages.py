@@ -18,6 +18,7 @@ from typing import Any
 
 from samples.adapters import register_adapter
 from samples.adapters.base import (
+    AdapterBase,
     BadRecord,
     FieldProblem,
     Item,
@@ -105,7 +106,7 @@ def build(raw: dict[str, Any], path: Path, options: Mapping[str, str]) -> Trajec
     )
 
 
-class OpenAIMessagesAdapter:
+class OpenAIMessagesAdapter(AdapterBase):
     name = "openai-messages"
     summary = "OpenAI chat messages with tool_calls, one run per record (tau-bench)"
     options = OPTIONS
@@ -116,7 +117,7 @@ class OpenAIMessagesAdapter:
     def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item:
         return line_item(where, line, partial(build, path=path, options=options))
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         self.check(options)
         make = partial(build, path=path, options=options)
         for where, raw in iter_source(path):

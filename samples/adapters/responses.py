@@ -19,6 +19,7 @@ from typing import Any
 
 from samples.adapters import register_adapter
 from samples.adapters.base import (
+    AdapterBase,
     BadRecord,
     FieldProblem,
     Item,
@@ -50,12 +51,12 @@ def _pick(raw: dict[str, Any], options: Mapping[str, str], key: str) -> str | No
     return next((name for name in _FIELDS[key] if name in raw), None)
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(AdapterBase):
     name = "responses"
     summary = "single-turn responses with a model id (EHQ-style; Aggarwal scramfull)"
     options = OPTIONS
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         check_options(self.name, options, self.options)
 
         def build(raw: dict[str, Any]) -> Trajectory:

@@ -24,6 +24,7 @@ from typing import Any
 
 from samples.adapters import register_adapter
 from samples.adapters.base import (
+    AdapterBase,
     BadRecord,
     FieldProblem,
     Item,
@@ -56,12 +57,12 @@ def _step(raw: Any, index: int) -> Step:
                 text=text_of(turn.get("content"), f"{field}.content"))
 
 
-class WhoAndWhenAdapter:
+class WhoAndWhenAdapter(AdapterBase):
     name = "who-and-when"
     summary = "Who&When multi-agent runs with human mistake_step / mistake_agent labels"
     options = OPTIONS
 
-    def read(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
+    def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         check_options(self.name, options, self.options)
         subset = path.parent.name
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agreement import RatingData, compute
+from agreement import RatingData, cohen_kappa, compute
 from agreement.bootstrap import Design
 from samples.errors import InputError
 
@@ -199,7 +199,10 @@ def test_argument_validation():
     with pytest.raises(InputError, match="unknown"):
         compute(data, ["kappa_of_my_own"])
     with pytest.raises(InputError, match="cohen_kappa needs exactly 2 raters; got 3"):
-        compute(data, ["cohen_kappa"])
+        cohen_kappa(data)
+    batch = compute(data, ["cohen_kappa", "scott_pi", "gwet_ac1"], n_resamples=10)
+    assert math.isnan(batch["cohen_kappa"].statistic) and "exactly 2 raters" in batch["cohen_kappa"].undefined_reason
+    assert math.isnan(batch["scott_pi"].statistic) and batch["gwet_ac1"].undefined_reason is None
     with pytest.raises(InputError, match="weights='cubic'"):
         compute(data, ["fleiss_kappa"], weights="cubic")
     with pytest.raises(InputError, match="alpha_level='circular'"):

@@ -181,3 +181,16 @@ def test_bias_index_keeps_rater_orientation_for_exchangeable_coefficients(table)
     indices = prevalence_bias_indices(data)
     for result in compute(data, ["percent_agreement", "gwet_ac1", "fleiss_kappa"], n_resamples=0).values():
         assert same(result.bias_index, indices.bias_index) and same(result.prevalence_index, indices.prevalence_index)
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 11, 29, 99, 500, 999, 1000, 5000, 10**6, 2.5])
+def test_t_and_normal_quantiles_match_scipy(df):
+    """agreement.quantiles replaces scipy.special at CLI start-up; scipy.stats is the reference."""
+    from scipy import stats
+
+    from agreement.quantiles import normal_cdf, normal_quantile, t_quantile
+
+    for p in (0.6, 0.9, 0.95, 0.975, 0.995, 0.9995, 0.025):
+        assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-12)
+        assert normal_quantile(p) == pytest.approx(stats.norm.ppf(p), rel=1e-12)
+        assert normal_cdf(normal_quantile(p)) == pytest.approx(p, rel=1e-13)

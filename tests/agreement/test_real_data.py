@@ -112,7 +112,7 @@ def _hand_pair(a: list[bool], b: list[bool]) -> dict[str, float]:
     b_only = sum(y and not x for x, y in zip(a, b))
     return {"percent_agreement": po, "cohen_kappa": (po - pe_k) / (1 - pe_k), "gwet_ac1": (po - pe_g) / (1 - pe_g),
             "pi": abs(both_yes - both_no) / n, "bi": abs(a_only - b_only) / n, "a_yes_b_no": a_only,
-            "a_no_b_yes": b_only}
+            "a_no_b_yes": b_only, "both_yes": both_yes, "both_no": both_no}
 
 
 def test_mad_panels_match_the_hand_computation(mad):
@@ -128,6 +128,11 @@ def test_mad_panels_match_the_hand_computation(mad):
     assert human.mean_pairwise_agreement == pytest.approx(hand["raw"], abs=TOL)
     for name in ("percent_agreement", "fleiss_kappa", "gwet_ac1", "krippendorff_alpha"):
         assert human.results[name].statistic == pytest.approx(hand[name], abs=TOL), name
+    # beside Fleiss' kappa: Byrt-Bishop-Carlin indices averaged over the three annotator pairs
+    pairs = [_hand_pair([v[a] for v in votes], [v[b] for v in votes]) for a, b in ((0, 1), (0, 2), (1, 2))]
+    signed = [(p["both_yes"] - p["both_no"]) / 184 for p in pairs]
+    assert abs(human.prevalence_index) == pytest.approx(abs(sum(signed) / 3), abs=TOL)
+    assert human.bias_index == pytest.approx(sum(p["bi"] for p in pairs) / 3, abs=TOL)
 
     # Three votes on a binary label never tie; the majority must equal the dataset's own `present` field.
     majority = [sum(v) >= 2 for v in votes]

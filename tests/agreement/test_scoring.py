@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,8 +12,17 @@ from scipy import stats
 from statsmodels.stats.proportion import proportions_ztest
 from statsmodels.stats.weightstats import ttest_ind
 
-from agreement.scoring import identify_estimates, score_table, solve_indicator, tool_facts, two_proportion_z
+from agreement.scoring import (
+    identify_estimates,
+    instance_table,
+    score_table,
+    solve_indicator,
+    tool_facts,
+    two_proportion_z,
+)
+from apps.cli import main
 from samples.records import Step, ToolCall, Trajectory
+from tests.agreement.test_study_io import write_ise_study
 
 
 def traj(calls_by_turn, *, truncated=False):
@@ -190,12 +200,6 @@ def test_bad_split_is_rejected():
 
 
 # --- the study-level benchmark (accord score) ---------------------------------------------------
-
-import json  # noqa: E402
-
-from agreement.scoring import instance_table  # noqa: E402
-from apps.cli import main  # noqa: E402
-from tests.agreement.test_study_io import write_ise_study  # noqa: E402
 
 LENIENT = """[policy]
 name = "lenient"

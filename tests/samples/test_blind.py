@@ -104,9 +104,13 @@ def test_orders_are_seeded_permutations(study: Path, tmp_path: Path) -> None:
     before = (study / "blind" / "tasks.jsonl").read_bytes(), (study / "blind" / "orders.json").read_bytes()
     blind_study(study, annotators=["ann1", "ann2", "ann3"])
     assert ((study / "blind" / "tasks.jsonl").read_bytes(), (study / "blind" / "orders.json").read_bytes()) == before
-    blind_study(study, annotators=["ann1", "ann2", "ann3"], seed=99)
+    from samples.errors import InputError
+
+    with pytest.raises(InputError, match="sealed key from another sample or seed exists"):
+        blind_study(study, annotators=["ann1", "ann2", "ann3"], seed=99)
+    blind_study(study, annotators=["ann1", "ann2", "ann3"], seed=99, replace=True)
     assert set(json.loads(l)["task_id"] for l in (study / "blind" / "tasks.jsonl").read_text().splitlines()).isdisjoint(ids)
-    blind_study(study, annotators=["ann1", "ann2", "ann3"])
+    blind_study(study, annotators=["ann1", "ann2", "ann3"], replace=True)
 
 
 def test_audit_says_what_was_masked_where(study: Path) -> None:

@@ -287,3 +287,39 @@ def test_all_example_plans_load() -> None:
     assert len(plans) >= 4
     for path in plans:
         load_plan(path)
+
+
+def test_hardness_scorers() -> None:
+    from samples.hardness import make_scorer
+
+    judges = make_scorer("judge_disagreement", judges=["a", "b"])
+    assert judges.score({}, {"a": "yes", "b": "no"}) == 1.0
+    assert judges.score({}, {"a": "no", "b": "no"}) == 0.0
+    assert judges.score({}, {"a": "no", "b": None}) == 0.0  # unscored is not a disagreement
+    words = make_scorer("uncertainty_language")
+    assert words.score({"text": "Sources disagree; however I am not sure."}, {}) == 3.0  # disagree, however, not sure
+    assert words.score({"text": "The answer is 42."}, {}) == 0.0
+    with pytest.raises(InputError, match="at least two judges"):
+        make_scorer("judge_disagreement", judges=["a"])
+    with pytest.raises(InputError, match="unknown; choose from"):
+        make_scorer("vibes")
+
+
+def test_who_and_when_plan_on_real_runs(shared: Path, tmp_path: Path) -> None:
+    ingest(sorted((shared / "data" / "who_and_when").rglob("*.json")), tmp_path, adapter="who-and-when",
+           kinds=["identify_turn"])
+    manifest = sample_study(tmp_path, REPO / "data" / "plans" / "who_and_when_turns.toml")
+    rows = [json.loads(l) for l in (tmp_path / "sample" / "sample.jsonl").read_text().splitlines()]
+    assert len(rows) == 40 and len({r["trajectory_id"] for r in rows}) == 40 and manifest["shortfalls"] == []
+    # p = (10 / runs in the cell) * (1 / agent turns of the run): recomputed from the trajectories
+    turns = Counter(json.loads(l)["trajectory_id"] for l in (tmp_path / "units.jsonl").read_text().splitlines())
+    cells = Counter()
+    seen = set()
+    for line in (tmp_path / "units.jsonl").read_text().splitlines():
+        unit = json.loads(line)
+        if unit["trajectory_id"] not in seen:
+            seen.add(unit["trajectory_id"])
+            cells[(unit["strata"]["agent"], unit["strata"]["dataset"])] += 1
+    for r in rows:
+        cell = (r["strata"]["agent"], r["strata"]["dataset"])
+        assert r["inclusion_prob"] == pytest.approx(10 / cells[cell] / turns[r["trajectory_id"]], rel=1e-12)

@@ -18,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "ise_example.jsonl"
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Trajectory]:
-    items = [item for _, item in get_adapter("ise").read(EXAMPLE, {})]
+    items = list(get_adapter("ise").read(EXAMPLE, {}))
     assert not [i for i in items if isinstance(i, BadRecord)]
     return {t.id: t for t in items}
 
@@ -106,7 +106,8 @@ def test_bad_ise_records_are_named(tmp_path: Path) -> None:
     ]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in broken) + "\n")
-    messages = [str(i) for _, i in get_adapter("ise").read(path, {})]
+    messages = [str(item) for item in get_adapter("ise").read(path, {})]
+    assert [where for where, _ in get_adapter("ise").locate(path, {})] == [f"{path}:{n}" for n in range(1, 5)]
     assert messages[0] == f"{path}:1: field 'agent': expected a string, missing"
     assert messages[1].startswith(f"{path}:2: field 'setting': Input should be 'controlled', 'natural' or 'other'")
     assert messages[2] == (f"{path}:3: field 'final_turn': expected the final assistant turn "
