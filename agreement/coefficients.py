@@ -386,7 +386,10 @@ def _run(data: RatingData, requests: list[_Request], n_resamples: int, seed: int
         groups[key] = groups.get(key, True) and exchangeable
     design = Design.build(data, groups=[(list(k), v) for k, v in groups.items()], cluster=cluster)
     for request in requests:
-        per_pattern = request.plan.kernel.stats(design.codes[:, request.columns]) * design.pattern_weight[:, None]
+        raw = request.plan.kernel.stats(design.codes[:, request.columns])
+        per_pattern = raw * design.pattern_weight[:, None]
+        unweighted = list(request.plan.kernel.unweighted)
+        per_pattern[:, unweighted] = raw[:, unweighted]
         request.stats = design.per_atom(per_pattern)
     boots = [np.full(n_resamples, np.nan) if n_resamples else None for _ in requests]
     jackknives: list[Any] = [None] * len(requests)

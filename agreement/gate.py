@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 
@@ -131,8 +132,8 @@ class AgreementFloor:
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "reference", "min_lower_bound"}, where)
-        self.coefficient = _param(table, "coefficient", where, str,
-                                  allowed="a coefficient name, e.g. 'gwet_ac1' or 'cohen_kappa'")
+        self.coefficient = _param(table, "coefficient", where, str, check=lambda v: v in PAIR_COEFFICIENTS,
+                                  allowed=f"one of {list(PAIR_COEFFICIENTS)}")
         self.reference = _param(table, "reference", where, str, check=lambda v: v == "human_majority",
                                 allowed="'human_majority'")
         self.floor = float(_param(table, "min_lower_bound", where, _number, check=lambda v: -1 <= v <= 1,
@@ -159,7 +160,8 @@ class HumanCeiling:
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "margin"}, where)
-        self.coefficient = _param(table, "coefficient", where, str, allowed="a pairwise coefficient name")
+        self.coefficient = _param(table, "coefficient", where, str, check=lambda v: v in PAIR_COEFFICIENTS,
+                                  allowed=f"one of {list(PAIR_COEFFICIENTS)}")
         self.margin = float(_param(table, "margin", where, _number, check=lambda v: 0 <= v <= 1,
                                    allowed="a number in [0, 1] (0 = at least as close as the humans)"))
         self.name = table.get("name", f"human ceiling ({self.coefficient})")
@@ -316,7 +318,7 @@ class Policy:
                 "settings": self.settings, "content": self.text}
 
 
-POLICY_SETTINGS = ("level", "tie_policy", "n_resamples", "seed", "judge", "positive")
+POLICY_SETTINGS = ("level", "tie_policy", "n_resamples", "seed", "judge", "weighted")
 
 
 def load_policy(path: str | Path) -> Policy:
@@ -347,8 +349,8 @@ def load_policy(path: str | Path) -> Policy:
     }
     if "judge" in head:
         settings["judge"] = _param(head, "judge", where, str, allowed="a judge name")
-    if "positive" in head:
-        settings["positive"] = _param(head, "positive", where, str, allowed="the positive label of a binary scheme")
+    settings["weighted"] = _param(head, "weighted", where, bool, allowed="true or false") if "weighted" in head \
+        else False
     _unknown(head, set(POLICY_SETTINGS) | {"description"}, where)
     tables = data.get("criteria")
     if not isinstance(tables, list) or not tables:
@@ -434,7 +436,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     verdicts, texts = {}, []
     for judge in names:
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],
-                                n_resamples=s["n_resamples"], seed=s["seed"])
+                                n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"])
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)

@@ -68,6 +68,7 @@ class Kernel(Protocol):
     width: int
     exchangeable: bool
     reasons: tuple[str, ...]
+    unweighted: tuple[int, ...]  # stats columns the engine must not multiply by unit weights
 
     def stats(self, codes: np.ndarray) -> np.ndarray: ...
 
@@ -89,6 +90,14 @@ def _pair_agreement(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """sum_k r_ik (r*_ik - 1): weighted agreeing ordered pairs per unit (irrCAC sum.q)."""
     weighted = counts @ weights.T
     return np.sum(counts * (weighted - 1.0), axis=1)
+
+
+def _unit_agreement(counts: np.ndarray, ri: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each unit's weighted share of agreeing rater pairs (0 for units with fewer than 2 ratings)."""
+    multi = ri >= 2
+    agreement = np.zeros_like(ri)
+    agreement[multi] = _pair_agreement(counts[multi], weights) / (ri[multi] * (ri[multi] - 1.0))
+    return agreement
 
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -117,6 +126,7 @@ class GwetFamily:
         "only one category: chance agreement is undefined for one category",
     )
 
+    unweighted: tuple[int, ...] = ()
     exchangeable = True
 
     def __init__(self, chance: str, weights: np.ndarray, *, small_sample: bool = True) -> None:
@@ -131,8 +141,7 @@ class GwetFamily:
         counts = _one_hot_counts(codes, self.q)
         ri = counts.sum(axis=1)
         multi = ri >= 2
-        pa_i = np.zeros_like(ri)
-        pa_i[multi] = _pair_agreement(counts[multi], self.weights) / (ri[multi] * (ri[multi] - 1.0))
+        pa_i = _unit_agreement(counts, ri, self.weights)
         columns = [(ri >= 1).astype(float)[:, None], multi.astype(float)[:, None], pa_i[:, None]]
         if self.uses_pi:
             columns.append(_safe_divide(counts, ri[:, None]) * (ri >= 1)[:, None])
@@ -175,8 +184,7 @@ class GwetFamily:
         rated, multi = ri >= 1, ri >= 2
         n1, n2 = float(sums[0]), float(sums[1])
         pa, pe, kappa = float(value.pa), float(value.pe), float(value.statistic)
-        pa_i = np.zeros_like(ri)
-        pa_i[multi] = _pair_agreement(counts[multi], self.weights) / (ri[multi] * (ri[multi] - 1.0))
+        pa_i = _unit_agreement(counts, ri, self.weights)
         if self.chance == "none":
             z = (n1 / n2) * pa_i
             return Linearised(z, pa, rated, rated, self.small_sample)
@@ -216,7 +224,10 @@ class KrippendorffAlpha:
         self.weights = weights
         self.q = weights.shape[0]
         self.ordinal = ordinal
-        self.width = 3 + self.q + (self.q * self.q if ordinal else 0)
+        self.width = 4 + self.q + (self.q * self.q if ordinal else 0)
+        # The last column counts pairable values unweighted: Krippendorff's (n.. - 1)/n..
+        # small-sample term is about the sample, not the population a unit weight stands for.
+        self.unweighted = (self.width - 1,)
 
     def stats(self, codes: np.ndarray) -> np.ndarray:
         counts = _one_hot_counts(codes, self.q)
@@ -232,6 +243,7 @@ class KrippendorffAlpha:
                 ri[multi] - 1.0
             )[:, None, None]
             columns.append(coincidence.reshape(codes.shape[0], self.q * self.q))
+        columns.append((ri * multi)[:, None])
         return np.concatenate(columns, axis=1)
 
     def _ordinal_weights(self, marginals: np.ndarray) -> np.ndarray:
@@ -249,14 +261,14 @@ class KrippendorffAlpha:
         pi = _safe_divide(marginals, values[..., None])
         if self.ordinal:
             weights = self._ordinal_weights(marginals)
-            coincidence = sums[..., 3 + self.q :].reshape(sums.shape[:-1] + (self.q, self.q))
+            coincidence = sums[..., 3 + self.q : -1].reshape(sums.shape[:-1] + (self.q, self.q))
             agreeing = np.sum(weights * coincidence, axis=(-2, -1))
             pe = np.einsum("...k,...kl,...l->...", pi, weights, pi)
         else:
             agreeing = sums[..., 2]
             pe = np.einsum("...k,kl,...l->...", pi, self.weights, pi)
         pa_prime = _safe_divide(agreeing, values)
-        epsilon = _safe_divide(np.ones_like(values), values)
+        epsilon = _safe_divide(np.ones_like(values), sums[..., -1])
         pa = (1.0 - epsilon) * pa_prime + epsilon
         statistic, pe_one = _chance_corrected(pa, pe)
         reason = np.zeros(units.shape, dtype=np.int8)
@@ -296,6 +308,7 @@ class CongerKappa:
         "a rater has no ratings, so its classification probabilities are undefined",
     )
 
+    unweighted: tuple[int, ...] = ()
     exchangeable = False
 
     def __init__(self, weights: np.ndarray, n_raters: int) -> None:
@@ -340,8 +353,7 @@ class CongerKappa:
         counts = _one_hot_counts(codes, self.q)
         ri = counts.sum(axis=1)
         multi = ri >= 2
-        pa_i = np.zeros_like(ri)
-        pa_i[multi] = _pair_agreement(counts[multi], self.weights) / (ri[multi] * (ri[multi] - 1.0))
+        pa_i = _unit_agreement(counts, ri, self.weights)
         delta = (codes[:, :, None] == np.arange(self.q)).astype(float)
         present = (codes >= 0).astype(float)
         centred = delta - (present - rated / n1)[:, :, None] * p[None, :, :]
@@ -362,6 +374,7 @@ class CohenKappa:
         "chance agreement pe = 1 (both raters put every unit in one category), so kappa is 0/0",
     )
 
+    unweighted: tuple[int, ...] = ()
     exchangeable = False
 
     def __init__(self, weights: np.ndarray) -> None:

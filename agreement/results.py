@@ -50,7 +50,7 @@ class AgreementResult:
     n_raters: int
     undefined_reason: str | None = None
     df: float = math.nan
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict, compare=False)
     bootstrap: np.ndarray | None = field(default=None, repr=False, compare=False)
     prevalence_index: float | None = None
     bias_index: float | None = None

@@ -25,16 +25,15 @@ import numpy as np
 
 from samples.errors import InputError
 
-_MISSING_STRINGS = frozenset({"", "na", "nan", "null", "none"})
-
-
 def _is_missing(value: Any) -> bool:
+    """None, NaN, pandas NA and blank text are missing; text such as 'NA' or 'none' is a label
+    (a declared category list then rejects it by name instead of silently dropping it)."""
     if value is None:
         return True
     if isinstance(value, float):
         return math.isnan(value)
     if isinstance(value, str):
-        return value.strip().lower() in _MISSING_STRINGS
+        return not value.strip()
     return type(value).__name__ in {"NAType", "NaTType"}
 
 

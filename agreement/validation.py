@@ -248,12 +248,16 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
     kinds = sorted(set(table["kind"]))
     sections = [_section(k, table[table["kind"] == k], judges=judges, tie_policy=tie_policy, weighted=weighted,
                          settings=settings) for k in kinds]
-    if len(kinds) > 1:
+    notes = []
+    schemes = {DEFAULT_SCHEME.get(k) for k in kinds}
+    if len(kinds) > 1 and len(schemes) == 1:
         sections.append(_section("all", table, judges=judges, tie_policy=tie_policy, weighted=weighted,
                                  settings=settings))
-    notes = []
+    elif len(kinds) > 1:
+        notes.append(f"no overall section: the unit kinds {kinds} use different label schemes, so pooling "
+                     f"their labels would compare unlike judgements")
     if simulated:
-        notes.append(SIMULATED_NOTE)
+        notes.insert(0, SIMULATED_NOTE)
     if weighted:
         notes.append("Estimates are reweighted by 1/inclusion probability of the sample design.")
     return ValidationResult(sections=tuple(sections), judges=tuple(judges), humans=tuple(humans),

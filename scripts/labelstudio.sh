@@ -51,12 +51,13 @@ install_venv() {
 # machine, minutes on a busy one). The admin account, its organisation and the preset
 # token are still created at that first start, from the environment.
 build_template() {
+  local package
+  package=$("$PREFIX/bin/python" -c "import label_studio, os; print(os.path.dirname(label_studio.__file__))")
   rm -rf "$TEMPLATE.tmp"
   mkdir -p "$TEMPLATE.tmp"
-  # Every label-studio command migrates its database first; --version does nothing else.
-  env -u LABEL_STUDIO_USERNAME -u LABEL_STUDIO_PASSWORD -u LABEL_STUDIO_USER_TOKEN \
+  (cd "$TEMPLATE.tmp" && env -u LABEL_STUDIO_USERNAME -u LABEL_STUDIO_PASSWORD -u LABEL_STUDIO_USER_TOKEN \
     LABEL_STUDIO_BASE_DATA_DIR="$TEMPLATE.tmp" LABEL_STUDIO_COLLECT_ANALYTICS=false SENTRY_DSN= \
-    "$PREFIX/bin/label-studio" --version >"$TEMPLATE.tmp/migrate.log" 2>&1
+    "$PREFIX/bin/python" "$package/manage.py" migrate --no-color --verbosity 0 >"$TEMPLATE.tmp/migrate.log" 2>&1)
   [ -s "$TEMPLATE.tmp/label_studio.sqlite3" ]
   rm -rf "$TEMPLATE"
   mv "$TEMPLATE.tmp" "$TEMPLATE"

@@ -3,8 +3,9 @@
 llama-server speaks both wire formats, so `local` is the same two SDK paths with a
 loopback base URL, llama.cpp's constrained decoding (GBNF grammar / json_schema) for
 the output kind, and ``cache_prompt: false`` so output does not depend on earlier
-requests. Constrained decoding exists on the OpenAI path only: llama-server's
-Anthropic endpoint converts requests without passing a grammar through. ISE judges run
+requests. Constrained decoding and ``cache_prompt: false`` exist on the OpenAI path
+only: llama-server's Anthropic endpoint converts requests without passing them
+through, so use the OpenAI path where determinism matters. ISE judges run
 with no max_tokens cap (App. A.3); the Anthropic Messages API requires one, so an
 Anthropic judge must set ``max_tokens`` explicitly. ``params.constrain`` (default: on
 for `local`) switches constrained decoding; on hosted OpenAI it adds a json_schema
@@ -174,9 +175,12 @@ class _SdkProvider:
             if self.config.api == "anthropic":
                 text = "".join(block.get("text") or "" for block in raw["content"] if block.get("type") == "text")
                 usage = raw.get("usage") or {}
+                # Anthropic's input_tokens excludes prompt-cache reads and writes; the prompt's
+                # size is their sum (cost accounting then prices cache reads at the full rate).
+                parts = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+                prompt_tokens = None if usage.get("input_tokens") is None else sum(p or 0 for p in parts)
                 return Completion(text=text, truncated=raw.get("stop_reason") == "max_tokens",
-                                  input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
-                                  raw=dict(raw))
+                                  input_tokens=prompt_tokens, output_tokens=usage.get("output_tokens"), raw=dict(raw))
             choice = raw["choices"][0]
             usage = raw.get("usage") or {}
             return Completion(text=(choice.get("message") or {}).get("content") or "",

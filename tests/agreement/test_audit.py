@@ -170,3 +170,18 @@ def test_aggarwal_strict_vs_semantic_parser_per_family(shared):
         lambda s: float((s == "ANSWER").mean()))
     for model, value in direct.items():
         assert by_model[model].human_score.statistic == pytest.approx(value)
+
+
+def test_audit_cli_on_a_table(tmp_path, capsys):
+    from apps.cli import main
+
+    frame = simulate(2, planted=0.6)
+    path = tmp_path / "audit.csv"
+    frame.to_csv(path, index=False)
+    assert main(["audit", "--table", str(path), "--positive", "yes", "--n-resamples", "200", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert {c["family"] for c in body["contrasts"]} == {"a", "b", "c", "d"}
+    assert "observational" in body["note"] and (tmp_path / "audit.audit.json").is_file()
+    frame.drop(columns="human").to_csv(path, index=False)
+    assert main(["audit", "--table", str(path), "--positive", "yes"]) == 2
+    assert "missing column(s) ['human']" in capsys.readouterr().err

@@ -210,14 +210,16 @@ def test_argument_validation():
 
 
 def test_integer_unit_weights_equal_duplicated_units():
-    """A unit of weight w counts like w copies of it (point estimates; SEs treat it as one unit)."""
+    """A unit of weight w counts like w copies of it (point estimates; SEs treat it as one unit).
+
+    Krippendorff's alpha differs: its (n.. - 1)/n.. term counts the values actually rated."""
     data = panel(10, 40, 3, 3)
     weights = np.random.default_rng(1).integers(1, 4, data.n_units)
     weighted = RatingData(units=data.units, raters=data.raters, categories=data.categories, codes=data.codes,
                           unit_weights=weights.astype(float))
     copies = RatingData(units=np.arange(weights.sum()), raters=data.raters, categories=data.categories,
                         codes=np.repeat(data.codes, weights, axis=0))
-    names = NAMES + ["brennan_prediger"]
+    names = [n for n in NAMES if n != "krippendorff_alpha"] + ["brennan_prediger"]
     a, b = compute(weighted, names, n_resamples=200), compute(copies, names, n_resamples=0)
     for name in names:
         assert a[name].statistic == pytest.approx(b[name].statistic, abs=1e-12), name
@@ -239,3 +241,15 @@ def test_fleiss_null_se_needs_equal_raters_per_unit():
     assert math.isnan(result.details["se0_fnl1979"])
     assert "same number" in result.details["se0_fnl1979_undefined_reason"]
     assert set(result.details["per_category"]) == {0, 1, 2}
+
+
+def test_constant_unit_weights_change_nothing():
+    """Weights enter as ratios: a common weight leaves statistics and SEs unchanged."""
+    data = panel(13, 70, 3, 3, clusters=12)
+    scaled = RatingData(units=data.units, raters=data.raters, categories=data.categories, codes=data.codes,
+                        clusters=data.clusters, unit_weights=np.full(data.n_units, 7.5))
+    names = NAMES + ["brennan_prediger"]
+    a, b = compute(data, names, n_resamples=0), compute(scaled, names, n_resamples=0)
+    for name in names:
+        assert b[name].statistic == pytest.approx(a[name].statistic, abs=1e-12), name
+        assert b[name].se == pytest.approx(a[name].se, rel=1e-10), name

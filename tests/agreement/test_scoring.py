@@ -21,6 +21,7 @@ from agreement.scoring import (
     two_proportion_z,
 )
 from apps.cli import main
+from samples.errors import InputError
 from samples.records import Step, ToolCall, Trajectory
 from tests.agreement.test_study_io import write_ise_study
 
@@ -271,3 +272,21 @@ def test_score_on_accepted_judges_cites_the_verdict(ise, capsys):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["score", str(ise), *SCORE]) == 1
     assert "changed since the gate" in capsys.readouterr().err
+
+
+def test_correctness_from_trajectory_metadata(tmp_path):
+    write_ise_study(tmp_path)
+    path = tmp_path / "trajectories.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["metadata"]["em"] = bool(i % 2)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    frame, _ = instance_table(tmp_path, identify_judge="identify@j", escalate_judge="escalate@j",
+                              correctness_field="em")
+    assert frame["correct"].tolist() == [float(i % 2) for i in range(len(rows))]
+    rows[3]["metadata"]["em"] = "yes"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match="metadata\\['em'\\] = 'yes': expected a bool or a number"):
+        instance_table(tmp_path, identify_judge="identify@j", escalate_judge="escalate@j", correctness_field="em")
+    with pytest.raises(InputError, match="exactly one of"):
+        instance_table(tmp_path, identify_judge="identify@j", escalate_judge="escalate@j")

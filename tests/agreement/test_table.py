@@ -215,3 +215,24 @@ def test_reading_csv_does_not_import_pandas(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_large_csv_reader_matches_small_csv_reader(tmp_path, monkeypatch):
+    """Files above the size threshold go through pyarrow; both readers must agree exactly."""
+    import agreement.table as table
+
+    source = write_csv(tmp_path / "labels.csv", ROWS)
+    small = load_labels(source, cluster="trajectory", weight="weight")
+    monkeypatch.setattr(table, "_ARROW_CSV_BYTES", 0)
+    large = load_labels(source, cluster="trajectory", weight="weight")
+    assert large.raters == small.raters and large.categories == small.categories
+    np.testing.assert_array_equal(large.codes, small.codes)
+    assert list(large.units) == list(small.units) and list(large.clusters) == list(small.clusters)
+    np.testing.assert_array_equal(large.unit_weights, small.unit_weights)
+    with pytest.raises(InputError, match="twice"):
+        load_labels(write_csv(tmp_path / "dup.csv", ROWS + [("u1", "ann", "no", "t1", 2.0)]))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("unit,rater,label\nu1,a,yes\nu1,b\n")
+    with pytest.raises(InputError) as excinfo:
+        load_labels(bad)
+    assert "bad.csv" in one_line_error(excinfo)

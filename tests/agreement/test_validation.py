@@ -128,10 +128,22 @@ def test_cli_json_is_deterministic_and_errors_exit_2(study, capsys, tmp_path):
     assert main(["validate", str(study), "--n-resamples", "200", "--json"]) == 0
     assert capsys.readouterr().out == first
     body = json.loads(first)
-    assert {s["kind"] for s in body["sections"]} == {"identify_trajectory", "escalate_final", "correctness", "all"}
+    assert {s["kind"] for s in body["sections"]} == {"identify_trajectory", "escalate_final", "correctness"}
+    assert any("no overall section" in note for note in body["notes"])
     assert main(["validate", str(tmp_path / "nothing")]) == 2
     assert main(["validate", str(study), "--tie-policy", "coin-flip"]) == 2
     assert "tie_policy" in capsys.readouterr().err
+
+
+def test_overall_section_pools_kinds_of_one_scheme(study):
+    table = labels_table(load_study(study))
+    part = table[table["kind"] == "identify_trajectory"].copy()
+    turns = part.copy()
+    turns["kind"] = "identify_turn"  # the same labels presented as a second Identify kind
+    turns["unit"] = turns["unit"] + "-turn"
+    result = validate_table(pd.concat([part, turns]), tie_policy="exclude", n_resamples=200)
+    overall = result.section("all")
+    assert overall.n_units == 2 * result.section("identify_trajectory").n_units
 
 
 def test_text_summary_mentions_baselines(study):

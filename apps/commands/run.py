@@ -1,0 +1,56 @@
+"""Run a study file end to end: every automated stage in order, skipping what is already done.
+
+  accord run STUDY.toml [--output DIR] [--simulate-annotators | --interactive] [--base-url URL] [--json]
+
+Stages (ingest, judge, sample, blind, annotate, validate, audit, gate, score,
+report; plus the demo generators) are skipped when their input fingerprints match
+the ones recorded in STUDY/state.json and their outputs are unchanged, so a second
+run performs no judge call and no resampling. The run stops at the human stage,
+with instructions, while annotators still have tasks to label (exit 0); run it
+again when they are done. Exit 1 when the gate rejects a judge, 2 on a bad study file.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="the study file (study.toml)")
+    parser.add_argument("--output", help="study folder to write (default: the study file's `output`)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--simulate-annotators", action="store_true",
+                      help="let the study's simulated panel label (demo; its labels are never called human)")
+    mode.add_argument("--interactive", action="store_true",
+                      help="wait for people in the coding app even if the study asks for the simulated panel")
+    parser.add_argument("--base-url", help="a running llama-server for `local` judges and demo generators "
+                                           "(default: the study's local_models.server_name, started if needed)")
+    parser.add_argument("--json", action="store_true", help="print what each stage did as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from rich.console import Console
+
+    from apps.stages import Context, run_study
+    from apps.study import load_study_file
+    from samples.errors import InputError
+
+    study = load_study_file(args.study, output=args.output)
+    simulate = args.simulate_annotators or (study.annotation.simulate and not args.interactive)
+    if simulate and not study.annotation.simulated_panel:
+        raise InputError(f"{study.path}: --simulate-annotators needs annotation.simulated_panel "
+                         "{name = flip_prob} for the blinding annotators")
+    console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False)
+    console.print(f"accord run: study {study.study.name!r} -> {study.output}")
+    result = run_study(Context(study=study, console=console, base_url=args.base_url, simulate=simulate))
+    if args.json:
+        print(json.dumps({"study": str(study.path), "output": str(study.output), "stages": result.stages,
+                          "waiting": result.waiting, "verdict": result.verdict}, indent=2, sort_keys=True))
+    if result.waiting is not None:
+        return 0
+    report = study.output / "report" / "report.html"
+    console.print(f"gate verdict: [bold]{result.verdict}[/]; report: {report}")
+    return 1 if result.verdict == "REJECT" else 0

@@ -1,0 +1,318 @@
+"""The study file (``study.toml``): one description of a whole judge-validation study.
+
+Every path in it is relative to the study file's folder. Sections (``?`` = optional)::
+
+    [study]          name, description
+    output           the study folder every stage writes (``--output`` overrides it)
+    [[source]]       data: adapter + path (files or folders), or a demo generator
+    [sampling]       plan (a sampling-plan TOML, see data/plans/README.md), seed
+    [blinding]       annotators (their names), seed
+    [annotation]     backend ("app"), simulate, simulated_panel {name = flip_prob}
+    [local_models]?  llama-server instance name for `local` judges and demo generators
+    [[judge]]        judge tables exactly as in a judges config (judges/spec.py)
+    [validation]     tie_policy, n_resamples, seed, level, weighted
+    [audit]?         judge, positive labels, model_field, judge_families, n_resamples, n_permutations
+    [gate]           policy (a policy TOML, see data/policies/README.md), judges
+    [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
+
+Problems are ``InputError`` naming the file, the key and what is allowed. The parsed
+study is a frozen pydantic model whose paths are absolute.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from samples.errors import InputError
+
+DEFAULT_SEED = 20261129
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StudyInfo(_Section):
+    name: str = Field(min_length=1, description="Short study name (shown by `accord status`).")
+    description: str = Field(default="", description="What the study is for.")
+
+
+class Source(_Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Source name; its files go to STUDY/ingest/NAME/.")
+    adapter: str = Field(description="Adapter reading the source (accord ingest --adapter), e.g. ise, responses.")
+    path: list[Path] = Field(default_factory=list, description="Input files or folders (relative to the study file).")
+    generate: Literal["demo-agent", "demo-closed-book"] | None = Field(
+        default=None, description="Demo fixture only: produce the input with the local models instead of reading `path`.")
+    fixture: Path | None = Field(default=None, description="Demo generators: instances.jsonl (demo-agent) or items.jsonl (demo-closed-book).")
+    items_per_category: int | None = Field(default=None, ge=1, description="Demo generators: first N fixture items per EHQ category (all when absent).")
+    max_turns: int = Field(default=3, ge=1, description="demo-agent: turns before a run is truncated.")
+    max_tokens: int = Field(default=96, ge=1, description="Demo generators: output tokens per model call.")
+    models: list[str] = Field(default_factory=lambda: ["smollm2", "gemma3-270m"],
+                              description="Demo generators: server model names (apps.demo.agent.DEMO_MODELS).")
+    options: dict[str, str] = Field(default_factory=dict, description="Adapter options (accord ingest --option).")
+    kinds: list[str] | None = Field(default=None, description="Unit kinds to cut (default: every kind a record supports).")
+    metadata_strata: list[str] = Field(default_factory=list, description="Metadata keys offered as unit strata.")
+    skip_bad: bool = Field(default=False, description="Skip bad records (listed in the manifest) instead of stopping.")
+
+    def model_post_init(self, _: Any) -> None:
+        if (self.generate is None) == (not self.path):
+            raise ValueError("give exactly one of path (input files) or generate (a demo generator)")
+        if self.generate is not None and self.fixture is None:
+            raise ValueError(f"generate = {self.generate!r} needs fixture (the demo fixture file)")
+
+
+class Sampling(_Section):
+    plan: Path = Field(description="Sampling plan TOML (accord sample --plan).")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, description="Sampling seed.")
+
+
+class Blinding(_Section):
+    annotators: list[str] = Field(min_length=1, description="Annotator names; each gets a seeded task order.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, description="Seed of task ids and orders.")
+
+
+class Annotation(_Section):
+    backend: Literal["app"] = Field(default="app", description="Where people label: the coding app's store.")
+    simulate: bool = Field(default=False, description="Let the simulated panel label (demo only; never human labels).")
+    simulated_panel: dict[str, float] = Field(
+        default_factory=dict, description="Simulated annotator name -> label-flip probability (apps/demo/panel.py).")
+    panel_seed: int = Field(default=DEFAULT_SEED, description="Seed of the simulated panel's draws.")
+
+
+class LocalModels(_Section):
+    server_name: str = Field(default="llama-server", description="llama-server instance (.run/NAME.pid) to use or start.")
+    parallel: int = Field(default=4, ge=1, description="Concurrent slots per model when accord starts the server.")
+    ctx_size: int = Field(default=8192, ge=512, description="Context per model when accord starts the server.")
+
+
+class Validation(_Section):
+    tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] = Field(
+        description="Human-majority ties (accord validate --tie-policy).")
+    n_resamples: int = Field(ge=100, description="Cluster-bootstrap resamples.")
+    seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
+    level: float = Field(gt=0, lt=1, description="Confidence level.")
+    weighted: bool = Field(default=False, description="Reweight by 1/inclusion probability.")
+
+
+class Audit(_Section):
+    judge: str = Field(description="The judge audited (a [[judge]] name).")
+    positive: list[str] = Field(min_length=1, description="Labels the audited score counts.")
+    model_field: str = Field(default="backbone", description="Stratum naming the evaluated model.")
+    judge_families: dict[str, str] = Field(default_factory=dict, description="Judge name -> model family.")
+    tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] = Field(description="Human-majority ties.")
+    n_resamples: int = Field(ge=100, description="Cluster-bootstrap resamples.")
+    n_permutations: int = Field(ge=100, description="Random permutations when exact enumeration is infeasible.")
+    seed: int = Field(default=DEFAULT_SEED, description="Seed.")
+    level: float = Field(gt=0, lt=1, description="Confidence level.")
+
+
+class Gate(_Section):
+    policy: Path = Field(description="Gate policy TOML (accord gate --policy).")
+    judges: list[str] = Field(default_factory=list, description="Judges to gate (default: the policy's, else every judge).")
+
+
+class Score(_Section):
+    identify_judge: str = Field(description="Judge over identify_trajectory units.")
+    escalate_judge: str = Field(description="Judge over escalate_final units.")
+    correctness_judge: str | None = Field(default=None, description="Judge over correctness units.")
+    correctness_field: str | None = Field(default=None, description="Or: Trajectory.metadata field with c_i.")
+    force: bool = Field(default=False, description="Score without an accepted verdict (stamped UNACCEPTED).")
+    tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] | None = Field(
+        default=None, description="Human-majority ties for the corrections (default: the gate policy's).")
+    n_resamples: int = Field(ge=100, description="Bootstrap resamples per rate.")
+    seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
+    level: float = Field(gt=0, lt=1, description="Confidence level.")
+
+    def model_post_init(self, _: Any) -> None:
+        if (self.correctness_judge is None) == (self.correctness_field is None):
+            raise ValueError("give exactly one of correctness_judge or correctness_field")
+
+
+class StudyFile(_Section):
+    """The parsed study file; ``path`` is the file itself, every other path is absolute."""
+
+    path: Path = Field(description="The study file (set by load_study_file, not written in it).")
+    study: StudyInfo
+    output: Path = Field(description="Study folder every stage writes into.")
+    source: list[Source] = Field(min_length=1, description="[[source]] tables.")
+    sampling: Sampling
+    blinding: Blinding
+    annotation: Annotation
+    local_models: LocalModels = Field(default_factory=LocalModels)
+    judge: list[dict[str, Any]] = Field(min_length=1, description="[[judge]] tables (judges/spec.py fields).")
+    validation: Validation
+    audit: Audit | None = None
+    gate: Gate
+    score: Score | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _unique_sources(cls, sources: list[Source]) -> list[Source]:
+        names = [s.name for s in sources]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"source names must be unique; repeated: {repeated}")
+        return sources
+
+    def judge_specs(self) -> list[Any]:
+        """The validated judges (judges.spec.JudgeSpec), prompt files resolved against the study folder."""
+        from judges.spec import build_judge
+
+        specs = []
+        for index, table in enumerate(self.judge, start=1):
+            data = dict(table)
+            prompt = data.get("prompt")
+            if isinstance(prompt, str) and (prompt.endswith(".toml") or "/" in prompt):
+                data["prompt"] = str(self.path.parent / prompt)
+            specs.append(build_judge(data, where=f"{self.path} [[judge]] #{index}"))
+        names = [s.name for s in specs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise InputError(f"{self.path}: [[judge]] names must be unique; repeated: {repeated}")
+        return specs
+
+    def judge_names(self) -> list[str]:
+        return [s.name for s in self.judge_specs()]
+
+
+def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model that owns the key at ``loc`` (for listing the allowed keys)."""
+    model: Any = StudyFile
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        annotation = field.annotation
+        for candidate in getattr(annotation, "__args__", ()) or (annotation,):
+            inner = getattr(candidate, "__args__", (candidate,))
+            found = next((c for c in (candidate, *inner) if isinstance(c, type) and issubclass(c, BaseModel)), None)
+            if found is not None:
+                model = found
+                break
+        else:
+            return None
+    return model
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            parts[-1] = f"{parts[-1]}[{part}]" if parts else f"[{part}]"
+        else:
+            parts.append(str(part))
+    return ".".join(parts) or "(file)"
+
+
+def _problem(error: dict[str, Any]) -> str:
+    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    key = _where(loc)
+    if error["type"] == "extra_forbidden":
+        owner = _section_model(loc)
+        allowed = sorted(n for n in owner.model_fields if n != "path") if owner else []
+        return f"unknown key '{key}'; allowed here: {allowed}"
+    if error["type"] == "missing":
+        return f"missing {'section' if len(loc) == 1 else 'key'} '{key}'"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"key '{key}': {message}"
+
+
+def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Study-relative paths made absolute; the checks that they exist come after parsing."""
+    data = dict(data)
+    if isinstance(data.get("output"), str):
+        data["output"] = (base / data["output"]).resolve()
+    for section, key in (("sampling", "plan"), ("gate", "policy")):
+        table = data.get(section)
+        if isinstance(table, dict) and isinstance(table.get(key), str):
+            data[section] = {**table, key: base / table[key]}
+    sources = data.get("source")
+    if isinstance(sources, list):
+        fixed = []
+        for table in sources:
+            if isinstance(table, dict):
+                table = dict(table)
+                if isinstance(table.get("path"), str):
+                    table["path"] = [table["path"]]
+                if isinstance(table.get("path"), list):
+                    table["path"] = [base / p if isinstance(p, str) else p for p in table["path"]]
+                if isinstance(table.get("fixture"), str):
+                    table["fixture"] = base / table["fixture"]
+            fixed.append(table)
+        data["source"] = fixed
+    return data
+
+
+def _check_paths(study: StudyFile) -> list[str]:
+    problems = []
+    for key, path in (("sampling.plan", study.sampling.plan), ("gate.policy", study.gate.policy)):
+        if not path.is_file():
+            problems.append(f"key '{key}': file {path} not found")
+    for index, source in enumerate(study.source):
+        for path in source.path:
+            if not path.exists():
+                problems.append(f"key 'source[{index}].path': {path} not found (a file or folder)")
+        if source.fixture is not None and not source.fixture.is_file():
+            problems.append(f"key 'source[{index}].fixture': file {source.fixture} not found")
+    if study.output.exists() and not study.output.is_dir():
+        problems.append(f"key 'output': {study.output} exists and is not a folder")
+    return problems
+
+
+def _check_names(study: StudyFile) -> list[str]:
+    """Cross-references: judges named in audit/gate/score exist; the panel matches the annotators."""
+    problems = []
+    names = study.judge_names()
+    refs = [("gate.judges", j) for j in study.gate.judges]
+    if study.audit is not None:
+        refs.append(("audit.judge", study.audit.judge))
+    if study.score is not None:
+        refs += [(f"score.{k}", getattr(study.score, k)) for k in ("identify_judge", "escalate_judge", "correctness_judge")
+                 if getattr(study.score, k)]
+    for key, name in refs:
+        if name not in names:
+            problems.append(f"key '{key}': judge {name!r} is not a [[judge]] name; judges: {names}")
+    panel = study.annotation.simulated_panel
+    if panel and sorted(panel) != sorted(study.blinding.annotators):
+        problems.append(f"key 'annotation.simulated_panel': names {sorted(panel)} must be the blinding annotators "
+                        f"{sorted(study.blinding.annotators)}")
+    if study.annotation.simulate and not panel:
+        problems.append("key 'annotation.simulate': true needs annotation.simulated_panel {name = flip_prob}")
+    for name, prob in panel.items():
+        if not 0 <= prob < 1:
+            problems.append(f"key 'annotation.simulated_panel.{name}': flip probability {prob!r}; expected 0 <= p < 1")
+    return problems
+
+
+def load_study_file(path: str | Path, *, output: str | Path | None = None) -> StudyFile:
+    """Parse and validate a study file; ``output`` overrides its output folder."""
+    path = Path(path).resolve() if Path(path).exists() else Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a study file (study.toml)")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: study file not found") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{path}: invalid TOML ({error})") from None
+    if "path" in data:
+        raise InputError(f"{path}: unknown key 'path' at the top level")
+    data = _resolve(path.parent, data)
+    if output is not None:
+        data["output"] = Path(output).resolve()
+    try:
+        study = StudyFile.model_validate({**data, "path": path})
+    except ValidationError as error:
+        raise InputError(f"{path}: invalid study file", problems=[_problem(e) for e in error.errors()]) from None
+    problems = _check_paths(study) + _check_names(study)
+    if problems:
+        raise InputError(f"{path}: invalid study file", problems=problems)
+    return study
