@@ -82,7 +82,9 @@ def fmt_ci(block: dict[str, Any] | None, *, percent: bool = False, low: str = "c
 
 
 def _result_ci(result: dict[str, Any]) -> dict[str, Any]:
-    """An agreement result's statistic with its percentile (else t) interval."""
+    """An agreement result's statistic with its percentile (else t) interval (brief results pass through)."""
+    if "ci_low" in result:
+        return result
     ci = result.get("ci_percentile") or result.get("ci_t") or [None, None]
     return {"statistic": result.get("statistic"), "ci_low": ci[0], "ci_high": ci[1],
             "undefined_reason": result.get("undefined_reason")}

@@ -209,6 +209,17 @@ def write_result(path: Path, body: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any) -> dict[str, Any]:
+    """Write a command's result file and print it: JSON with --json, else ``text(clean)`` and the path."""
+    clean = write_result(path, body)
+    if as_json:
+        print(json.dumps(clean, indent=2, sort_keys=True))
+    else:
+        print(text(clean))
+        print(f"\nwrote {path}")
+    return clean
+
+
 def status(message: str) -> Any:
     """A rich spinner on stderr for long work (stdout stays clean for --json)."""
     from rich.console import Console

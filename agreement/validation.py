@@ -110,12 +110,13 @@ class ValidationResult:
 
 
 def section_to_dict(section: Section, level: float) -> dict[str, Any]:
-    from agreement.panels import _pair_to_dict
-
     body = report_to_dict(section.report, level=level)
-    body["subgroup_judge_pairs"] = [{"subgroup": t.subgroup, "n_units": t.n_units,
-                                     "pairs": [_pair_to_dict(p, level) for p in t.pairs]}
-                                    for t in section.subgroup_pairs]
+    body["subgroup_judge_pairs"] = [
+        {"subgroup": t.subgroup, "n_units": t.n_units,
+         "pairs": [{"rater_a": p.rater_a, "rater_b": p.rater_b, "n_units": p.n_units,
+                    "disagreements": [{"a": a, "b": b, "count": c} for a, b, c in p.disagreements()],
+                    "results": {k: _result_brief(v, level) for k, v in p.results.items()}} for p in t.pairs]}
+        for t in section.subgroup_pairs]
     body["baselines"] = {
         judge: {name: {"accuracy": _num(r.accuracy), "macro_f1": _num(r.macro_f1),
                        "results": {k: _result_brief(v, level) for k, v in r.agreement.results.items()},

@@ -116,7 +116,7 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
     columns = st.columns(len(labels))
     for number, (column, label) in enumerate(zip(columns, labels, strict=True), start=1):
         column.button(
-            label, key=f"choose:{key}:{label}", shortcut=str(number), on_click=choose, args=(label,),
+            label, key=f"choose:{session.label_role}:{number}", shortcut=str(number), on_click=choose, args=(label,),
             type="primary" if chosen == label else "secondary", width="stretch",
         )
     if task.kind in IDENTIFY_KINDS:
@@ -131,15 +131,18 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
 
     def submit() -> None:
         label = state[f"label:{key}"]
-        first_turn = state.get(f"first:{key}")
+        first_turn = state.get(f"first:{key}") if label == "yes" else None
+        unsure, note = state[f"unsure:{key}"], state[f"note:{key}"]
         if label is None:
             flash("error", "Choose a label first (click it or press its number).")
+            return
+        if current is not None and (current.label, current.first_turn, current.unsure, current.note) == (label, first_turn, unsure, note):
+            flash("success", f"Already saved as '{label}'; nothing changed.")
             return
         try:
             result = session.submit(
                 task.task_id, label, base_revision=base_revision,
-                first_turn=first_turn if label == "yes" else None,
-                unsure=state[f"unsure:{key}"], note=state[f"note:{key}"],
+                first_turn=first_turn, unsure=unsure, note=note,
                 seconds_spent=round(time.monotonic() - state[f"t0:{key}"], 3),
             )
         except InputError as error:
@@ -150,7 +153,9 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
             state_key, count = advance
             state[state_key] = min(state[state_key] + 1, count - 1)
 
-    st.button("Submit", key=f"submit:{key}", type="primary", shortcut="S", on_click=submit)
+    # Widgets with shortcuts keep one key for the whole session: the browser binds a
+    # shortcut per key combination, and replacing the widget can drop the new binding.
+    st.button("Submit", key=f"submit:{session.label_role}", type="primary", shortcut="S", on_click=submit)
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):
             for revision in reversed(history):

@@ -340,8 +340,9 @@ def _instructions(ctx: Context, missing: dict[str, int]) -> str:
              "  1. give each annotator a token (once):  " + "; ".join(
                  f"accord annotators add {name} --study {root}" for name in sorted(missing)),
              f"  2. start the coding app:                 accord app --study {root}",
-             f"  3. when everyone has finished, run again: accord run {study}",
-             f"  (or let the simulated panel label:       accord run {study} --simulate-annotators)"]
+             f"  3. when everyone has finished, run again: accord run {study}"]
+    if ctx.study.annotation.simulated_panel:
+        lines.append(f"  (or let the simulated panel label:       accord run {study} --simulate-annotators)")
     return "\n".join(lines)
 
 
@@ -547,7 +548,7 @@ def run_study(ctx: Context) -> RunResult:
                 _write_state(root, state)
                 done.append({"stage": stage.name, "status": "waiting", "summary": outcome.summary, "seconds": seconds})
                 waiting = outcome.waiting
-                ctx.console.print(f"[bold yellow]{outcome.waiting}[/]")
+                ctx.console.print(outcome.waiting, style="bold yellow", soft_wrap=True, markup=False)
                 break
             fingerprint = sha256_hex(stage.material(ctx)) if stage.name == "annotate" else fingerprint
             state["stages"][stage.name] = {
@@ -567,3 +568,88 @@ def run_study(ctx: Context) -> RunResult:
 def _brief(summary: dict[str, Any]) -> str:
     parts = [f"{k}={v}" for k, v in summary.items() if isinstance(v, (int, float, str)) and k not in ("notice",)]
     return ", ".join(parts)[:160]
+
+
+# --- status -------------------------------------------------------------------------------------
+
+
+def _count_by(path: Path, field_name: str) -> dict[str, int]:
+    from collections import Counter
+
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    if not path.is_file():
+        return {}
+    return dict(sorted(Counter(str(decode_json_line(line).get(field_name)) for _, line in iter_jsonl_lines(path)).items()))
+
+
+def _labels_status(ctx: Context) -> dict[str, Any]:
+    from apps.demo.panel import SIMULATED_NOTICE
+
+    body: dict[str, Any] = {"tasks": 0, "annotators": {}, "simulated": False, "notice": None}
+    if not ctx.path(STORE).is_file():
+        return body
+    from annotate.store import Store
+
+    store = Store.open(ctx.path(STORE))
+    try:
+        orders = store.orders()
+        labels = store.labels(role="independent")
+        body["tasks"] = store.n_tasks()
+    finally:
+        store.close()
+    for name in sorted(set(orders) | {row.annotator for row in labels}):
+        mine = [row for row in labels if row.annotator == name]
+        body["annotators"][name] = {"assigned": len(orders.get(name, [])), "labelled": len(mine),
+                                    "backends": sorted({row.backend for row in mine})}
+    if any(row.backend == "simulated" for row in labels):
+        body.update(simulated=True, notice=SIMULATED_NOTICE)
+    return body
+
+
+def _judges_status(ctx: Context) -> dict[str, Any]:
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    runs = 0
+    if ctx.path("judges/runs.jsonl").is_file():
+        runs = sum(1 for _, line in iter_jsonl_lines(ctx.path("judges/runs.jsonl")) if decode_json_line(line).get("event") == "end")
+    per_judge: dict[str, dict[str, int]] = {}
+    if ctx.path("judges/labels.jsonl").is_file():
+        for _, line in iter_jsonl_lines(ctx.path("judges/labels.jsonl")):
+            row = decode_json_line(line)
+            counts = per_judge.setdefault(row["judge"], {"rows": 0, "ok": 0, "unscored": 0})
+            counts["rows"] += 1
+            counts["ok" if row.get("parse_status") == "ok" else "unscored"] += 1
+    return {"runs": runs, "labels": dict(sorted(per_judge.items()))}
+
+
+def study_status(study: StudyFile) -> dict[str, Any]:
+    """Where the study stands, computed from its folder without running anything."""
+    from rich.console import Console
+
+    ctx = Context(study=study, console=Console(stderr=True), simulate=study.annotation.simulate)
+    root = ctx.root
+    state = read_state(root) if root.is_dir() else {"version": STATE_VERSION, "stages": {}}
+    stages = []
+    for stage in build_stages(study):
+        _, current = stage_status(ctx, stage, state)
+        recorded = state["stages"].get(stage.name, {})
+        stages.append({"stage": stage.name, "state": current, "seconds": recorded.get("seconds"),
+                       "finished_at": recorded.get("finished_at"), "summary": recorded.get("summary")})
+    verdict = None
+    if ctx.path("gate/verdict.json").is_file():
+        document = json.loads(ctx.path("gate/verdict.json").read_text(encoding="utf-8"))
+        verdict = {"verdict": document["verdict"], "policy": document["policy"]["name"],
+                   "judges": {j: v["verdict"] for j, v in document["judges"].items()}, "simulated": document["simulated"]}
+    labels = _labels_status(ctx)
+    missing = {name: row["assigned"] - row["labelled"] for name, row in labels["annotators"].items()
+               if row["assigned"] > row["labelled"]}
+    return {
+        "study": study.study.name, "study_file": str(study.path), "output": str(root), "stages": stages,
+        "units": {"total": sum(_count_by(ctx.path("units.jsonl"), "kind").values()),
+                  "by_kind": _count_by(ctx.path("units.jsonl"), "kind")},
+        "sample": {"sampled": sum(_count_by(ctx.path("sample/sample.jsonl"), "kind").values()),
+                   "by_kind": _count_by(ctx.path("sample/sample.jsonl"), "kind")},
+        "labels": labels, "judges": _judges_status(ctx), "verdict": verdict,
+        "waiting": _instructions(ctx, missing) if missing else None,
+    }

@@ -231,7 +231,7 @@ def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
     for section, key in (("sampling", "plan"), ("gate", "policy")):
         table = data.get(section)
         if isinstance(table, dict) and isinstance(table.get(key), str):
-            data[section] = {**table, key: base / table[key]}
+            data[section] = {**table, key: (base / table[key]).resolve()}
     sources = data.get("source")
     if isinstance(sources, list):
         fixed = []
@@ -241,9 +241,9 @@ def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(table.get("path"), str):
                     table["path"] = [table["path"]]
                 if isinstance(table.get("path"), list):
-                    table["path"] = [base / p if isinstance(p, str) else p for p in table["path"]]
+                    table["path"] = [(base / p).resolve() if isinstance(p, str) else p for p in table["path"]]
                 if isinstance(table.get("fixture"), str):
-                    table["fixture"] = base / table["fixture"]
+                    table["fixture"] = (base / table["fixture"]).resolve()
             fixed.append(table)
         data["source"] = fixed
     return data

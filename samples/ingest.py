@@ -10,19 +10,19 @@ field, what was expected). Skipped records are counted and listed in the manifes
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from samples.adapters import BadRecord, get_adapter
-from samples.adapters.base import LineAdapter
+from samples.adapters.base import LineAdapter, Row, RowAdapter
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.jsonl import atomic_writer, iter_jsonl_lines, record_bytes, write_json
+from samples.jsonl import atomic_writer, iter_jsonl_lines, record_bytes, row_bytes, write_json
 from samples.records import UNIT_KINDS, Trajectory
-from samples.units import cut_units
+from samples.units import unit_rows
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 UNITS_FILE = "units.jsonl"
@@ -50,29 +50,45 @@ class IngestResult:
         }
 
 
-Converted = tuple[str, str | None, str | None, bytes | None, list[tuple[str, bytes]], list[tuple[str, str]]]
-"""(where, problem, trajectory id, trajectory line, [(unit kind, unit line)], [(kind, reason not cut)])."""
+Converted = tuple[str, str | None, str | None, bytes | None, bytes, list[str], list[tuple[str, str]]]
+"""(where, problem, trajectory id, trajectory line, unit lines, [unit kind per line], [(kind, reason not cut)])."""
 
 _CHUNK_BYTES = 1 << 20
 
 
-def _convert(where: str, item: Trajectory | BadRecord, kinds: Sequence[str] | None,
+def _convert(where: str, item: Row | Trajectory | BadRecord, kinds: Sequence[str] | None,
              metadata_strata: Sequence[str]) -> Converted:
     if isinstance(item, BadRecord):
-        return where, str(item), None, None, [], []
+        return where, str(item), None, None, b"", [], []
+    if isinstance(item, Trajectory):
+        trajectory_id, line = item.id, record_bytes(item)
+    else:
+        trajectory_id, line = item["id"], row_bytes(item)
     if kinds is None:
-        return where, None, item.id, record_bytes(item), [], []
-    units, skips = cut_units(item, kinds, metadata_strata=metadata_strata)
-    return (where, None, item.id, record_bytes(item), [(u.kind, record_bytes(u)) for u in units],
+        return where, None, trajectory_id, line, b"", [], []
+    units, skips = unit_rows(item.model_dump() if isinstance(item, Trajectory) else item, kinds,
+                             metadata_strata=metadata_strata)
+    return (where, None, trajectory_id, line, b"".join([row_bytes(u) for u in units]), [u["kind"] for u in units],
             [(s.kind, s.reason) for s in skips])
+
+
+def _line_converter(reader: LineAdapter) -> Callable[..., Row | Trajectory | BadRecord]:
+    """Rows where the adapter gives them (no model instances), else Trajectories."""
+    return reader.convert_row if isinstance(reader, RowAdapter) else reader.convert_line
+
+
+def _convert_lines(reader: LineAdapter, path: Path, options: dict, numbered: Iterable[tuple[int, bytes]],
+                   kinds: Sequence[str] | None, metadata_strata: Sequence[str]) -> Iterator[Converted]:
+    convert_line = _line_converter(reader)
+    for number, line in numbered:
+        where = f"{path}:{number}"
+        yield _convert(where, convert_line(path, options, where, line), kinds, metadata_strata)
 
 
 def _convert_chunk(job: tuple) -> list[Converted]:
     """Worker: convert a chunk of JSONL lines (runs in a child process)."""
     adapter, path, options, numbered, kinds, metadata_strata = job
-    reader = get_adapter(adapter)
-    return [_convert(f"{path}:{n}", reader.convert_line(Path(path), options, f"{path}:{n}", line), kinds, metadata_strata)
-            for n, line in numbered]
+    return list(_convert_lines(get_adapter(adapter), Path(path), options, numbered, kinds, metadata_strata))
 
 
 def _chunks(path: Path) -> Iterator[list[tuple[int, bytes]]]:
@@ -136,16 +152,19 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
     read = 0
 
     def records(path: Path) -> Iterator[Converted]:
-        if workers > 1 and isinstance(reader, LineAdapter) and path.suffix.lower() in (".jsonl", ".ndjson"):
+        if isinstance(reader, LineAdapter) and path.suffix.lower() in (".jsonl", ".ndjson"):
             reader.check(options)
-            return _parallel(path, adapter, options, kinds, metadata_strata, workers)
+            if workers > 1:
+                return _parallel(path, adapter, options, kinds, metadata_strata, workers)
+            if isinstance(reader, RowAdapter):
+                return _convert_lines(reader, path, options, iter_jsonl_lines(path), kinds, metadata_strata)
         return (_convert(where, item, kinds, metadata_strata) for where, item in reader.locate(path, options))
 
     with ExitStack() as stack:
         trajectories_out = stack.enter_context(atomic_writer(out_dir / TRAJECTORIES_FILE))
         units_out = stack.enter_context(atomic_writer(out_dir / UNITS_FILE)) if kinds is not None else None
         for path in paths:
-            for where, problem, trajectory_id, line, units, skips in records(path):
+            for where, problem, trajectory_id, line, unit_lines, unit_kinds, skips in records(path):
                 read += 1
                 if progress is not None and read % 1000 == 0:
                     progress(read)
@@ -160,9 +179,8 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                     trajectories_out.write(line)
                     count += 1
                     if units_out is not None:
-                        for kind, unit_line in units:
-                            units_out.write(unit_line)
-                            units_by_kind[kind] += 1
+                        units_out.write(unit_lines)
+                        units_by_kind.update(unit_kinds)
                         for kind, reason in skips:
                             skipped.setdefault(kind, Counter())[reason] += 1
         if progress is not None:

@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import msgspec
 from pydantic import BaseModel
+from pydantic_core import to_json
 
 from samples.canonical import canonical_json
 from samples.errors import InputError
@@ -34,6 +36,20 @@ def record_bytes(record: BaseModel | dict[str, Any]) -> bytes:
     return canonical_json(record) + b"\n"
 
 
+def row_bytes(row: dict[str, Any]) -> bytes:
+    """A model's JSONL line from a plain dict holding its fields in schema order.
+
+    Byte-identical to ``record_bytes(Model.model_validate(row))`` (the same Rust
+    serializer, NaN/inf as null like a model) when the row is valid by
+    construction; skipping the model instances makes ingest several times faster.
+    """
+    return to_json(row, inf_nan_mode="null") + b"\n"
+
+
+_BUFFER = 1 << 20
+"""Read and write buffer: a record is a few KB, so the default 8 KB means a system call per record."""
+
+
 def _default_mode() -> int:
     """0666 minus the process umask: what ``open(path, "w")`` would have given."""
     umask = os.umask(0)
@@ -46,7 +62,8 @@ def atomic_writer(path: str | Path, *, mode: int | None = None) -> Iterator[IO[b
     """Write ``path`` through a temporary sibling renamed into place on success only."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
+                                         buffering=_BUFFER)
     try:
         with handle:
             os.chmod(handle.name, _default_mode() if mode is None else mode)
@@ -78,7 +95,7 @@ def iter_jsonl_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, raw bytes) of every non-blank line."""
     path = Path(path)
     try:
-        handle = open(path, "rb")
+        handle = open(path, "rb", buffering=_BUFFER)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -89,8 +106,23 @@ def iter_jsonl_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
+_DECODER = msgspec.json.Decoder()
+
+
 def decode_json_line(line: bytes) -> Any:
-    """Parse one JSONL line; ValueError with a readable reason (UTF-8 or JSON)."""
+    """Parse one JSONL line; ValueError with a readable reason (UTF-8 or JSON).
+
+    msgspec parses about 2.5x faster than ``json.loads`` (0.18 s vs 0.45 s CPU on
+    64 MB of trajectories; orjson and pydantic-core's ``from_json`` were slower
+    than ``json.loads`` there). What msgspec accepts, ``json.loads`` accepts with
+    equal values (duplicate keys, big integers, float rounding: tests/samples);
+    anything it refuses (NaN, lone surrogates, bad UTF-8, bad JSON) goes through
+    ``json.loads``, which keeps the stdlib's reading and its error messages.
+    """
+    try:
+        return _DECODER.decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        pass
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -33,15 +33,19 @@ Unit texts:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from samples.canonical import sha256_hex
+from samples.canonical import canonical_json
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
 
 NON_AGENT_ROLES = frozenset({"user", "system", "tool"})
+_ARGUMENTS_JSON = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(arguments, ensure_ascii=False)`` without building an encoder per call."""
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _STRAY_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 
@@ -54,7 +58,20 @@ def strip_think(text: str | None) -> str:
 
 
 def unit_id(trajectory_id: str, kind: str, focus_turn: int | None = None) -> str:
-    return "u_" + sha256_hex([trajectory_id, kind, focus_turn])[:20]
+    """``"u_"`` + the first 20 hex digits of ``sha256_hex([trajectory_id, kind, focus_turn])``."""
+    return _unit_id(_id_prefix(trajectory_id), kind, focus_turn)
+
+
+def _id_prefix(trajectory_id: str) -> bytes:
+    """The canonical JSON of ``[trajectory_id, ...`` up to the kind: encoded once per trajectory."""
+    return canonical_json([trajectory_id])[:-1]
+
+
+def _unit_id(prefix: bytes, kind: str, focus_turn: int | None) -> str:
+    # Completes the canonical JSON by hand (a kind is a plain identifier, a focus turn an int
+    # or null): a unit id per unit made json.dumps the largest cost of cutting units.
+    tail = b',"%s",%s]' % (kind.encode(), b"null" if focus_turn is None else b"%d" % focus_turn)
+    return "u_" + hashlib.sha256(prefix + tail).hexdigest()[:20]
 
 
 def is_turn(step: Step) -> bool:
@@ -62,18 +79,27 @@ def is_turn(step: Step) -> bool:
 
 
 def render_turn(number: int, step: Step) -> str:
-    header = f"[turn {number}]" if step.role == "assistant" else f"[turn {number}] ({step.role})"
-    lines = [header]
-    if step.reasoning and step.reasoning.strip():
-        reasoning = step.reasoning.strip()
+    return _render(number, step.model_dump())
+
+
+def _render(number: int, step: Mapping[str, Any]) -> str:
+    """``render_turn`` on a Step's fields (a plain dict: ingest cuts units without model instances)."""
+    role = step["role"]
+    lines = [f"[turn {number}]" if role == "assistant" else f"[turn {number}] ({role})"]
+    reasoning = step["reasoning"]
+    if reasoning and reasoning.strip():
+        reasoning = reasoning.strip()
         lines.append(reasoning if "<think>" in reasoning.lower() else f"<think>{reasoning}</think>")
-    if step.text and step.text.strip():
-        lines.append(step.text.strip())
-    for call in step.tool_calls:
-        arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
-        lines.append(f"[tool call] {call.name} {arguments}")
-        result = "(no result recorded)" if call.result is None else call.result
-        lines.append(f"[tool result] {'[tool failed] ' if call.success is False else ''}{result}")
+    text = step["text"]
+    if text and text.strip():
+        lines.append(text.strip())
+    for call in step["tool_calls"]:
+        arguments = call["arguments"]
+        if not isinstance(arguments, str):
+            arguments = _ARGUMENTS_JSON(arguments)
+        lines.append(f"[tool call] {call['name']} {arguments}")
+        result = "(no result recorded)" if call["result"] is None else call["result"]
+        lines.append(f"[tool result] {'[tool failed] ' if call['success'] is False else ''}{result}")
     return "\n".join(lines)
 
 
@@ -96,38 +122,45 @@ class Skip:
     reason: str
 
 
-def strata_of(trajectory: Trajectory, metadata_strata: Sequence[str] = ()) -> dict[str, str]:
-    strata = {field: str(getattr(trajectory, field)) for field in STRATUM_FIELDS}
-    for key in metadata_strata:
-        value = trajectory.metadata.get(key)
-        strata[key] = "(missing)" if value is None else str(value)
-    return strata
-
-
 _LABEL_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward")
 
 
 def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
               metadata_strata: Sequence[str] = ()) -> tuple[list[Unit], list[Skip]]:
     """Every unit of the requested kinds that the trajectory supports, and the skips."""
+    rows, skips = unit_rows(trajectory.model_dump(), kinds, metadata_strata=metadata_strata)
+    return [Unit.model_validate(r) for r in rows], skips
+
+
+def unit_rows(trajectory: Mapping[str, Any], kinds: Iterable[str] = UNIT_KINDS, *,
+              metadata_strata: Sequence[str] = ()) -> tuple[list[dict[str, Any]], list[Skip]]:
+    """``cut_units`` on a Trajectory's fields, giving Unit rows (plain dicts in the Unit field
+    order, valid by construction) for ``samples.jsonl.row_bytes``."""
     kinds = tuple(kinds)
     unknown = [k for k in kinds if k not in UNIT_KINDS]
     if unknown:
         raise ValueError(f"cut_units: kinds {unknown} are not unit kinds; allowed: {list(UNIT_KINDS)}")
-    tid = trajectory.id
-    strata = strata_of(trajectory, metadata_strata)
-    labels = {k: trajectory.metadata[k] for k in _LABEL_KEYS if k in trajectory.metadata}
-    reference = {"references": list(trajectory.references), **labels}
-    steps = [s for s in trajectory.steps if is_turn(s)]
-    turns = numbered_turns(trajectory)
-    final = next((s for s in reversed(trajectory.steps) if s.is_final), None)
-    final_text = strip_think(final.text) if final is not None else ""
-    units: list[Unit] = []
+    tid = trajectory["id"]
+    id_prefix = _id_prefix(tid)
+    metadata = trajectory["metadata"]
+    strata = {field: str(trajectory[field]) for field in STRATUM_FIELDS}
+    for key in metadata_strata:
+        value = metadata.get(key)
+        strata[key] = "(missing)" if value is None else str(value)
+    labels = {k: metadata[k] for k in _LABEL_KEYS if k in metadata}
+    references = trajectory["references"]
+    reference = {"references": list(references), **labels}
+    all_steps = trajectory["steps"]
+    steps = [s for s in all_steps if s["role"] not in NON_AGENT_ROLES and not s["is_final"]]
+    turns = [_render(i, s) for i, s in enumerate(steps)]
+    final = next((s for s in reversed(all_steps) if s["is_final"]), None)
+    final_text = strip_think(final["text"]) if final is not None else ""
+    units: list[dict[str, Any]] = []
     skips: list[Skip] = []
 
     def add(kind: str, text: str, *, focus: int | None = None, shown: list[str] | None = None, extra: dict | None = None) -> None:
-        units.append(Unit(unit_id=unit_id(tid, kind, focus), trajectory_id=tid, kind=kind, text=text, turns=shown,
-                          focus_turn=focus, strata=strata, reference={**reference, **(extra or {})}))
+        units.append({"unit_id": _unit_id(id_prefix, kind, focus), "trajectory_id": tid, "kind": kind, "text": text,
+                      "turns": shown, "focus_turn": focus, "strata": strata, "reference": {**reference, **(extra or {})}})
 
     for kind in kinds:
         if kind in ("identify_trajectory", "identify_turn") and not turns:
@@ -136,18 +169,18 @@ def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
             add(kind, "\n\n".join(turns), shown=list(turns))
         elif kind == "identify_turn":
             for i, step in enumerate(steps):
-                extra: dict = {"step_index": step.index}
+                extra: dict = {"step_index": step["index"]}
                 if isinstance(labels.get("mistake_step"), int):
-                    extra["is_mistake_step"] = step.index == labels["mistake_step"]
+                    extra["is_mistake_step"] = step["index"] == labels["mistake_step"]
                 add(kind, turns[i], focus=i, extra=extra)
         elif kind in ("escalate_final", "correctness", "response") and not final_text:
-            reason = "truncated (no final answer)" if trajectory.truncated else "no final answer turn"
+            reason = "truncated (no final answer)" if trajectory["truncated"] else "no final answer turn"
             skips.append(Skip(trajectory_id=tid, kind=kind, reason=reason if final is None else "empty final answer"))
         elif kind == "escalate_final":
             add(kind, final_text)
         elif kind == "correctness":
-            if trajectory.references:
-                add(kind, correctness_text(trajectory.references, final_text))
+            if references:
+                add(kind, correctness_text(references, final_text))
             else:
                 skips.append(Skip(trajectory_id=tid, kind=kind, reason="no reference answers"))
         elif kind == "response":

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agreement.audit import audit, format_audit, read_audit_table
-    from agreement.study_io import labels_table, load_study, status, write_result
+    from agreement.study_io import labels_table, load_study, publish, status
     from agreement.validation import GateEvidence, audit_frame
     from samples.errors import InputError
 
@@ -81,12 +81,5 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise InputError(str(error)) from None
     body = {**result.to_dict(), "simulated": simulated}
-    clean = write_result(out, body)
-    if args.json:
-        import json
-
-        print(json.dumps(clean, indent=2, sort_keys=True))
-    else:
-        print(format_audit(result, simulated=simulated))
-        print(f"\nwrote {out}")
+    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=simulated))
     return 0

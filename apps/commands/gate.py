@@ -20,17 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agreement.gate import gate_study
-    from agreement.study_io import VERDICT, load_study, status, write_result
+    from agreement.study_io import VERDICT, load_study, publish, status
 
     study = load_study(args.study)
     with status(f"gating {study.root} under {args.policy} ..."):
         document, text = gate_study(study, args.policy, judges=args.judge)
-    clean = write_result(study.root / VERDICT, document)
-    if args.json:
-        import json
-
-        print(json.dumps(clean, indent=2, sort_keys=True))
-    else:
-        print(text)
-        print(f"\nwrote {study.root / VERDICT}")
+    publish(study.root / VERDICT, document, as_json=args.json, text=lambda _: text)
     return 0 if document["verdict"] == "ACCEPT" else 1

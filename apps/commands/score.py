@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agreement.scoring import GateRefusal, format_score, score_study
-    from agreement.study_io import status, write_result
+    from agreement.study_io import publish, status
     from samples.errors import InputError
 
     if args.n_resamples < 100:
@@ -49,13 +49,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)
         return 1
-    path = Path(args.study) / "score" / "score.json"
-    clean = write_result(path, document)
-    if args.json:
-        import json
-
-        print(json.dumps(clean, indent=2, sort_keys=True))
-    else:
-        print(format_score(clean))
-        print(f"\nwrote {path}")
+    publish(Path(args.study) / "score" / "score.json", document, as_json=args.json, text=format_score)
     return 0

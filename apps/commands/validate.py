@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.study_io import load_study, status, write_result
+    from agreement.study_io import load_study, publish, status
     from agreement.validation import format_validation, validate_study
     from samples.errors import InputError
 
@@ -38,13 +38,6 @@ def run(args: argparse.Namespace) -> int:
     with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
         result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted,
                                 n_resamples=args.n_resamples, seed=args.seed, level=args.level, judges=args.judge)
-    path = study.root / "validation" / "validation.json"
-    body = write_result(path, result.to_dict())
-    if args.json:
-        import json
-
-        print(json.dumps(body, indent=2, sort_keys=True))
-    else:
-        print(format_validation(result))
-        print(f"\nwrote {path}")
+    publish(study.root / "validation" / "validation.json", result.to_dict(), as_json=args.json,
+            text=lambda _: format_validation(result))
     return 0

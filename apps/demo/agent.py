@@ -75,10 +75,10 @@ class AgentConfig:
     """How the demo agent is run; every field is recorded in each trajectory's metadata."""
 
     max_turns: int = 3
-    max_tokens: int = 96
+    max_tokens: int = 64
     seed: int = DEFAULT_SEED
     concurrency: int = 4
-    timeout_s: float = 120.0
+    timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         for field in ("max_turns", "max_tokens", "concurrency"):
@@ -143,7 +143,7 @@ class _Client:
     async def chat(self, model: str, messages: list[dict[str, str]], *, max_tokens: int,
                    grammar: str | None = None) -> tuple[str, bool]:
         """(text, finished normally); connection problems become one clear InputError."""
-        from openai import APIConnectionError, APIStatusError
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
 
         extra: dict[str, Any] = {"cache_prompt": False}
         if grammar is not None:
@@ -154,6 +154,9 @@ class _Client:
                     model=model, messages=messages, temperature=0, max_tokens=max_tokens, seed=self.config.seed,
                     extra_body=extra,
                 )
+            except APITimeoutError:
+                raise InputError(f"model {model!r} at {self.base_url} gave no answer within timeout_s="
+                                 f"{self.config.timeout_s:g} s (a busy machine: raise AgentConfig.timeout_s)") from None
             except APIConnectionError:
                 raise InputError(f"no model server at {self.base_url}: start it with `accord judges serve`") from None
             except APIStatusError as error:

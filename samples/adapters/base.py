@@ -32,6 +32,9 @@ class BadRecord:
 
 
 Item = Trajectory | BadRecord
+Row = dict[str, Any]
+"""A Trajectory as a plain dict of its fields in the model's order, valid by construction
+(serialised by ``samples.jsonl.row_bytes`` byte-identically to the model)."""
 
 
 @runtime_checkable
@@ -69,6 +72,15 @@ class LineAdapter(Adapter, Protocol):
     def check(self, options: Mapping[str, str]) -> None: ...
 
     def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item: ...
+
+
+@runtime_checkable
+class RowAdapter(LineAdapter, Protocol):
+    """A line adapter that can also give each JSONL record as a ``Row`` (or a ``Trajectory``,
+    e.g. when only the model can name the problem): ingest then builds no model instances,
+    which are most of the cost of converting a record."""
+
+    def convert_row(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Row | Item: ...
 
 
 class FieldProblem(ValueError):
@@ -172,7 +184,7 @@ def result_text(value: Any) -> str | None:
 _CONVERSION_ERRORS = (FieldProblem, ValidationError, TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 
-def convert(where: str, build: Callable[[Any], Trajectory], raw: Any) -> Item:
+def convert(where: str, build: Callable[[Any], Row | Trajectory], raw: Any) -> Row | Item:
     """Run one record's conversion; a problem becomes a BadRecord, never an exception."""
     try:
         if not isinstance(raw, dict):
@@ -223,7 +235,7 @@ def iter_source(path: Path) -> Iterator[tuple[str, Any]]:
         yield str(path), document
 
 
-def line_item(where: str, line: bytes, build: Callable[[Any], Trajectory]) -> Item:
+def line_item(where: str, line: bytes, build: Callable[[Any], Row | Trajectory]) -> Row | Item:
     """One JSONL line through ``build``: undecodable lines become a BadRecord too."""
     try:
         raw = decode_json_line(line)

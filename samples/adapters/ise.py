@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
@@ -39,6 +39,7 @@ from samples.adapters.base import (
     BadRecord,
     FieldProblem,
     Item,
+    Row,
     check_options,
     convert,
     get_dict,
@@ -50,7 +51,7 @@ from samples.adapters.base import (
     result_text,
     string_list,
 )
-from samples.records import Trajectory
+from samples.records import Setting, Split, Trajectory
 from samples.vocabulary import infer_family
 
 _KNOWN = {"id", "instance_id", "agent", "backbone", "family", "dataset", "setting", "split", "question",
@@ -76,7 +77,7 @@ def _step(raw: Any, index: int) -> dict[str, Any]:
         calls.insert(0, tool_call(step["tool_call"], f"{field}.tool_call"))
     return {"index": index, "role": "assistant",
             "reasoning": get_str(step, "reasoning", required=False, field=f"{field}.reasoning"),
-            "text": get_str(step, "text", required=False, field=f"{field}.text"), "tool_calls": calls}
+            "text": get_str(step, "text", required=False, field=f"{field}.text"), "tool_calls": calls, "is_final": False}
 
 
 class _Call(TypedDict, total=False):
@@ -108,15 +109,35 @@ def _fast_steps(raw: Any) -> list[dict[str, Any]] | None:
         return None
     steps = []
     for index, step in enumerate(raw):
-        calls = ([step["tool_call"]] if step.get("tool_call") is not None else []) + (step.get("tool_calls") or [])
-        steps.append({"index": index, "role": "assistant", "reasoning": step.get("reasoning"), "text": step.get("text"),
-                      "tool_calls": [{"name": c["name"], "arguments": parse_arguments(c.get("arguments"), "arguments"),
-                                      "result": result_text(c.get("result")), "success": c.get("success")}
-                                     for c in calls]})
+        get = step.get
+        call, more = get("tool_call"), get("tool_calls")
+        calls = ([call, *more] if more else [call]) if call is not None else (more or ())
+        steps.append({"index": index, "role": "assistant", "reasoning": get("reasoning"), "text": get("text"),
+                      "tool_calls": [_valid_call(c) for c in calls], "is_final": False})
     return steps
 
 
-def build(raw: dict[str, Any]) -> Trajectory:
+def _valid_call(call: dict[str, Any]) -> dict[str, Any]:
+    """``tool_call`` for a call ``_STEPS`` has checked."""
+    arguments = call.get("arguments")
+    if type(arguments) is not dict:
+        arguments = parse_arguments(arguments, "arguments")
+    result = call.get("result")
+    if result is not None and type(result) is not str:
+        result = result_text(result)
+    return {"name": call["name"], "arguments": arguments, "result": result, "success": call.get("success")}
+
+
+_SETTINGS = frozenset(get_args(Setting))
+_SPLITS = frozenset(get_args(Split))
+
+
+def trajectory_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """A run's Trajectory fields, in the model's field order (what ``samples.jsonl.row_bytes`` needs).
+
+    Every field is checked here except ``setting`` and ``split`` (left to the model,
+    which names the allowed values): a row that passes ``row`` is a valid Trajectory.
+    """
     run_id = get_str(raw, "id", required=False, numbers=True) or get_str(raw, "instance_id", field="id", numbers=True)
     raw_steps = get_list(raw, "steps")
     steps = _fast_steps(raw_steps)
@@ -135,11 +156,12 @@ def build(raw: dict[str, Any]) -> Trajectory:
             raise FieldProblem("truncated", "false when 'final_turn' is present", truncated)
         final = {"text": final} if isinstance(final, str) else get_dict(final, "final_turn")
         final_answer = get_str(final, "text", field="final_turn.text")
-        steps.append({"index": len(steps), "role": "assistant", "is_final": True, "text": final_answer,
-                      "reasoning": get_str(final, "reasoning", required=False, field="final_turn.reasoning")})
+        steps.append({"index": len(steps), "role": "assistant",
+                      "reasoning": get_str(final, "reasoning", required=False, field="final_turn.reasoning"),
+                      "text": final_answer, "tool_calls": [], "is_final": True})
     backbone = get_str(raw, "backbone")
     references = raw["references"] if "references" in raw else raw.get("reference")
-    return Trajectory.model_validate({
+    return {
         "id": run_id, "agent": get_str(raw, "agent"), "backbone": backbone,
         "family": get_str(raw, "family", required=False) or infer_family(backbone),
         "dataset": get_str(raw, "dataset"), "setting": get_str(raw, "setting"), "split": get_str(raw, "split"),
@@ -147,7 +169,19 @@ def build(raw: dict[str, Any]) -> Trajectory:
         "references": string_list(references, "reference"),
         "steps": steps, "final_answer": final_answer, "truncated": truncated,
         "metadata": {k: v for k, v in raw.items() if k not in _KNOWN},
-    })
+    }
+
+
+def build(raw: dict[str, Any]) -> Trajectory:
+    return Trajectory.model_validate(trajectory_fields(raw))
+
+
+def row(raw: dict[str, Any]) -> dict[str, Any] | Trajectory:
+    """The run as a Trajectory row (a plain dict, no model instances: the ingest hot path)."""
+    fields = trajectory_fields(raw)
+    if fields["setting"] in _SETTINGS and fields["split"] in _SPLITS:
+        return fields
+    return Trajectory.model_validate(fields)  # raises, naming the field and the allowed values
 
 
 class ISEAdapter(AdapterBase):
@@ -160,6 +194,9 @@ class ISEAdapter(AdapterBase):
 
     def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item:
         return line_item(where, line, build)
+
+    def convert_row(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Row | Item:
+        return line_item(where, line, row)
 
     def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         self.check(options)

@@ -185,3 +185,13 @@ def test_audit_cli_on_a_table(tmp_path, capsys):
     frame.drop(columns="human").to_csv(path, index=False)
     assert main(["audit", "--table", str(path), "--positive", "yes"]) == 2
     assert "missing column(s) ['human']" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_full_audit_null_p_values_are_uniform_over_seeds():
+    """The whole audit on constructed data without planted bias: family-a p is (super-)uniform."""
+    ps = np.array([next(c.p_value for c in audit(simulate(seed, units=30), positive=["yes"], n_resamples=100).contrasts
+                        if c.family == "a") for seed in range(200)])
+    for a in (0.05, 0.1, 0.25, 0.5):
+        assert np.mean(ps <= a) <= a + 2.6 * math.sqrt(a * (1 - a) / ps.size)
+    assert np.mean(ps <= 0.5) >= 0.5 - 2.6 * math.sqrt(0.25 / ps.size) - 0.05

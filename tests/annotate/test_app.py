@@ -118,6 +118,10 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     assert store.label("alice", "t_a1").label == "no"
     assert len(store.labels(annotator="alice")) == 2
 
+    submit(resumed)  # a second submit of the same content (double click, retry) records nothing
+    assert resumed.success[0].value == "Already saved as 'no'; nothing changed."
+    assert len(store.history("alice", "t_a1")) == 2
+
     button(resumed, "First open").click().run()
     assert resumed.subheader[0].value == "Task 3 of 6"
     jump = [s for s in resumed.selectbox if s.label == "Go to task"][0]

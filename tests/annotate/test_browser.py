@@ -72,9 +72,11 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         sign_in(page, running_app.url, study.tokens["alice"])
         expect_text(page, "Task 4 of 6")
         expect_text(page, "3 of 6 labelled")
-        # Edit task 3 with the keyboard: P = previous, 2 = "no", S = submit.
-        page.keyboard.press("p")
+        # Edit task 3: back with the mouse (a key pressed while a fresh page is still binding
+        # its shortcuts can be lost), then the keyboard: 2 = "no", S = submit.
+        page.get_by_role("button", name=re.compile(r"^◀ Previous")).click()
         expect_text(page, "Task 3 of 6")
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
         page.keyboard.press("2")
         page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
         page.keyboard.press("s")

@@ -23,8 +23,10 @@ from annotate.labelstudio import (
     labeling_config,
     load_labelstudio_credentials,
 )
+from annotate.base import AnnotationBackend, get_backend
 from annotate.records import HumanLabel
 from apps.cli import main
+from samples.errors import InputError
 from samples.records import UNIT_KINDS, BlindTask
 from samples.schemes import DEFAULT_SCHEME, SCHEMES
 from tests.support.labelstudio import LabelStudioServer, free_port, labelstudio_server  # noqa: F401
@@ -114,6 +116,15 @@ def test_display_payload_escapes_agent_markup_and_marks_the_focus_turn():
     assert display_payload(escalate_task) == escalate_task.text
 
 
+def test_registered_as_an_annotation_backend(tmp_path):
+    backend = get_backend("labelstudio", study=tmp_path, token="a-token", url="http://127.0.0.1:9")
+    assert isinstance(backend, AnnotationBackend) and isinstance(backend, LabelStudioBackend)
+    with pytest.raises(InputError, match="url 'localhost:8080'"):
+        get_backend("labelstudio", study=tmp_path, token="a-token", url="localhost:8080")
+    with pytest.raises(InputError, match="is not a folder"):
+        get_backend("labelstudio", study=tmp_path / "missing", token="a-token", url="http://127.0.0.1:9")
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -191,7 +202,12 @@ def test_push_gives_each_annotator_a_login_and_own_projects_in_their_order(pushe
             )
             assert response.status_code == 302
             assert browser.get("/api/current-user/whoami").json()["id"] == login.user_id
-        assert _sdk(labelstudio_server.url, login.api_token).users.whoami().email == login.email
+        annotator = _sdk(labelstudio_server.url, login.api_token)
+        assert annotator.users.whoami().email == login.email
+        # The documented limit of open-source Label Studio: every user can list every project,
+        # the other annotators' included (the coding app is the strict-blind option).
+        others = {p["project_id"] for other, account in state["annotators"].items() if other != name for p in account["projects"].values()}
+        assert others <= {project.id for project in annotator.projects.list()}
         projects = state["annotators"][name]["projects"]
         expected_kinds = list(dict.fromkeys(next(t.kind for t in TASKS if t.task_id == tid) for tid in ORDERS[name]))
         assert list(projects) == expected_kinds

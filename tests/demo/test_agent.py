@@ -23,7 +23,7 @@ from samples.jsonl import read_models, write_jsonl
 from samples.records import Trajectory
 from samples.schemes import get_scheme
 
-CONFIG = AgentConfig(max_turns=3, max_tokens=64, concurrency=4)
+CONFIG = AgentConfig(max_turns=3, max_tokens=48, concurrency=4)
 
 
 def test_parse_turn():
@@ -64,7 +64,8 @@ def test_no_server_is_one_clear_error():
 
 @pytest.fixture(scope="module")
 def demo_items():
-    return select_demo_items(per_category=1)
+    # Two items with short passages keep the model calls few (16 agent requests at most per run).
+    return select_demo_items(per_category=1, categories=["FEQ", "HNQ"])
 
 
 @pytest.fixture(scope="module")

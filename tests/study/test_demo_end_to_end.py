@@ -1,0 +1,115 @@
+"""The demo study end to end on the real local models (reduced to one item per EHQ category).
+
+Runs `accord run data/demo/study.toml` with real llama-server models, the simulated
+panel through the coding app's store, validation, audit, gate, score and report;
+checks every artefact against a recomputation from the stored tables; then runs it
+again against a dead model-server address: every stage is skipped, so no model or
+judge call is made and no file changes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from apps.study import load_study_file
+from tests.study.helpers import REPO, human_labels_match_store, recompute_matches, run_json, snapshot, statuses
+
+DEMO = REPO / "data" / "demo" / "study.toml"
+pytestmark = [pytest.mark.llama, pytest.mark.slow]
+
+
+def _reduced_demo(tmp_path: Path) -> Path:
+    """The shipped demo study with one item per category and fewer resamples (CI time)."""
+    text = DEMO.read_text(encoding="utf-8")
+    for name in ("instances.jsonl", "items.jsonl", "plan.toml"):
+        text = text.replace(f'"{name}"', json.dumps(str(DEMO.parent / name)))
+    text = text.replace('"../policies/strict.toml"', json.dumps(str(REPO / "data" / "policies" / "strict.toml")))
+    text = re.sub(r'^(generate = ".*")$', r"\1\nitems_per_category = 1", text, flags=re.MULTILINE)
+    text = re.sub(r"^n_resamples = 2000$", "n_resamples = 200", text, flags=re.MULTILINE)
+    text = re.sub(r"^n_permutations = 2000$", "n_permutations = 200", text, flags=re.MULTILINE)
+    path = tmp_path / "study.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_demo_study_end_to_end_then_nothing_to_redo(tmp_path, capsys, llama_server) -> None:
+    study_file = _reduced_demo(tmp_path)
+    out = tmp_path / "study"
+    study = load_study_file(study_file, output=out)
+    code, result = run_json(capsys, str(study_file), "--output", str(out), "--base-url", llama_server.base_url)
+    assert set(statuses(result).values()) == {"ran"}, result
+    # The tiny local judges do not track their input: the gate must reject them (exit 1).
+    assert code == 1 and result["verdict"] == "REJECT"
+
+    # Model outputs: one item per category -> 4 conflict + 4 control instances per model, 4 closed-book items.
+    agent, closed = _rows(out / "sources" / "agent.jsonl"), _rows(out / "sources" / "closed-book.jsonl")
+    assert len(agent) == 16 and Counter(r["server_model"] for r in agent) == {"smollm2": 8, "gemma3-270m": 8}
+    assert Counter(r["split"] for r in agent) == {"conflict": 8, "control": 8}
+    assert len(closed) == 8 and len({r["category"] for r in closed}) == 4
+    trajectories, units = _rows(out / "trajectories.jsonl"), _rows(out / "units.jsonl")
+    assert len(trajectories) == 24 and {t["family"] for t in trajectories} == {"huggingface", "google"}
+
+    # Judges: every judge labelled every population unit of its kinds, once; unscored rows are kept.
+    labels = _rows(out / "judges" / "labels.jsonl")
+    kinds = Counter(u["kind"] for u in units)
+    for spec in study.judge_specs():
+        mine = [r for r in labels if r["judge"] == spec.name]
+        assert len(mine) == sum(kinds[k] for k in spec.unit_kinds), spec.name
+        assert all((r["label"] is None) == (r["parse_status"] == "unscored") for r in mine)
+    ends = [json.loads(line) for line in (out / "judges" / "runs.jsonl").read_text().splitlines()
+            if json.loads(line)["event"] == "end"]
+    assert len(ends) == 1
+
+    # Sample and blinding: every sampled unit is a population unit; the sealed key maps every task.
+    sample = _rows(out / "sample" / "sample.jsonl")
+    unit_ids = {u["unit_id"] for u in units}
+    assert sample and {r["unit_id"] for r in sample} <= unit_ids
+    key, tasks = _rows(out / "sealed" / "key.jsonl"), _rows(out / "blind" / "tasks.jsonl")
+    assert sorted(k["unit_id"] for k in key) == sorted(r["unit_id"] for r in sample)
+    assert sorted(k["task_id"] for k in key) == sorted(t["task_id"] for t in tasks)
+
+    # Simulated panel: every label is stored as simulated and is exactly the documented noise model's draw.
+    from apps.demo.panel import SimulatedAnnotator, simulate_label
+    from samples.records import BlindTask
+
+    human = human_labels_match_store(out)
+    assert len(human) == len(tasks) * 3 and {r["backend"] for r in human} == {"simulated"}
+    by_id = {t["task_id"]: BlindTask.model_validate(t) for t in tasks}
+    for row in human:
+        annotator = SimulatedAnnotator(name=row["annotator"], flip_prob=study.annotation.simulated_panel[row["annotator"]])
+        given, _ = simulate_label(by_id[row["task_id"]], annotator, seed=study.annotation.panel_seed)
+        assert (row["label"], row["first_turn"]) == (given.label, given.first_turn)
+
+    # Validation and the gate equal a recomputation from the stored tables; both say the labels are simulated.
+    recompute_matches(out, study)
+    verdict = json.loads((out / "gate" / "verdict.json").read_text())
+    assert verdict["simulated"] and set(verdict["judges"]) == set(study.gate.judges)
+    assert json.loads((out / "audit" / "audit.json").read_text())["simulated"] is True
+
+    # The judge-scored benchmark was forced for the rejected judges and is stamped so.
+    from agreement.scoring import score_study
+    from agreement.study_io import jsonable
+
+    s = study.score
+    score = json.loads((out / "score" / "score.json").read_text())
+    assert score == jsonable(score_study(out, identify_judge=s.identify_judge, escalate_judge=s.escalate_judge,
+                                         correctness_judge=s.correctness_judge, force=True, n_resamples=s.n_resamples,
+                                         seed=s.seed, level=s.level))
+    assert score["accepted"] is False and any(n.startswith("UNACCEPTED") for n in score["notes"])
+    html = (out / "report" / "report.html").read_text(encoding="utf-8")
+    assert "SIMULATED" in html and "REJECT" in html
+
+    # Second run against a dead model-server address: nothing to redo, so no call is attempted.
+    before = snapshot(out)
+    code, again = run_json(capsys, str(study_file), "--output", str(out), "--base-url", "http://127.0.0.1:9")
+    assert code == 1 and set(statuses(again).values()) == {"skipped"}
+    assert snapshot(out) == before
