@@ -24,6 +24,7 @@ system:
 services-deps: venv system
 	bash scripts/labelstudio.sh install
 	bash scripts/llama_server.sh install
+	bash scripts/ppi_venv.sh
 
 test: services-deps
 	$(PY) -m pytest

@@ -35,6 +35,7 @@ import os
 import re
 import secrets
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -231,6 +232,7 @@ class _Server:
         except ImportError:
             raise InputError(SDK_INSTALL_HINT) from None
         self.url = url
+        self.timeout = timeout
         self.client = LabelStudio(base_url=url, api_key=token, timeout=timeout)
 
     def call(self, what: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -261,13 +263,34 @@ class _Server:
         # No retries: a server that is down should be reported at once.
         return self.call("checking the API token", self.client.users.whoami, request_options={"max_retries": 0})
 
-    def export(self, project_id: int, *, what: str, all_tasks: bool) -> list[dict[str, Any]]:
-        def download() -> bytes:
-            return b"".join(
-                self.client.projects.exports.download_sync(project_id, export_type="JSON", download_all_tasks=all_tasks)
-            )
+    def export(self, project_id: int, *, what: str, annotated_only: bool) -> list[dict[str, Any]]:
+        """A project's tasks (with their annotations) through an export snapshot, deleted after download.
 
-        raw = self.call(what, download)
+        Snapshots prefetch what they serialise; the one-request export endpoint
+        (``export?exportType=JSON``) expands drafts one query per task and took
+        about twice as long for the same 1,000 labelled tasks here.
+        """
+        exports = self.client.projects.exports
+
+        def snapshot() -> bytes:
+            created = exports.create(
+                project_id, title="accord pull",
+                task_filter_options={"annotated": "only"} if annotated_only else {},
+                serialization_options={"drafts": {"only_id": True}, "predictions": {"only_id": True},
+                                       "annotations__completed_by": {"only_id": True}},
+            )
+            try:
+                current, deadline = created, time.monotonic() + self.timeout
+                while current.status != "completed":
+                    if current.status == "failed" or time.monotonic() > deadline:
+                        raise InputError(f"Label Studio at {self.url}: {what}: export snapshot {created.id} is {current.status!r}")
+                    time.sleep(0.2)
+                    current = exports.get(project_id, export_pk=created.id)
+                return b"".join(exports.download(project_id, created.id, export_type="JSON"))
+            finally:
+                exports.delete(project_id, created.id)
+
+        raw = self.call(what, snapshot)
         try:
             return json.loads(raw)
         except json.JSONDecodeError as error:
@@ -372,10 +395,10 @@ class LabelStudioBackend:
             missing = [t for t in task_ids if t not in project.tasks]
             if missing:
                 self._import(annotator, kind, project, [by_id[t] for t in missing])
-                for task_id in missing:
-                    task = by_id[task_id]
-                    state.tasks[task_id] = TaskInfo(kind=task.kind, n_turns=len(task.turns) if task.turns else None)
-                self._save_state(state)
+            for task_id in task_ids:
+                task = by_id[task_id]
+                state.tasks[task_id] = TaskInfo(kind=task.kind, n_turns=len(task.turns) if task.turns else None)
+            self._save_state(state)
             created += len(missing)
             already += len(task_ids) - len(missing)
             projects.setdefault(annotator, {})[kind] = project.project_id
@@ -439,7 +462,7 @@ class LabelStudioBackend:
         remote = self._server.call(what, self._server.client.projects.get, project.project_id)
         if int(remote.task_number or 0) == len(project.tasks):
             return
-        for task in self._server.export(project.project_id, what=what, all_tasks=True):
+        for task in self._server.export(project.project_id, what=what, annotated_only=False):
             task_id = (task.get("data") or {}).get("task_id")
             if isinstance(task_id, str):
                 project.tasks.setdefault(task_id, int(task["id"]))
@@ -480,7 +503,7 @@ class LabelStudioBackend:
         for step, (annotator, kind, project) in enumerate(steps):
             self._on_progress(step, len(steps), f"{annotator}: {kind}")
             what = f"exporting project {project.project_id} of annotator {annotator!r} ({kind})"
-            exported = self._server.export(project.project_id, what=what, all_tasks=False)
+            exported = self._server.export(project.project_id, what=what, annotated_only=True)
             user_id = state.annotators[annotator].user_id
             for task in exported:
                 label = _label_from_task(task, annotator=annotator, user_id=user_id, project=project, state=state, ignored=ignored)
@@ -566,7 +589,10 @@ def _label_from_task(
         return None
     latest = own[-1]
     results = _results(latest)
-    info = state.tasks[task_id]
+    info = state.tasks.get(task_id)
+    if info is None:
+        ignored.append(f"{where}: the state file has no record of this task; run `accord ls push` again")
+        return None
     scheme = get_scheme(state.schemes[info.kind])
     chosen = list(results.get(_LABEL, {}).get("choices") or [])
     if len(chosen) != 1 or chosen[0] not in scheme.labels:

@@ -19,7 +19,7 @@ from annotate.codebook import codebook_for_kind
 from annotate.store import IDENTIFY_KINDS, Store
 from samples.errors import InputError
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.schemes import DEFAULT_SCHEME, SCHEMES, get_scheme
 
 SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
 
@@ -34,8 +34,9 @@ def flash(kind: str, message: str) -> None:
 
 
 def show_flashes() -> None:
-    for kind, message in st.session_state.pop("flash", []):
-        (st.success if kind == "success" else st.error)(message)
+    with st.container():
+        for kind, message in st.session_state.pop("flash", []):
+            (st.success if kind == "success" else st.error)(message)
 
 
 def sign_in_page(store: Store) -> None:
@@ -60,6 +61,11 @@ def sign_out() -> None:
 
 
 def render_task(task: BlindTask) -> None:
+    with st.container():
+        _render_task(task)
+
+
+def _render_task(task: BlindTask) -> None:
     with st.expander("Codebook: how to label this unit"):
         st.markdown(codebook_for_kind(task.kind))
     if task.kind in IDENTIFY_KINDS and task.turns:
@@ -113,21 +119,22 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
         state[f"label:{key}"] = label
 
     st.markdown("**Adjudicated label**" if session.label_role == "adjudication" else "**Your label**")
-    columns = st.columns(len(labels))
-    for number, (column, label) in enumerate(zip(columns, labels, strict=True), start=1):
+    columns = st.columns(max(len(s.labels) for s in SCHEMES.values()))
+    for number, (column, label) in enumerate(zip(columns, labels, strict=False), start=1):
         column.button(
             label, key=f"choose:{session.label_role}:{number}", shortcut=str(number), on_click=choose, args=(label,),
             type="primary" if chosen == label else "secondary", width="stretch",
         )
+    inputs = st.container()
     if task.kind in IDENTIFY_KINDS:
         options = [None, *range(len(task.turns or []))]
         initial = current.first_turn if current and current.first_turn in options else None
-        st.selectbox(
+        inputs.selectbox(
             "First recognition turn (for a 'yes')", options=options, index=options.index(initial), key=f"first:{key}",
             format_func=lambda value: "— none —" if value is None else f"turn {value}",
         )
-    st.checkbox("Unsure (a flag only; it does not change the label)", value=current.unsure if current else False, key=f"unsure:{key}")
-    st.text_area("Note", value=current.note if current else "", key=f"note:{key}")
+    inputs.checkbox("Unsure (a flag only; it does not change the label)", value=current.unsure if current else False, key=f"unsure:{key}")
+    inputs.text_area("Note", value=current.note if current else "", key=f"note:{key}")
 
     def submit() -> None:
         label = state[f"label:{key}"]
@@ -153,8 +160,9 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
             state_key, count = advance
             state[state_key] = min(state[state_key] + 1, count - 1)
 
-    # Widgets with shortcuts keep one key for the whole session: the browser binds a
-    # shortcut per key combination, and replacing the widget can drop the new binding.
+    # Widgets with shortcuts keep one key and one place on the page (variable content sits
+    # in containers): the browser binds a shortcut per key combination, and a widget that
+    # is replaced rather than updated can drop the new binding.
     st.button("Submit", key=f"submit:{session.label_role}", type="primary", shortcut="S", on_click=submit)
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):

@@ -7,8 +7,9 @@ import of the blinded tasks. The peer is the bare label-studio-sdk doing only th
 unavoidable part (create a project, import the same payload). Pull is timed over
 three annotators' projects of 1,000 labelled tasks each, written to the labels
 table; the peer is the SDK's documented export helper (`projects.exports.as_json`,
-an export snapshot per project) fetching the same annotations without converting
-them.
+an export snapshot per project with its default options) fetching the same
+annotations without converting them. Both sides are mostly Label Studio
+serialising its export, so on a busy machine both scale with its load.
 """
 
 from __future__ import annotations

@@ -49,13 +49,19 @@ def installed_paths() -> dict[str, Path]:
     return {key: Path(value) for key, value in paths.items()}
 
 
-def models_preset(paths: dict[str, Path], *, ctx_size: int, parallel: int) -> str:
-    """The INI preset: both models, loaded at start-up, Gemma with the shipped chat template."""
+def models_preset(paths: dict[str, Path], *, ctx_size: int, parallel: int, threads: int) -> str:
+    """The INI preset: both models, loaded at start-up, Gemma with the shipped chat template.
+
+    ``poll = 0``: llama.cpp's worker threads otherwise spin while waiting for work,
+    which on a small machine shared with other processes starves everything else.
+    """
     return "\n".join([
         "version = 1",
         "[*]",
         f"ctx-size = {ctx_size}",
         f"parallel = {parallel}",
+        f"threads = {threads}",
+        "poll = 0",
         "load-on-startup = true",
         "[smollm2]",
         f"model = {paths['SMOLLM2_GGUF']}",
@@ -91,14 +97,17 @@ class LlamaServer:
     MODELS = ("smollm2", "gemma3-270m")
 
     def __init__(self, *, name: str = DEFAULT_NAME, port: int | None = None, ctx_size: int = 8192,
-                 parallel: int = 4, startup_timeout_s: float = 180.0) -> None:
-        for label, value in (("ctx_size", ctx_size), ("parallel", parallel)):
+                 parallel: int = 4, threads: int = 1, startup_timeout_s: float = 180.0) -> None:
+        """``threads`` per model: one by default, since the two models run side by side and a
+        2-core machine is shared with the rest of the test suite; raise it on a bigger box."""
+        for label, value in (("ctx_size", ctx_size), ("parallel", parallel), ("threads", threads)):
             if not isinstance(value, int) or value <= 0:
                 raise InputError(f"LlamaServer: {label} must be a positive integer, got {value!r}")
         self.name = name
         self.port = port or _free_port()
         self.ctx_size = ctx_size
         self.parallel = parallel
+        self.threads = threads
         self.startup_timeout_s = startup_timeout_s
         self.process: subprocess.Popen | None = None
 
@@ -117,7 +126,7 @@ class LlamaServer:
         pid_file, state_file, preset_file, log_file = self._files()
         if read_state(self.name) is not None:
             raise InputError(f"{self.name} is already running ({state_file}); stop it first: accord judges stop")
-        preset_file.write_text(models_preset(paths, ctx_size=self.ctx_size, parallel=self.parallel))
+        preset_file.write_text(models_preset(paths, ctx_size=self.ctx_size, parallel=self.parallel, threads=self.threads))
         with log_file.open("ab") as log:
             self.process = subprocess.Popen(
                 [str(paths["LLAMA_SERVER"]), "--models-preset", str(preset_file), "--host", "127.0.0.1",

@@ -20,7 +20,15 @@ from samples.adapters import BadRecord, get_adapter
 from samples.adapters.base import LineAdapter, Row, RowAdapter
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.jsonl import atomic_writer, iter_jsonl_lines, record_bytes, row_bytes, write_json
+from samples.jsonl import (
+    atomic_writer,
+    iter_jsonl_blocks,
+    iter_jsonl_lines,
+    numbered_lines,
+    record_bytes,
+    row_bytes,
+    write_json,
+)
 from samples.records import UNIT_KINDS, Trajectory
 from samples.units import unit_rows
 
@@ -53,7 +61,7 @@ class IngestResult:
 Converted = tuple[str, str | None, str | None, bytes | None, bytes, list[str], list[tuple[str, str]]]
 """(where, problem, trajectory id, trajectory line, unit lines, [unit kind per line], [(kind, reason not cut)])."""
 
-_CHUNK_BYTES = 1 << 20
+_BLOCK_BYTES = 4 << 20
 
 
 def _convert(where: str, item: Row | Trajectory | BadRecord, kinds: Sequence[str] | None,
@@ -85,35 +93,23 @@ def _convert_lines(reader: LineAdapter, path: Path, options: dict, numbered: Ite
         yield _convert(where, convert_line(path, options, where, line), kinds, metadata_strata)
 
 
-def _convert_chunk(job: tuple) -> list[Converted]:
-    """Worker: convert a chunk of JSONL lines (runs in a child process)."""
-    adapter, path, options, numbered, kinds, metadata_strata = job
-    return list(_convert_lines(get_adapter(adapter), Path(path), options, numbered, kinds, metadata_strata))
-
-
-def _chunks(path: Path) -> Iterator[list[tuple[int, bytes]]]:
-    chunk: list[tuple[int, bytes]] = []
-    size = 0
-    for number, line in iter_jsonl_lines(path):
-        chunk.append((number, line))
-        size += len(line)
-        if size >= _CHUNK_BYTES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+def _convert_block(job: tuple) -> list[Converted]:
+    """Worker: convert a block of JSONL lines (runs in a child process)."""
+    adapter, path, options, first, block, kinds, metadata_strata = job
+    return list(_convert_lines(get_adapter(adapter), Path(path), options, numbered_lines(first, block), kinds,
+                               metadata_strata))
 
 
 def _parallel(path: Path, adapter: str, options: dict, kinds, metadata_strata, workers: int) -> Iterator[Converted]:
-    """Convert a JSONL file on ``workers`` processes, in file order, with at most 2 chunks per worker in flight."""
+    """Convert a JSONL file on ``workers`` processes, in file order, with at most 2 blocks per worker in flight."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         pending: deque = deque()
-        for chunk in _chunks(path):
-            pending.append(pool.submit(_convert_chunk, (adapter, str(path), options, chunk, kinds, metadata_strata)))
+        for first, block in iter_jsonl_blocks(path, _BLOCK_BYTES):
+            pending.append(pool.submit(_convert_block, (adapter, str(path), options, first, block, kinds, metadata_strata)))
             if len(pending) >= 2 * workers:
                 yield from pending.popleft().result()
         while pending:

@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--parallel", type=int, default=4, help="concurrent slots per model (default 4)")
     serve.add_argument("--ctx-size", type=int, default=8192, help="context per model, shared by its slots (default 8192)")
+    serve.add_argument("--threads", type=int, default=1, help="CPU threads per model (default 1)")
     stop = sub.add_parser("stop", help="stop the server")
     for p in (serve, stop):
         p.add_argument("--name", default="llama-server",
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         stopped = stop_named(args.name)
         print(json.dumps({"stopped": stopped}) if args.json else (f"{args.name} stopped" if stopped else f"no {args.name} was running"))
         return 0
-    server = LlamaServer(name=args.name, port=args.port, parallel=args.parallel, ctx_size=args.ctx_size).start()
+    server = LlamaServer(name=args.name, port=args.port, parallel=args.parallel, ctx_size=args.ctx_size, threads=args.threads).start()
     info = {"base_url": server.base_url, "pid": server.process.pid, "models": list(server.MODELS)}
     if args.json:
         print(json.dumps(info))

@@ -31,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "run_panel": "apps.demo.panel",
     "build_fixture": "apps.demo.fixture",
     "FIXTURE_DIR": "apps.demo.fixture",
+    "load_items": "apps.demo.fixture",
+    "load_instances": "apps.demo.fixture",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -12,18 +12,19 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-from apps.demo.conflict import build_instances
+from apps.demo.conflict import ConflictInstance, build_instances
 from apps.demo.items import (
     CATEGORIES,
     DEFAULT_PER_CATEGORY,
     DEFAULT_SEED,
     EHQ_CITATION,
+    DemoItem,
     eligibility_report,
     load_ehq,
     select_demo_items,
 )
 from samples.canonical import sha256_hex
-from samples.jsonl import write_json, write_jsonl
+from samples.jsonl import read_models, write_json, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_DIR = REPO / "data" / "demo"
@@ -66,6 +67,16 @@ def build_fixture(out_dir: str | Path = FIXTURE_DIR, *, per_category: int = DEFA
         "perturbations": {i.instance_id: i.perturbation for i in instances if i.perturbation},
     })
     return files
+
+
+def load_items(path: str | Path = FIXTURE_DIR / ITEMS_FILE) -> list[DemoItem]:
+    """The shipped (or a rebuilt) ``items.jsonl``; a bad row stops with file, line and field."""
+    return list(read_models(path, DemoItem))
+
+
+def load_instances(path: str | Path = FIXTURE_DIR / INSTANCES_FILE) -> list[ConflictInstance]:
+    """The shipped (or a rebuilt) ``instances.jsonl``."""
+    return list(read_models(path, ConflictInstance))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -123,6 +124,13 @@ def test_registered_as_an_annotation_backend(tmp_path):
         get_backend("labelstudio", study=tmp_path, token="a-token", url="localhost:8080")
     with pytest.raises(InputError, match="is not a folder"):
         get_backend("labelstudio", study=tmp_path / "missing", token="a-token", url="http://127.0.0.1:9")
+
+
+def test_missing_sdk_gives_a_one_line_install_hint(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "label_studio_sdk", None)
+    monkeypatch.setenv("ACCORD_LS_TOKEN", "a-token")
+    code, _, err = _cli(capsys, "ls", "status", "--study", str(tmp_path), "--url", "http://127.0.0.1:9")
+    assert code == 2 and "pip install 'accord[labelstudio]'" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(
@@ -244,6 +252,7 @@ def test_push_again_adds_only_missing_tasks_and_recovers_an_interrupted_import(p
     state = _state(pushed)
     project = state["annotators"]["ann-a"]["projects"]["escalate_final"]
     del project["tasks"]["t_esc2"]
+    del state["tasks"]["t_esc2"]
     (pushed / STATE_RELATIVE_PATH).write_text(json.dumps(state), encoding="utf-8")
     recovered = backend.push([*tasks, extra], {name: [*order, "t_esc2"] for name, order in orders.items()})
     assert (recovered.created, recovered.already_present) == (0, 14)

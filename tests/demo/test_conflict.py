@@ -6,8 +6,9 @@ import pytest
 
 from apps.demo import conflict
 from apps.demo.conflict import build_instances, build_pair
-from apps.demo.fixture import FIXTURE_DIR, build_fixture
+from apps.demo.fixture import FIXTURE_DIR, build_fixture, load_instances, load_items
 from apps.demo.items import eligible_items, phrase_pattern, select_demo_items
+from samples.errors import InputError
 from samples.records import Trajectory
 
 
@@ -84,6 +85,17 @@ def test_shipped_fixture_is_exactly_what_the_code_builds(tmp_path):
     build_fixture(tmp_path)
     for name in ("items.jsonl", "instances.jsonl", "manifest.json"):
         assert (tmp_path / name).read_bytes() == (FIXTURE_DIR / name).read_bytes(), name
+    items = load_items()
+    assert items == select_demo_items()
+    assert load_instances() == build_instances(items)
+
+
+def test_a_bad_fixture_row_names_file_line_and_field(tmp_path):
+    bad = tmp_path / "items.jsonl"
+    lines = (FIXTURE_DIR / "items.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([lines[0], lines[1].replace('"question"', '"questio"')]) + "\n")
+    with pytest.raises(InputError, match=f"{bad}:2"):
+        load_items(bad)
 
 
 def test_instances_fit_the_trajectory_contract():

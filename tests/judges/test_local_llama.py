@@ -19,7 +19,7 @@ from samples.schemes import SCHEMES
 
 from tests.judges.units import correctness_unit, escalate_unit, identify_unit, response_unit
 
-pytestmark = pytest.mark.llama
+pytestmark = [pytest.mark.llama, pytest.mark.timeout(1800)]
 
 MODELS = ("smollm2", "gemma3-270m")
 PROMPTS = ("ise-identify", "ise-escalate", "ise-correctness", "ise-refusal")
@@ -46,7 +46,7 @@ def _judges(base_url: str, api: str) -> list:
                      "name": f"{prompt}@{model}/{api}", "parse_mode": "lenient", "timeout_s": 120, "concurrency": 4,
                      # ISE uses temperature 1 and no cap; these tiny models need a cap to stop on the
                      # unconstrained Anthropic path, and temperature 0 keeps the test reproducible.
-                     "params": {"temperature": 0.0, "max_tokens": 48, "seed": 7}})
+                     "params": {"temperature": 0.0, "max_tokens": 32 if prompt == "ise-identify" else 8, "seed": 7}})
         for model in MODELS for prompt in PROMPTS
     ]
 

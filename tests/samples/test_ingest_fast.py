@@ -1,0 +1,182 @@
+"""The fast ingest path (rows instead of model instances, msgspec decoding, blocks for
+worker processes) gives exactly what the model path gave: same bytes, same reports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from samples.adapters import BadRecord, get_adapter
+from samples.canonical import sha256_hex
+from samples.ingest import ingest
+from samples.jsonl import decode_json_line, iter_jsonl_blocks, iter_jsonl_lines, numbered_lines, record_bytes, row_bytes
+from samples.records import Unit
+from samples.synthetic import ise_records
+from samples.units import cut_units, unit_id, unit_rows
+from tests.samples.test_fuzz import ISE, hostile_bytes
+
+def _write_varied(path: Path) -> Path:
+    """Deterministic ISE runs covering every shape the adapter accepts, plus bad lines."""
+    lines = []
+    for i, run in enumerate(ise_records(240, seed=3, steps=(0, 5), words=12)):
+        if i % 7 == 1:
+            run["instance_id"] = run.pop("id")
+        if i % 11 == 2:
+            run["id"] = 5000 + i
+        if i % 13 == 3:
+            run["max_turns"] = 30
+            run["notes"] = {"z": [1, 2.5, None, {"é": True}], "a": "x"}
+            run["mistake_step"] = 1
+            run["category"] = "c%d" % (i % 3)
+        if i % 9 == 4:
+            run["reference"] = ["a", 7, 2.5] if i % 2 else "single"
+        if i % 17 == 5:
+            run["family"] = "custom"
+            run.pop("question")
+        if i % 10 == 6 and run["final_turn"] is not None:
+            run["final_turn"] = "plain <think>hidden</think> final"
+        if i % 19 == 7 and run["final_turn"] is not None:
+            run["final_turn"] = {"text": "<think>only</think>", "reasoning": None}
+        for j, step in enumerate(run["steps"]):
+            k = (i + j) % 12
+            if k == 0:
+                step["tool_calls"] = [step.pop("tool_call"), {"name": "b", "arguments": "{\"x\": 1}",
+                                                              "result": {"k": [1, "é"]}}]
+            elif k == 1:
+                step["tool_call"] = None
+            elif k == 2:
+                step["tool_call"]["arguments"] = "not json"
+            elif k == 3:
+                step["tool_call"]["result"] = 42
+            elif k == 4:
+                step["tool_call"].pop("success")
+            elif k == 5:
+                step["reasoning"] = "untagged ünïcode \u2028 \U0001F600"
+            elif k == 6:
+                step["extra"] = 1
+            elif k == 7:
+                step["tool_call"]["arguments"] = {"n": {"b": 1, "a": [1.0, 1e300, -0.0, 12345678901234567890]}}
+        lines.append(json.dumps(run, ensure_ascii=i % 2 == 0).encode())
+    bad = [b"{broken", b"\xff\xfe", b"[1]", b'{"id": "x", "steps": "no"}', b'{"id": "n", "agent": "a", "backbone": "b", '
+           b'"dataset": "d", "setting": "natural", "split": "control", "steps": [], "final_turn": "x", "v": NaN}']
+    for j, line in enumerate(bad):
+        lines.insert(30 * (j + 1), line)
+    lines.insert(3, b"")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_output_bytes_match_the_model_path_of_before(tmp_path: Path) -> None:
+    # Reference: sha256 of the files written by the previous implementation (json.loads, a
+    # validated Trajectory and Unit model per record, model serialisation) on this input.
+    source = _write_varied(tmp_path / "runs.jsonl")
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == "ea9e17f106dd28437d7dda84f2de3e88c2b19046b09c985b3cdfb705b2cf9985"
+    for workers in (1, 2):
+        study = tmp_path / f"study{workers}"
+        result = ingest([source], study, adapter="ise", skip_bad=True, metadata_strata=["category"], workers=workers)
+        digests = {name: hashlib.sha256((study / name).read_bytes()).hexdigest()
+                   for name in ("trajectories.jsonl", "units.jsonl")}
+        assert digests == {"trajectories.jsonl": "5ff749e670af948161a3700f5439c1d75e3bb44fa47b141b48d1ba6ed36417dc",
+                           "units.jsonl": "c92604c4bbf792ed7ce51d072caf72f4ea670974522eba36a141c78b83d81915"}
+        assert result.n_trajectories == 241 and result.units_by_kind == {
+            "correctness": 221, "escalate_final": 222, "identify_trajectory": 200, "identify_turn": 612, "response": 37}
+        assert [b.replace(str(source), "F") for b in result.bad_records] == [
+            "F:32: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
+            "F:62: not UTF-8 (invalid start byte at byte 0)", "F:92: expected a JSON object, got list",
+            "F:122: field 'steps': expected a list, got str 'no'"]
+
+
+def _same_as_model_path(line: bytes) -> None:
+    adapter = get_adapter("ise")
+    item = adapter.convert_line(Path("f.jsonl"), {}, "f.jsonl:1", line)
+    row = adapter.convert_row(Path("f.jsonl"), {}, "f.jsonl:1", line)
+    if isinstance(item, BadRecord):
+        assert row == item
+        return
+    assert isinstance(row, dict) and row_bytes(row) == record_bytes(item)
+    rows, skips = unit_rows(row)
+    units, model_skips = cut_units(item)
+    assert skips == model_skips
+    assert [row_bytes(r) for r in rows] == [record_bytes(u) for u in units]
+    assert [row_bytes(r) for r in rows] == [record_bytes(Unit.model_validate(r)) for r in rows]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(payload=hostile_bytes(ISE))
+def test_rows_serialise_like_models_on_hostile_records(payload: bytes) -> None:
+    _same_as_model_path(payload)
+
+
+def test_rows_serialise_like_models_on_synthetic_runs() -> None:
+    for run in ise_records(200, seed=9, steps=(0, 6), words=8):
+        _same_as_model_path(json.dumps(run).encode())
+
+
+json_texts = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+RAW_EDGES = [b'{"a": 1, "a": 2}', b'{"a": NaN}', b'[Infinity, -Infinity]', b'"\\ud800"', b'1e400', b'"a\tb"',
+             b"\xef\xbb\xbf{}", b"{} x", b"[1,]", b"01", b'"\xed\xa0\x80"', b"[" * 3000 + b"]" * 3000,
+             b"123456789012345678901234567890", b"4.9e-324", b"  {}  \r\n", b'{"\\u00e9": "\\ud83d\\ude00"}']
+
+
+def _stdlib(line: bytes) -> tuple[str, object]:
+    """What decode_json_line gave before msgspec: json.loads of the UTF-8 text, or its error."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return "error", f"not UTF-8 ({error.reason} at byte {error.start})"
+    try:
+        return "ok", json.loads(text)
+    except json.JSONDecodeError as error:
+        return "error", f"invalid JSON ({error.msg} at column {error.colno})"
+    except RecursionError:
+        return "error", "invalid JSON (nested too deeply)"
+
+
+def _decoded(line: bytes) -> tuple[str, object]:
+    try:
+        return "ok", decode_json_line(line)
+    except ValueError as error:
+        return "error", str(error)
+
+
+@pytest.mark.parametrize("line", RAW_EDGES)
+def test_decoding_agrees_with_json_loads_on_edge_cases(line: bytes) -> None:
+    assert repr(_decoded(line)) == repr(_stdlib(line))  # repr: NaN != NaN, and 1 == 1.0 == True
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(value=json_texts, ascii_only=st.booleans())
+def test_decoding_agrees_with_json_loads(value: object, ascii_only: bool) -> None:
+    line = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
+    assert repr(_decoded(line)) == repr(_stdlib(line))
+    assert repr(_decoded(line[:-1])) == repr(_stdlib(line[:-1]))
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(trajectory_id=st.text(), kind=st.sampled_from(["identify_turn", "escalate_final", "correctness"]),
+       focus=st.none() | st.integers(min_value=0, max_value=10**6))
+def test_unit_id_is_the_canonical_hash(trajectory_id: str, kind: str, focus: int | None) -> None:
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in trajectory_id):
+        return  # canonical JSON refuses lone surrogates (not UTF-8 encodable) like unit_id does
+    assert unit_id(trajectory_id, kind, focus) == "u_" + sha256_hex([trajectory_id, kind, focus])[:20]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(lines=st.lists(st.sampled_from([b"", b" ", b"{}", b'{"a": 1}\r', b"x" * 50, b"\t"]), max_size=30),
+       trailing=st.booleans(), size=st.integers(min_value=1, max_value=64))
+def test_blocks_number_lines_like_the_line_reader(tmp_path_factory, lines: list[bytes], trailing: bool,
+                                                  size: int) -> None:
+    path = tmp_path_factory.mktemp("blocks") / "f.jsonl"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if trailing else b""))
+    from_blocks = [pair for first, block in iter_jsonl_blocks(path, size) for pair in numbered_lines(first, block)]
+    assert from_blocks == list(iter_jsonl_lines(path))
