@@ -44,6 +44,7 @@ def submission_id_for(*, annotator: str, task_id: str, base_revision: int, label
 
 class _Session:
     role_name = ""
+    label_role = ""
 
     def __init__(self, store: Store, token: str) -> None:
         self._store = store
@@ -53,7 +54,14 @@ class _Session:
             raise InputError(f"token belongs to an {who.role}, not an {self.role_name}")
         self.name = who.name
 
-    def _submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None, unsure: bool, note: str, seconds_spent: float | None) -> SubmitResult:
+    def current(self, task_id: str) -> HumanLabel | None:
+        return self._store.label(self.name, task_id, role=self.label_role)
+
+    def history(self, task_id: str) -> list[Revision]:
+        return self._store.history(self.name, task_id, role=self.label_role)
+
+    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False, note: str = "", seconds_spent: float | None = None) -> SubmitResult:
+        """Submit from a page that showed revision ``base_revision`` of this label (see ``submission_id_for``)."""
         submission_id = submission_id_for(
             annotator=self.name, task_id=task_id, base_revision=base_revision, label=label,
             first_turn=first_turn, unsure=unsure, note=note,
@@ -92,15 +100,6 @@ class AnnotatorSession(_Session):
             raise InputError(f"task_id {task_id!r}: not in your order")
         return self._store.task(task_id)
 
-    def current(self, task_id: str) -> HumanLabel | None:
-        return self._store.label(self.name, task_id)
-
-    def history(self, task_id: str) -> list[Revision]:
-        return self._store.history(self.name, task_id)
-
-    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False, note: str = "", seconds_spent: float | None = None) -> SubmitResult:
-        return self._submit(task_id, label, base_revision=base_revision, first_turn=first_turn, unsure=unsure, note=note, seconds_spent=seconds_spent)
-
 
 class AdjudicatorSession(_Session):
     """The adjudicator's view: units where independent labels disagree, coders numbered."""
@@ -115,15 +114,6 @@ class AdjudicatorSession(_Session):
         if task_id not in {item.task_id for item in self.queue()} and self.current(task_id) is None:
             raise InputError(f"task_id {task_id!r}: not in the adjudication queue")
         return self._store.task(task_id)
-
-    def current(self, task_id: str) -> HumanLabel | None:
-        return self._store.label(self.name, task_id, role="adjudication")
-
-    def history(self, task_id: str) -> list[Revision]:
-        return self._store.history(self.name, task_id, role="adjudication")
-
-    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False, note: str = "", seconds_spent: float | None = None) -> SubmitResult:
-        return self._submit(task_id, label, base_revision=base_revision, first_turn=first_turn, unsure=unsure, note=note, seconds_spent=seconds_spent)
 
 
 def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:

@@ -6,6 +6,7 @@ third-party backend registers the same way the built-ins do.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -47,6 +48,9 @@ class AnnotationBackend(Protocol):
 
 
 _BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
+# Built-in backends register themselves on import, like a third-party one would;
+# importing lazily keeps Label Studio's SDK out of processes that never use it.
+_BUILTIN_MODULES: dict[str, str] = {"app": "annotate.app_backend", "labelstudio": "annotate.labelstudio"}
 
 
 def register_backend(name: str, factory: Callable[..., AnnotationBackend]) -> None:
@@ -56,6 +60,8 @@ def register_backend(name: str, factory: Callable[..., AnnotationBackend]) -> No
 
 
 def get_backend(name: str, **options: Any) -> AnnotationBackend:
+    if name not in _BACKENDS and name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
     try:
         factory = _BACKENDS[name]
     except KeyError:

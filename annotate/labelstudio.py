@@ -135,7 +135,7 @@ def labeling_config(kind: str, scheme: str) -> str:
     """The Label Studio labeling config of a unit kind, offering the labels of ``scheme``."""
     if kind not in UNIT_KINDS:
         raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
-    template = resources.files("annotate").joinpath("labelstudio_configs", f"{kind}.xml").read_text(encoding="utf-8")
+    template = resources.files("annotate.labelstudio_configs").joinpath(f"{kind}.xml").read_text(encoding="utf-8")
     choices = "\n".join(f'    <Choice value="{html.escape(label, quote=True)}"/>' for label in get_scheme(scheme).labels)
     return template.replace("{choices}", choices)
 
@@ -528,7 +528,11 @@ class LabelStudioBackend:
     # -- status --------------------------------------------------------------------
 
     def status(self) -> BackendStatus:
-        """Per annotator: tasks pushed and tasks with a submitted annotation, from the projects' counters."""
+        """Per annotator: tasks pushed and tasks with a submitted (not skipped) annotation.
+
+        Read from the projects' counters, which count an annotation whoever made it;
+        pull, which keeps only the annotator's own valid labels, is the authority.
+        """
         state = self._require_state()
         self._server.whoami()
         labelled: dict[str, int] = {}

@@ -163,6 +163,10 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        # Threads of one process (the app's sessions) queue here instead of in SQLite's
+        # busy handler, which sleeps in steps of up to 100 ms; other processes still
+        # meet the busy timeout.
+        self._write_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str | Path) -> Store:
@@ -202,8 +206,8 @@ class Store:
             conn.close()
             self._local.conn = None
 
-    def _write(self):
-        return _WriteTransaction(self._conn())
+    def _write(self) -> _WriteTransaction:
+        return _WriteTransaction(self._conn(), self._write_lock)
 
     def _migrate(self) -> None:
         conn = self._conn()
@@ -451,18 +455,24 @@ class Store:
 class _WriteTransaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``: takes the write lock up front so readers never deadlock a writer."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
         self.conn = conn
+        self.lock = lock
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.lock.acquire()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
         return self.conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+        try:
+            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            self.lock.release()
 
 
 def _authenticate(conn: sqlite3.Connection, token: str) -> Annotator:

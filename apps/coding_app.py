@@ -66,8 +66,11 @@ def render_task(task: BlindTask) -> None:
 
 
 def _render_task(task: BlindTask) -> None:
-    with st.expander("Codebook: how to label this unit"):
-        st.markdown(codebook_for_kind(task.kind))
+    # A toggle rather than an expander: a collapsed expander still ships and renders the
+    # codebook on every rerun, which slows each submit; the toggle keeps its state across tasks.
+    if st.toggle("Show the codebook (how to label this unit)", key="show_codebook"):
+        with st.container(border=True):
+            st.markdown(codebook_for_kind(task.kind))
     if task.kind in IDENTIFY_KINDS and task.turns:
         st.caption("Intermediate turns of the agent (its final answer is not shown).")
         for number, turn in enumerate(task.turns):

@@ -35,6 +35,7 @@ STATE_VERSION = 1
 
 
 def accord_version() -> str:
+    """The installed accord version: part of every fingerprint, so an upgrade reruns the stages."""
     from judges.runner import accord_version as version
 
     return version()
@@ -225,14 +226,10 @@ def _ingest_run(ctx: Context) -> Outcome:
 # --- judges, sample, blind ----------------------------------------------------------------------
 
 
-def _judge_specs(ctx: Context) -> list[Any]:
-    return ctx.study.judge_specs()
-
-
 def _judge_material(ctx: Context) -> dict[str, Any]:
     version = accord_version()
     return {"units": ctx.sha("units.jsonl"),
-            "judges": [spec.fingerprint_parts("", version) for spec in _judge_specs(ctx)]}
+            "judges": [spec.fingerprint_parts("", version) for spec in ctx.study.judge_specs()]}
 
 
 def _judge_run(ctx: Context) -> Outcome:
@@ -242,7 +239,7 @@ def _judge_run(ctx: Context) -> Outcome:
     from judges.tables import read_units
 
     specs = []
-    for spec in _judge_specs(ctx):
+    for spec in ctx.study.judge_specs():
         if spec.provider == "local" and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
@@ -528,6 +525,7 @@ def run_study(ctx: Context) -> RunResult:
     if not (root / RESOLVED_STUDY_FILE).is_file() or json.loads((root / RESOLVED_STUDY_FILE).read_text()) != resolved:
         write_json(root / RESOLVED_STUDY_FILE, resolved)
     state = read_state(root)
+    state["simulate"] = ctx.simulate
     stages = build_stages(ctx.study)
     done: list[dict[str, Any]] = []
     waiting = None
@@ -627,9 +625,10 @@ def study_status(study: StudyFile) -> dict[str, Any]:
     """Where the study stands, computed from its folder without running anything."""
     from rich.console import Console
 
-    ctx = Context(study=study, console=Console(stderr=True), simulate=study.annotation.simulate)
-    root = ctx.root
+    root = study.output
     state = read_state(root) if root.is_dir() else {"version": STATE_VERSION, "stages": {}}
+    # The annotation mode of the last run (--simulate-annotators / --interactive), else the study's.
+    ctx = Context(study=study, console=Console(stderr=True), simulate=state.get("simulate", study.annotation.simulate))
     stages = []
     for stage in build_stages(study):
         _, current = stage_status(ctx, stage, state)

@@ -1,10 +1,11 @@
 """Ingest: source files -> ``trajectories.jsonl`` (+ ``units.jsonl``) and ``ingest_manifest.json``.
 
-Records stream from the adapter straight into temporary files, so memory stays
-flat in input size (JSONL inputs of line-based adapters can be converted on
-several processes, in bounded chunks, with the same output bytes). Every bad record is collected; unless the caller asked to skip
-bad records, nothing is written and one ``InputError`` lists them all (file, line,
-field, what was expected). Skipped records are counted and listed in the manifest.
+Records stream from the adapter straight into temporary files, in blocks of a few
+MB, so memory stays flat in input size (JSONL inputs of line-based adapters can be
+converted on several processes, with the same output bytes). Every bad record is
+collected; unless the caller asked to skip bad records, nothing is written and one
+``InputError`` lists them all (file, line, field, what was expected). Skipped
+records are counted and listed in the manifest.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,6 @@ from samples.errors import InputError
 from samples.jsonl import (
     atomic_writer,
     iter_jsonl_blocks,
-    iter_jsonl_lines,
     numbered_lines,
     record_bytes,
     row_bytes,
@@ -58,62 +59,88 @@ class IngestResult:
         }
 
 
-Converted = tuple[str, str | None, str | None, bytes | None, bytes, list[str], list[tuple[str, str]]]
-"""(where, problem, trajectory id, trajectory line, unit lines, [unit kind per line], [(kind, reason not cut)])."""
+Record = tuple[str, str | None, str | None, int, int, list[str], list[tuple[str, str]]]
+"""(where, problem, trajectory id, length of its trajectory line, length of its unit lines,
+[unit kind per unit line], [(kind, reason not cut)])."""
+Block = tuple[list[Record], bytes, bytes]
+"""Records converted together, with their trajectory lines and unit lines, each joined in order."""
 
 _BLOCK_BYTES = 4 << 20
+_BLOCK_ITEMS = 256
 
 
 def _convert(where: str, item: Row | Trajectory | BadRecord, kinds: Sequence[str] | None,
-             metadata_strata: Sequence[str]) -> Converted:
+             metadata_strata: Sequence[str]) -> tuple[Record, bytes, bytes]:
     if isinstance(item, BadRecord):
-        return where, str(item), None, None, b"", [], []
+        return (where, str(item), None, 0, 0, [], []), b"", b""
     if isinstance(item, Trajectory):
         trajectory_id, line = item.id, record_bytes(item)
     else:
         trajectory_id, line = item["id"], row_bytes(item)
     if kinds is None:
-        return where, None, trajectory_id, line, b"", [], []
+        return (where, None, trajectory_id, len(line), 0, [], []), line, b""
     units, skips = unit_rows(item.model_dump() if isinstance(item, Trajectory) else item, kinds,
                              metadata_strata=metadata_strata)
-    return (where, None, trajectory_id, line, b"".join([row_bytes(u) for u in units]), [u["kind"] for u in units],
-            [(s.kind, s.reason) for s in skips])
+    unit_lines = b"".join([row_bytes(u) for u in units])
+    return ((where, None, trajectory_id, len(line), len(unit_lines), [u["kind"] for u in units],
+             [(s.kind, s.reason) for s in skips]), line, unit_lines)
 
 
-def _line_converter(reader: LineAdapter) -> Callable[..., Row | Trajectory | BadRecord]:
-    """Rows where the adapter gives them (no model instances), else Trajectories."""
-    return reader.convert_row if isinstance(reader, RowAdapter) else reader.convert_line
+def _convert_items(items: Iterable[tuple[str, Row | Trajectory | BadRecord]], kinds: Sequence[str] | None,
+                   metadata_strata: Sequence[str]) -> Block:
+    records, lines, unit_lines = [], [], []
+    for where, item in items:
+        record, line, units = _convert(where, item, kinds, metadata_strata)
+        records.append(record)
+        lines.append(line)
+        unit_lines.append(units)
+    return records, b"".join(lines), b"".join(unit_lines)
 
 
-def _convert_lines(reader: LineAdapter, path: Path, options: dict, numbered: Iterable[tuple[int, bytes]],
-                   kinds: Sequence[str] | None, metadata_strata: Sequence[str]) -> Iterator[Converted]:
-    convert_line = _line_converter(reader)
-    for number, line in numbered:
-        where = f"{path}:{number}"
-        yield _convert(where, convert_line(path, options, where, line), kinds, metadata_strata)
+def _convert_block(job: tuple) -> Block:
+    """Convert a block of JSONL lines (in a worker process when ``workers > 1``).
 
-
-def _convert_block(job: tuple) -> list[Converted]:
-    """Worker: convert a block of JSONL lines (runs in a child process)."""
+    A line adapter that gives rows (``RowAdapter``) builds no model instances.
+    """
     adapter, path, options, first, block, kinds, metadata_strata = job
-    return list(_convert_lines(get_adapter(adapter), Path(path), options, numbered_lines(first, block), kinds,
-                               metadata_strata))
+    reader = get_adapter(adapter)
+    convert_line = reader.convert_row if isinstance(reader, RowAdapter) else reader.convert_line
+    path = Path(path)
+
+    def items() -> Iterator[tuple[str, Row | Trajectory | BadRecord]]:
+        for number, line in numbered_lines(first, block):
+            where = f"{path}:{number}"
+            yield where, convert_line(path, options, where, line)
+
+    return _convert_items(items(), kinds, metadata_strata)
 
 
-def _parallel(path: Path, adapter: str, options: dict, kinds, metadata_strata, workers: int) -> Iterator[Converted]:
-    """Convert a JSONL file on ``workers`` processes, in file order, with at most 2 blocks per worker in flight."""
+def _line_blocks(path: Path, adapter: str, options: dict, kinds, metadata_strata, workers: int) -> Iterator[Block]:
+    """A JSONL file of a line adapter, converted in blocks; on ``workers`` processes when > 1, in file
+    order, with at most 2 blocks per worker in flight (memory stays flat)."""
+    jobs = ((adapter, str(path), options, first, block, kinds, metadata_strata)
+            for first, block in iter_jsonl_blocks(path, _BLOCK_BYTES))
+    if workers == 1:
+        yield from map(_convert_block, jobs)
+        return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         pending: deque = deque()
-        for first, block in iter_jsonl_blocks(path, _BLOCK_BYTES):
-            pending.append(pool.submit(_convert_block, (adapter, str(path), options, first, block, kinds, metadata_strata)))
+        for job in jobs:
+            pending.append(pool.submit(_convert_block, job))
             if len(pending) >= 2 * workers:
-                yield from pending.popleft().result()
+                yield pending.popleft().result()
         while pending:
-            yield from pending.popleft().result()
+            yield pending.popleft().result()
+
+
+def _item_blocks(located: Iterator[tuple[str, Trajectory | BadRecord]], kinds, metadata_strata) -> Iterator[Block]:
+    """Items of any other adapter (or file type), converted in blocks of ``_BLOCK_ITEMS``."""
+    while items := list(islice(located, _BLOCK_ITEMS)):
+        yield _convert_items(items, kinds, metadata_strata)
 
 
 def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, options: Mapping[str, str] | None = None,
@@ -147,38 +174,49 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
     count = 0
     read = 0
 
-    def records(path: Path) -> Iterator[Converted]:
+    def blocks(path: Path) -> Iterator[Block]:
         if isinstance(reader, LineAdapter) and path.suffix.lower() in (".jsonl", ".ndjson"):
             reader.check(options)
-            if workers > 1:
-                return _parallel(path, adapter, options, kinds, metadata_strata, workers)
-            if isinstance(reader, RowAdapter):
-                return _convert_lines(reader, path, options, iter_jsonl_lines(path), kinds, metadata_strata)
-        return (_convert(where, item, kinds, metadata_strata) for where, item in reader.locate(path, options))
+            return _line_blocks(path, adapter, options, kinds, metadata_strata, workers)
+        return _item_blocks(reader.locate(path, options), kinds, metadata_strata)
 
     with ExitStack() as stack:
         trajectories_out = stack.enter_context(atomic_writer(out_dir / TRAJECTORIES_FILE))
         units_out = stack.enter_context(atomic_writer(out_dir / UNITS_FILE)) if kinds is not None else None
         for path in paths:
-            for where, problem, trajectory_id, line, unit_lines, unit_kinds, skips in records(path):
-                read += 1
-                if progress is not None and read % 1000 == 0:
-                    progress(read)
-                if problem is not None:
-                    problems.append(problem)
-                    continue
-                if trajectory_id in seen:
-                    problems.append(f"{where}: field 'id': trajectory id {trajectory_id!r} repeats (first at {seen[trajectory_id]})")
-                    continue
-                seen[trajectory_id] = where
-                if not problems or skip_bad:
-                    trajectories_out.write(line)
-                    count += 1
+            for records, lines, unit_lines in blocks(path):
+                kept: list[tuple[int, int, int, int]] = []  # offsets and lengths of the lines to write
+                line_at = unit_at = 0
+                for where, problem, trajectory_id, line_size, units_size, unit_kinds, skips in records:
+                    read += 1
+                    if progress is not None and read % 1000 == 0:
+                        progress(read)
+                    if problem is not None:
+                        problems.append(problem)
+                    elif trajectory_id in seen:
+                        problems.append(f"{where}: field 'id': trajectory id {trajectory_id!r} repeats "
+                                        f"(first at {seen[trajectory_id]})")
+                    else:
+                        seen[trajectory_id] = where
+                        if not problems or skip_bad:
+                            kept.append((line_at, line_size, unit_at, units_size))
+                            count += 1
+                            for kind in unit_kinds:
+                                units_by_kind[kind] += 1
+                            for kind, reason in skips:
+                                skipped.setdefault(kind, Counter())[reason] += 1
+                    line_at += line_size
+                    unit_at += units_size
+                if len(kept) == len(records):  # the usual case: every record of the block is written
+                    trajectories_out.write(lines)
                     if units_out is not None:
                         units_out.write(unit_lines)
-                        units_by_kind.update(unit_kinds)
-                        for kind, reason in skips:
-                            skipped.setdefault(kind, Counter())[reason] += 1
+                    continue
+                lines_view, units_view = memoryview(lines), memoryview(unit_lines)
+                for line_at, line_size, unit_at, units_size in kept:
+                    trajectories_out.write(lines_view[line_at:line_at + line_size])
+                    if units_out is not None:
+                        units_out.write(units_view[unit_at:unit_at + units_size])
         if progress is not None:
             progress(read)
         if problems and not skip_bad:

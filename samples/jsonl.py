@@ -148,7 +148,8 @@ def decode_json_line(line: bytes) -> Any:
     than ``json.loads`` there). What msgspec accepts, ``json.loads`` accepts with
     equal values (duplicate keys, big integers, float rounding: tests/samples);
     anything it refuses (NaN, lone surrogates, bad UTF-8, bad JSON) goes through
-    ``json.loads``, which keeps the stdlib's reading and its error messages.
+    ``json.loads``, which keeps the stdlib's reading and its error messages; a lone
+    surrogate escape is refused there (it made every writer fail later).
     """
     try:
         return _DECODER.decode(line)
@@ -159,11 +160,16 @@ def decode_json_line(line: bytes) -> Any:
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
     except RecursionError:
         raise ValueError("invalid JSON (nested too deeply)") from None
+    try:  # json.loads keeps an unpaired surrogate escape, which no UTF-8 output can hold
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(r"invalid JSON (a \uD800-\uDFFF escape without its pair is not a character)") from None
+    return value
 
 
 def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from json.encoder import encode_basestring
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +45,21 @@ from samples.canonical import canonical_json
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
 
 NON_AGENT_ROLES = frozenset({"user", "system", "tool"})
-_ARGUMENTS_JSON = json.JSONEncoder(ensure_ascii=False).encode
-"""``json.dumps(arguments, ensure_ascii=False)`` without building an encoder per call."""
+_JSON = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _arguments_json(arguments: dict[str, Any]) -> str:
+    """``json.dumps(arguments, ensure_ascii=False)``, the text a turn shows for a tool call.
+
+    Arguments are mostly flat string maps; building that text from the stdlib's own string
+    encoder takes about half the time of ``json.dumps``, which was the largest cost of
+    rendering a turn (tests/samples compare the two on random maps).
+    """
+    if all(type(value) is str for value in arguments.values()):
+        return "{" + ", ".join([encode_basestring(k) + ": " + encode_basestring(v) for k, v in arguments.items()]) + "}"
+    return _JSON(arguments)
+
+
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _STRAY_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 
@@ -67,11 +81,14 @@ def _id_prefix(trajectory_id: str) -> bytes:
     return canonical_json([trajectory_id])[:-1]
 
 
+_KIND_JSON = {kind: b',"%s",' % kind.encode() for kind in UNIT_KINDS}
+
+
 def _unit_id(prefix: bytes, kind: str, focus_turn: int | None) -> str:
     # Completes the canonical JSON by hand (a kind is a plain identifier, a focus turn an int
     # or null): a unit id per unit made json.dumps the largest cost of cutting units.
-    tail = b',"%s",%s]' % (kind.encode(), b"null" if focus_turn is None else b"%d" % focus_turn)
-    return "u_" + hashlib.sha256(prefix + tail).hexdigest()[:20]
+    focus = b"null]" if focus_turn is None else b"%d]" % focus_turn
+    return "u_" + hashlib.sha256(prefix + _KIND_JSON[kind] + focus).hexdigest()[:20]
 
 
 def is_turn(step: Step) -> bool:
@@ -96,7 +113,7 @@ def _render(number: int, step: Mapping[str, Any]) -> str:
     for call in step["tool_calls"]:
         arguments = call["arguments"]
         if not isinstance(arguments, str):
-            arguments = _ARGUMENTS_JSON(arguments)
+            arguments = _arguments_json(arguments)
         lines.append(f"[tool call] {call['name']} {arguments}")
         result = "(no result recorded)" if call["result"] is None else call["result"]
         lines.append(f"[tool result] {'[tool failed] ' if call['success'] is False else ''}{result}")

@@ -34,9 +34,20 @@ from judges.providers.base import (
 # Judge parameters a user may set; everything else is refused where the judge is built.
 JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")
 
+# The two consistent shapes of an Identify verdict (App. A.3): flag 0 with turn -1, or
+# flag 1 with a turn index; the schema forbids the inconsistent pairs the parser rejects.
 _IDENTIFY_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "properties": {"flag": {"const": 0}, "first_recognition_turn": {"const": -1}},
+         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
+        {"type": "object", "properties": {"flag": {"const": 1}, "first_recognition_turn": {"type": "integer", "minimum": 0}},
+         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
+    ],
+}
+# Hosted structured outputs need an object at the root, so there only the field types are fixed.
+_IDENTIFY_OBJECT_SCHEMA = {
     "type": "object",
-    "properties": {"flag": {"type": "integer", "enum": [0, 1]}, "first_recognition_turn": {"type": "integer", "minimum": -1}},
+    "properties": {"flag": {"type": "integer", "enum": [0, 1]}, "first_recognition_turn": {"type": "integer"}},
     "required": ["flag", "first_recognition_turn"],
     "additionalProperties": False,
 }
@@ -113,7 +124,8 @@ class _SdkProvider:
             if constrain and self.config.api == "openai":
                 body.update(llama_constraint(output_kind))
         elif constrain and output_kind == "identify_json" and self.config.api == "openai":
-            body["response_format"] = llama_constraint(output_kind)["response_format"]
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "identify", "strict": True, "schema": _IDENTIFY_OBJECT_SCHEMA}}
         return {"provider": self.name, "api": self.config.api, "model": model, "body": body, "sample_index": sample_index}
 
     def _body(self, *, model: str, system: str | None, user: str, params: dict[str, Any]) -> dict[str, Any]:

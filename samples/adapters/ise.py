@@ -176,7 +176,7 @@ def build(raw: dict[str, Any]) -> Trajectory:
     return Trajectory.model_validate(trajectory_fields(raw))
 
 
-def row(raw: dict[str, Any]) -> dict[str, Any] | Trajectory:
+def row(raw: dict[str, Any]) -> Row | Trajectory:
     """The run as a Trajectory row (a plain dict, no model instances: the ingest hot path)."""
     fields = trajectory_fields(raw)
     if fields["setting"] in _SETTINGS and fields["split"] in _SPLITS:

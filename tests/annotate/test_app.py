@@ -145,8 +145,10 @@ def test_each_unit_kind_shows_its_text_codebook_and_labels(app, position, codebo
     jump.set_value(position).run()
     task = TASKS[[t.task_id for t in TASKS].index(ORDERS["alice"][position])]
     assert [t.value for t in at.text] == [task.text]
-    codebook = [e for e in at.expander if e.label.startswith("Codebook")][0]
-    assert codebook.markdown[0].value.startswith(f"# {codebook_title}")
+    assert not [m for m in at.markdown if m.value.startswith("# ")]  # one click away, not in the way
+    at.toggle(key="show_codebook").set_value(True).run()
+    (codebook,) = [m for m in at.markdown if m.value.startswith("# ")]
+    assert codebook.value.startswith(f"# {codebook_title}")
     assert [b.label for b in at.button if b.label in labels] == labels
     assert not [s for s in at.selectbox if s.label.startswith("First recognition")]
     button(at, labels[-1]).click().run()

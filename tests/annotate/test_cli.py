@@ -90,3 +90,14 @@ def test_cli_lists_the_commands_with_summaries():
     assert "annotators   Manage coding-app annotators" in out
     assert "labels       Export the human labels table" in out
     assert "app          Run the coding app" in out
+
+
+def test_app_without_streamlit_gives_the_install_hint(tmp_path, capsys, monkeypatch):
+    # Streamlit cannot be uninstalled for one test: hide it from the import system instead.
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "streamlit" else real_find_spec(name, *a))
+    study = write_study(tmp_path / "study")
+    code, _, err = accord(capsys, "app", "--study", str(study))
+    assert code == 2 and err.strip() == "accord app: error: the coding app needs Streamlit: pip install 'accord[app]'"

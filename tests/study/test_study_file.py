@@ -80,3 +80,13 @@ def test_status_of_a_study_never_run(tmp_path, capsys) -> None:
         "audit", "gate", "score", "report"]
     assert status["sample"]["sampled"] == 0 and status["verdict"] is None and status["waiting"] is None
     assert not (tmp_path / "fresh").exists(), "status only reads"
+
+
+def test_simulate_flag_needs_a_panel_in_the_study(tmp_path, capsys) -> None:
+    path = _variant(tmp_path, "simulate = true", "simulate = false")
+    text = path.read_text(encoding="utf-8")
+    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("simulated_panel")), encoding="utf-8")
+    code, _, err = accord(capsys, "run", str(path), "--simulate-annotators", "--output", str(tmp_path / "out"))
+    assert code == 2 and "needs annotation.simulated_panel" in err and len(err.strip().splitlines()) == 1
+    code, _, err = accord(capsys, "run", str(path), "--simulate-annotators", "--interactive")
+    assert code == 2 and "not allowed with argument" in err
