@@ -80,7 +80,7 @@ def _concurrency(quick: bool) -> dict:
     from judges.spec import build_judge
 
     n = 8 if quick else CONCURRENT_UNITS
-    with LlamaServer(name="llama-server-bench", parallel=CONCURRENCY, ctx_size=CONCURRENCY * 1024) as server, \
+    with LlamaServer(name="llama-server-bench", parallel=CONCURRENCY, ctx_size=CONCURRENCY * 1024, threads=2) as server, \
             tempfile.TemporaryDirectory(prefix="accord-bench-judges-") as tmp:
         prompt = Path(tmp) / "bench-short.toml"
         prompt.write_text('name = "bench-short"\nversion = "1"\noutput = "yes_no"\nunit_kinds = ["escalate_final"]\n'
@@ -119,7 +119,7 @@ def _concurrency(quick: bool) -> dict:
         "target": ">= 3x",
         "met": ratio >= 3.0 and stats.calls == n and stats.failed == 0,
         "notes": f"SmolLM2-135M, one-line prompt, <= 24 tokens out, cache_prompt false, {CONCURRENCY} server slots, "
-                 f"1 thread per model; the runner's time includes its cache writes and labels file",
+                 f"2 threads per model; the runner's time includes its cache writes and labels file",
     }
 
 

@@ -128,7 +128,7 @@ def _ingest_rows(folder: Path, quick: bool) -> list[dict]:
     rows.append(_row(f"ingest peak RSS, {size // 4 // 2**20} MB vs {size // 2**20} MB input",
                      f"{peaks[0]:.0f} MB -> {peaks[1]:.0f} MB (+{growth:.0f} MB)", "", "",
                      "flat: growth < 10% of the added input", growth < 0.1 * (size - size // 4) / 2**20,
-                     "streams line by line; the only per-record state is the set of seen trajectory ids"))
+                     "streams in 4 MB blocks; the only per-record state is the set of seen trajectory ids"))
     return rows
 
 

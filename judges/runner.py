@@ -18,7 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +107,6 @@ class RunSummary:
         return sum(j.calls for j in self.judges)
 
     def as_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
@@ -317,15 +315,9 @@ def run_judges(
                          seconds=time.monotonic() - started)
     if log is not None:
         log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
-                  judges=[_stats_dict(s) for s in stats])
+                  judges=[asdict(s) for s in stats])
         log.close()
     return summary
-
-
-def _stats_dict(stats: JudgeStats) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(stats)
 
 
 def _count(tally: _Tally, label: JudgeLabel) -> None:

@@ -36,9 +36,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from json.encoder import encode_basestring
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from samples.canonical import canonical_json
@@ -87,8 +87,9 @@ _KIND_JSON = {kind: b',"%s",' % kind.encode() for kind in UNIT_KINDS}
 def _unit_id(prefix: bytes, kind: str, focus_turn: int | None) -> str:
     # Completes the canonical JSON by hand (a kind is a plain identifier, a focus turn an int
     # or null): a unit id per unit made json.dumps the largest cost of cutting units.
+    middle = _KIND_JSON.get(kind) or b"," + canonical_json(kind) + b","
     focus = b"null]" if focus_turn is None else b"%d]" % focus_turn
-    return "u_" + hashlib.sha256(prefix + _KIND_JSON[kind] + focus).hexdigest()[:20]
+    return "u_" + hashlib.sha256(prefix + middle + focus).hexdigest()[:20]
 
 
 def is_turn(step: Step) -> bool:

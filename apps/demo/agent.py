@@ -35,10 +35,13 @@ from samples.errors import InputError
 AGENT_NAME = "accord-demo-agent"
 TOOL_NAME = "search"
 SYSTEM_PROMPT = (
-    "You are a question-answering agent with one tool: search[query] returns passages about the query.\n"
-    "Work in turns. In each turn write one line 'Thought: ...' with your reasoning, then either\n"
-    "'Action: search[query]' to call the tool, or 'Answer: ...' with your final answer to the user."
+    "You are a question-answering agent with one tool: search returns passages about a query.\n"
+    "Reply in two lines. First 'Thought: ' and your reasoning. Then either 'Action: search[' your query ']'\n"
+    "to search, or 'Answer: ' and your final answer to the user once the passages let you answer.\n"
+    "Example:\nThought: I need the year Acme was founded.\nAction: search[Acme founding year]\n"
+    "Observation: [1] Source 1: Acme was founded in 1990.\nThought: The source says 1990.\nAnswer: 1990"
 )
+OBSERVATION_NOTE = "Answer the question now if these passages allow it."
 # GBNF for llama-server: the first turn must search; later turns search or answer.
 _LINE = 'line ::= [^\\n]+\nquery ::= [^\\]\\n]+\n'
 FIRST_TURN_GRAMMAR = 'root ::= "Thought: " line "\\nAction: search[" query "]"\n' + _LINE
@@ -77,11 +80,14 @@ class AgentConfig:
     max_turns: int = 3
     max_tokens: int = 64
     seed: int = DEFAULT_SEED
-    concurrency: int = 4
+    # Requests in flight per model. llama.cpp decodes concurrent requests in one batch,
+    # and the batch composition changes temperature-0 output (llama.cpp issue 7052), so
+    # the default 1 keeps runs reproducible; the two models still run side by side.
+    concurrency_per_model: int = 1
     timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        for field in ("max_turns", "max_tokens", "concurrency"):
+        for field in ("max_turns", "max_tokens", "concurrency_per_model"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"AgentConfig: {field} must be a positive integer, got {value!r}")
@@ -136,7 +142,7 @@ class _Client:
         self.client = AsyncOpenAI(base_url=f"{self.base_url}/v1", api_key="local", timeout=config.timeout_s,
                                   max_retries=0)
         self.config = config
-        self.limit = asyncio.Semaphore(config.concurrency)
+        self.limits: dict[str, asyncio.Semaphore] = {}
         self.requests = 0
         self.tokens = 0
 
@@ -148,7 +154,8 @@ class _Client:
         extra: dict[str, Any] = {"cache_prompt": False}
         if grammar is not None:
             extra["grammar"] = grammar
-        async with self.limit:
+        limit = self.limits.setdefault(model, asyncio.Semaphore(self.config.concurrency_per_model))
+        async with limit:
             try:
                 response = await self.client.chat.completions.create(
                     model=model, messages=messages, temperature=0, max_tokens=max_tokens, seed=self.config.seed,
@@ -187,7 +194,7 @@ async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance
             observation = search_result(instance)
             steps.append({"reasoning": turn.thought, "text": None, "tool_call": {
                 "name": TOOL_NAME, "arguments": {"query": turn.query}, "result": observation, "success": True}})
-            messages.append({"role": "user", "content": f"Observation:\n{observation}"})
+            messages.append({"role": "user", "content": f"Observation:\n{observation}\n\n{OBSERVATION_NOTE}"})
         else:
             steps.append({"reasoning": turn.thought, "text": raw.strip() or None, "tool_call": None})
             messages.append({"role": "user", "content": RETRY_NOTE})
@@ -196,7 +203,7 @@ async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance
         "agent": AGENT_NAME, "backbone": model.backbone, "dataset": DATASET,
         "setting": instance.setting, "split": instance.split, "question": instance.question,
         "reference": list(instance.references), "steps": steps, "final_turn": final, "truncated": final is None,
-        "instance_id": instance.instance_id, "question_id": instance.question_id, "category": instance.category,
+        "instance": instance.instance_id, "question_id": instance.question_id, "category": instance.category,
         "subcategory": instance.subcategory, "answer_type": instance.answer_type, "distractor": instance.distractor,
         "server_model": model.name, "max_turns": config.max_turns, "max_tokens": config.max_tokens, "seed": config.seed,
     }

@@ -23,7 +23,7 @@ from samples.jsonl import read_models, write_jsonl
 from samples.records import Trajectory
 from samples.schemes import get_scheme
 
-CONFIG = AgentConfig(max_turns=3, max_tokens=48, concurrency=4)
+CONFIG = AgentConfig(max_turns=3, max_tokens=48)
 
 
 def test_parse_turn():
@@ -44,7 +44,7 @@ def test_search_returns_the_instance_passages_numbered():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"max_turns": 0}, "max_turns must be a positive integer"),
-    ({"concurrency": 1.5}, "concurrency must be a positive integer"),
+    ({"concurrency_per_model": 1.5}, "concurrency_per_model must be a positive integer"),
     ({"seed": None}, "seed must be an integer"),
     ({"timeout_s": 0}, "timeout_s must be a positive number"),
 ])
@@ -89,7 +89,7 @@ def test_agent_runs_are_ise_trajectories(runs, tmp_path):
     assert len(trajectories) == len(records)
     by_instance = {i.instance_id: i for i in instances}
     for trajectory in trajectories:
-        instance = by_instance[trajectory.metadata["instance_id"]]
+        instance = by_instance[trajectory.metadata["instance"]]
         assert (trajectory.setting, trajectory.split, trajectory.dataset) == ("controlled", instance.split, "EHQ-3000")
         assert trajectory.question == instance.question and trajectory.references == instance.references
         first = trajectory.steps[0]

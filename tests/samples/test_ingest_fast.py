@@ -164,7 +164,7 @@ def test_decoding_agrees_with_json_loads(value: object, ascii_only: bool) -> Non
 
 @settings(max_examples=200, deadline=None, database=None)
 @given(trajectory_id=st.text(st.characters(blacklist_categories=("Cs",))),
-       kind=st.sampled_from(["identify_turn", "escalate_final", "correctness"]),
+       kind=st.sampled_from(["identify_turn", "escalate_final", "correctness"]) | st.text(max_size=5),
        focus=st.none() | st.integers(min_value=0, max_value=10**6))
 def test_unit_id_is_the_canonical_hash(trajectory_id: str, kind: str, focus: int | None) -> None:
     assert unit_id(trajectory_id, kind, focus) == "u_" + sha256_hex([trajectory_id, kind, focus])[:20]

@@ -43,7 +43,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
      ["unknown key 'sampling.seeed'", "allowed here: ['plan', 'seed']"]),
     ('plan = "plan.toml"', 'plan = "no-such-plan.toml"', ["key 'sampling.plan'", "no-such-plan.toml not found"]),
     ("[validation]\n", "[not_validation]\n", ["missing section 'validation'", "unknown key 'not_validation'"]),
-    ('judge = "rule:ehq"', 'judge = "rule:nope"', ["key 'audit.judge'", "'rule:nope' is not a [[judge]] name"]),
+    ('judge = "identify@gemma3"', 'judge = "identify@nope"', ["key 'audit.judge'", "'identify@nope' is not a [[judge]] name"]),
     ('fixture = "items.jsonl"', 'fixture = "items.jsonl"\nlimit = 3', ["unknown key 'source[1].limit'"]),
     ('model = "gemma3-270m"', 'model = "gemma3-270m"\ntemperature = 0', ["[[judge]] #2", "unknown field(s) ['temperature']"]),
     ("n_resamples = 2000\nseed = 20261129\nlevel = 0.95\n\n# Family", "n_resamples = 10\nseed = 20261129\nlevel = 0.95\n\n# Family",
