@@ -4,8 +4,9 @@ Deliberately small (a fixture, not a product): a ReAct-style text loop against a
 OpenAI-compatible chat endpoint (the demo uses llama-server serving SmolLM2-135M
 and Gemma 3 270M). Each turn the model writes ``Thought: ...`` and then either
 ``Action: search[query]`` or ``Answer: ...``; a GBNF grammar (llama-server's
-``grammar`` field) holds the tiny models to that shape, and the first turn may only
-search, so every trajectory has at least one intermediate turn to judge. The
+``grammar`` field) holds the tiny models to that shape: the first turn may only
+search (every trajectory has an intermediate turn to judge), and after
+``max_searches`` searches only an answer is admitted. The
 ``search`` tool ignores the query and returns the instance's two passages (the
 controlled-conflict design supplies the evidence; ISE section 2.1). After
 ``max_turns`` turns without an answer the run is ``truncated``.
@@ -46,6 +47,7 @@ OBSERVATION_NOTE = "Answer the question now if these passages allow it."
 _LINE = 'line ::= [^\\n]+\nquery ::= [^\\]\\n]+\n'
 FIRST_TURN_GRAMMAR = 'root ::= "Thought: " line "\\nAction: search[" query "]"\n' + _LINE
 TURN_GRAMMAR = 'root ::= "Thought: " line "\\n" ("Action: search[" query "]" | "Answer: " line)\n' + _LINE
+ANSWER_GRAMMAR = 'root ::= "Thought: " line "\\nAnswer: " line\n' + _LINE
 _SEARCH = re.compile(r"^Action:\s*search\[(?P<query>[^\]\n]*)\]\s*$", re.MULTILINE)
 _ANSWER = re.compile(r"^Answer:\s*(?P<answer>.+?)\s*$", re.MULTILINE)
 _THOUGHT = re.compile(r"^Thought:\s*(?P<thought>.*?)\s*$", re.MULTILINE)
@@ -78,6 +80,9 @@ class AgentConfig:
     """How the demo agent is run; every field is recorded in each trajectory's metadata."""
 
     max_turns: int = 3
+    # Searches allowed; after the last one the grammar admits only an answer (the tiny
+    # models otherwise search until max_turns). max_searches >= max_turns lets runs truncate.
+    max_searches: int = 2
     max_tokens: int = 64
     seed: int = DEFAULT_SEED
     # Requests in flight per model. llama.cpp decodes concurrent requests in one batch,
@@ -87,7 +92,7 @@ class AgentConfig:
     timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        for field in ("max_turns", "max_tokens", "concurrency_per_model"):
+        for field in ("max_turns", "max_searches", "max_tokens", "concurrency_per_model"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"AgentConfig: {field} must be a positive integer, got {value!r}")
@@ -182,15 +187,18 @@ async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"Question: {instance.question}"}]
     steps: list[dict[str, Any]] = []
     final: dict[str, Any] | None = None
+    searches = 0
     for turn_index in range(config.max_turns):
-        raw, complete = await client.chat(model.name, messages, max_tokens=config.max_tokens,
-                                          grammar=FIRST_TURN_GRAMMAR if turn_index == 0 else TURN_GRAMMAR)
+        grammar = FIRST_TURN_GRAMMAR if turn_index == 0 else (
+            ANSWER_GRAMMAR if searches >= config.max_searches else TURN_GRAMMAR)
+        raw, complete = await client.chat(model.name, messages, max_tokens=config.max_tokens, grammar=grammar)
         turn = parse_turn(raw, complete=complete)
         messages.append({"role": "assistant", "content": raw})
         if turn.answer is not None:
             final = {"reasoning": turn.thought, "text": turn.answer}
             break
         if turn.query is not None:
+            searches += 1
             observation = search_result(instance)
             steps.append({"reasoning": turn.thought, "text": None, "tool_call": {
                 "name": TOOL_NAME, "arguments": {"query": turn.query}, "result": observation, "success": True}})
@@ -205,7 +213,8 @@ async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance
         "reference": list(instance.references), "steps": steps, "final_turn": final, "truncated": final is None,
         "instance": instance.instance_id, "question_id": instance.question_id, "category": instance.category,
         "subcategory": instance.subcategory, "answer_type": instance.answer_type, "distractor": instance.distractor,
-        "server_model": model.name, "max_turns": config.max_turns, "max_tokens": config.max_tokens, "seed": config.seed,
+        "server_model": model.name, "max_turns": config.max_turns, "max_searches": config.max_searches, "max_tokens": config.max_tokens,
+        "seed": config.seed,
     }
 
 

@@ -30,7 +30,7 @@ from apps.cli import main
 from samples.errors import InputError
 from samples.records import UNIT_KINDS, BlindTask
 from samples.schemes import DEFAULT_SCHEME, SCHEMES
-from tests.support.labelstudio import LabelStudioServer, free_port, labelstudio_server  # noqa: F401
+from tests.support.labelstudio import free_port, labelstudio_server  # noqa: F401
 
 TASKS = [
     BlindTask(task_id="t_traj", kind="identify_trajectory", text="(turns)",
