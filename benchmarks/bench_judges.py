@@ -5,7 +5,7 @@
    the endpoint pointed at a closed port, so any call would show as a failure.
    Target: 0 calls, under 2 s.
 2. Concurrency: the same short requests to the same local llama-server (SmolLM2, a
-   one-line judge prompt, up to 24 generated tokens, no prompt cache), once through the
+   one-line judge prompt, a grammar-constrained YES/NO answer, no prompt cache), once through the
    runner with 8 concurrent calls and once as a plain sequential loop of official-SDK
    calls (the peer). Short prompts keep the comparison about request scheduling: with
    the ~500-token ISE prompts a 1-thread CPU server spends its time in prompt
@@ -80,13 +80,13 @@ def _concurrency(quick: bool) -> dict:
     from judges.spec import build_judge
 
     n = 8 if quick else CONCURRENT_UNITS
-    with LlamaServer(name="llama-server-bench", parallel=CONCURRENCY, ctx_size=CONCURRENCY * 1024, threads=2) as server, \
+    with LlamaServer(name="llama-server-bench", parallel=CONCURRENCY, ctx_size=CONCURRENCY * 1024, threads=1) as server, \
             tempfile.TemporaryDirectory(prefix="accord-bench-judges-") as tmp:
         prompt = Path(tmp) / "bench-short.toml"
         prompt.write_text('name = "bench-short"\nversion = "1"\noutput = "yes_no"\nunit_kinds = ["escalate_final"]\n'
                           'source = "accord benchmark"\nsystem = "Does the answer mention two different years? Say why."\n')
         config = {"prompt": str(prompt), "provider": "local", "model": "smollm2", "base_url": server.base_url,
-                  "params": {"temperature": 0.0, "max_tokens": 24, "constrain": False}, "concurrency": CONCURRENCY,
+                  "params": {"temperature": 0.0, "max_tokens": 2}, "concurrency": CONCURRENCY,
                   "timeout_s": 600}
         judge = build_judge(config)
         warm = _units(2, "x")
@@ -101,8 +101,8 @@ def _concurrency(quick: bool) -> dict:
         client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="none", max_retries=0, timeout=300)
         started = time.perf_counter()
         for body in bodies:
-            client.chat.completions.create(model=body["model"], messages=body["messages"], temperature=0.0,
-                                           max_tokens=24, extra_body={"cache_prompt": body["cache_prompt"]})
+            client.chat.completions.create(model=body["model"], messages=body["messages"], temperature=0.0, max_tokens=2,
+                                           extra_body={"cache_prompt": body["cache_prompt"], "grammar": body["grammar"]})
         sequential = time.perf_counter() - started
         client.close()
 
@@ -118,8 +118,8 @@ def _concurrency(quick: bool) -> dict:
         "ratio": f"{ratio:.1f}x",
         "target": ">= 3x",
         "met": ratio >= 3.0 and stats.calls == n and stats.failed == 0,
-        "notes": f"SmolLM2-135M, one-line prompt, <= 24 tokens out, cache_prompt false, {CONCURRENCY} server slots, "
-                 f"2 threads per model; the runner's time includes its cache writes and labels file",
+        "notes": f"SmolLM2-135M, one-line prompt, grammar YES/NO, cache_prompt false, {CONCURRENCY} server slots, "
+                 f"1 thread per model; the runner's time includes its cache writes and labels file",
     }
 
 
