@@ -213,8 +213,8 @@ async def _run_one(client: _Client, model: DemoModel, instance: ConflictInstance
         "reference": list(instance.references), "steps": steps, "final_turn": final, "truncated": final is None,
         "instance": instance.instance_id, "question_id": instance.question_id, "category": instance.category,
         "subcategory": instance.subcategory, "answer_type": instance.answer_type, "distractor": instance.distractor,
-        "server_model": model.name, "max_turns": config.max_turns, "max_searches": config.max_searches, "max_tokens": config.max_tokens,
-        "seed": config.seed,
+        "server_model": model.name, "max_turns": config.max_turns, "max_searches": config.max_searches,
+        "max_tokens": config.max_tokens, "seed": config.seed,
     }
 
 

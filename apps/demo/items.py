@@ -13,8 +13,9 @@ that states a short answer which a second passage can contradict, so an item is
   names exactly one distinct year; passage = ``background``, passage answer = that
   year (the profile's own answer; EHQ's gold stays ``[FABRICATED]``).
 * CCQ: the ``redacted_value`` is at most ``CCQ_MAX_ANSWER_WORDS`` words; passage =
-  ``document`` with ``[REDACTED]`` filled by it, passage answer = the value (EHQ's
-  gold stays ``[REDACTED]``: closed-book, the span is unknowable).
+  the sentence of ``document`` holding ``[REDACTED]``, filled with the value, and
+  the sentence before it; passage answer = the value (EHQ's gold stays
+  ``[REDACTED]``: closed-book, the span is unknowable).
 
 Selection uses ``ehq.selection.select_items`` (the EHQ package's own deterministic,
 hash-ranked round-robin over subcategories) per category on the eligible items.
@@ -117,6 +118,20 @@ def load_ehq() -> list[dict[str, Any]]:
     return [dict(item) for item in _load_bundled()]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _around_answer(document: str, answer: str) -> str:
+    """The sentence holding the redaction, filled with ``answer``, and the sentence before it.
+
+    CCQ documents run to about 230 words; two of them in every agent turn would make
+    prompt processing dominate the demo's time on two cores.
+    """
+    sentences = _SENTENCE_END.split(document.strip())
+    at = next(i for i, sentence in enumerate(sentences) if "[REDACTED]" in sentence)
+    return " ".join(sentences[max(at - 1, 0): at + 1]).replace("[REDACTED]", answer)
+
+
 def _passage(item: Mapping[str, Any]) -> tuple[str, PassageSource, str] | str:
     """(passage, source, answer) when the item is eligible, else the reason it is not."""
     category = item.get("category")
@@ -139,7 +154,7 @@ def _passage(item: Mapping[str, Any]) -> tuple[str, PassageSource, str] | str:
             return f"redacted_value longer than {CCQ_MAX_ANSWER_WORDS} words"
         if document.count("[REDACTED]") != 1:
             return "document does not hold exactly one [REDACTED] span"
-        return document.replace("[REDACTED]", value), "document", value
+        return _around_answer(document, value), "document", value
     return f"unknown category {category!r}"
 
 

@@ -68,7 +68,8 @@ def test_passage_answer_per_category(by_id):
             assert item.passage == raw["background"] and "year" in item.question.lower()
             assert item.answer_type == "year"
         else:
-            assert item.passage == raw["document"].replace("[REDACTED]", raw["redacted_value"])
+            filled = raw["document"].replace("[REDACTED]", raw["redacted_value"])
+            assert item.passage in filled and len(item.passage) < len(filled)
             assert item.passage_answer == raw["redacted_value"].strip()
             assert "[REDACTED]" not in item.passage
 

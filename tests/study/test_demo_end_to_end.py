@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.llama, pytest.mark.slow]
 def _reduced_demo(tmp_path: Path) -> Path:
     """The shipped demo study with one item per category and fewer resamples (CI time)."""
     text = DEMO.read_text(encoding="utf-8")
-    for name in ("instances.jsonl", "items.jsonl", "plan.toml"):
-        text = text.replace(f'"{name}"', json.dumps(str(DEMO.parent / name)))
+    for name in ("instances.jsonl", "items.jsonl", "plan.toml"):  # a snapshot: the run's inputs stay fixed
+        (tmp_path / name).write_bytes((DEMO.parent / name).read_bytes())
     text = text.replace('"../policies/strict.toml"', json.dumps(str(REPO / "data" / "policies" / "strict.toml")))
     text = re.sub(r'^(generate = ".*")$', r"\1\nitems_per_category = 1", text, flags=re.MULTILINE)
     text = re.sub(r"^n_resamples = 2000$", "n_resamples = 200", text, flags=re.MULTILINE)
