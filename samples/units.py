@@ -140,7 +140,9 @@ class Skip:
     reason: str
 
 
-_LABEL_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward")
+# Source metadata that scoring or a rule judge needs, carried into Unit.reference (never
+# shown): human labels of the source datasets, and the EHQ item the ehq rule judge reads.
+_REFERENCE_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward", "ehq_item")
 
 
 def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
@@ -165,7 +167,7 @@ def unit_rows(trajectory: Mapping[str, Any], kinds: Iterable[str] = UNIT_KINDS, 
     for key in metadata_strata:
         value = metadata.get(key)
         strata[key] = "(missing)" if value is None else str(value)
-    labels = {k: metadata[k] for k in _LABEL_KEYS if k in metadata}
+    labels = {k: metadata[k] for k in _REFERENCE_KEYS if k in metadata}
     references = trajectory["references"]
     reference = {"references": list(references), **labels}
     all_steps = trajectory["steps"]
