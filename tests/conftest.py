@@ -24,3 +24,26 @@ def shared() -> Path:
     if not (SHARED / "data").is_dir():
         pytest.skip(f"shared data folder not found at {SHARED} (set ACCORD_SHARED)")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """Both local models (SmolLM2, Gemma 3) behind one llama-server for the whole session.
+
+    One server for every test area (judges, demo, study), started through
+    judges.local_server; its pid goes to .run/llama-server-tests.pid so
+    scripts/stop_services.sh ends a leftover. A missing build is a failure naming the
+    install command, never a silent skip.
+    """
+    from judges.local_server import LlamaServer
+    from samples.errors import InputError
+
+    server = LlamaServer(name="llama-server-tests", parallel=4, ctx_size=8192)
+    try:
+        server.start()
+    except InputError as error:
+        pytest.fail(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()

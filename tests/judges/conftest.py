@@ -1,4 +1,4 @@
-"""Servers the judges tests need: the fault-injection server and the real llama-server."""
+"""The fault-injection server for the judges tests (the real llama-server fixture is session-wide, in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,24 +18,3 @@ def fault_server() -> Iterator[FaultServer]:
     finally:
         server.stop()
 
-
-@pytest.fixture(scope="session")
-def llama_server():
-    """Both local models behind one llama-server, started through judges.local_server.
-
-    Writes .run/llama-server-tests.pid (scripts/stop_services.sh ends a leftover) and
-    stops the server at the end of the session. A missing build is a failure with the
-    install command, never a silent skip.
-    """
-    from judges.local_server import LlamaServer
-    from samples.errors import InputError
-
-    server = LlamaServer(name="llama-server-tests", parallel=4, ctx_size=8192)
-    try:
-        server.start()
-    except InputError as error:
-        pytest.fail(str(error))
-    try:
-        yield server
-    finally:
-        server.stop()

@@ -32,9 +32,6 @@ def _reduced_demo(tmp_path: Path) -> Path:
     text = re.sub(r'^(generate = ".*")$', r"\1\nitems_per_category = 1", text, flags=re.MULTILINE)
     text = re.sub(r"^n_resamples = 2000$", "n_resamples = 200", text, flags=re.MULTILINE)
     text = re.sub(r"^n_permutations = 2000$", "n_permutations = 200", text, flags=re.MULTILINE)
-    # Temporary, until samples.units carries Trajectory.metadata["ehq_item"] into Unit.reference (the
-    # ehq rule judge needs it; see the H10 report): the reduced run leaves that one judge out.
-    text = re.sub(r'^\[\[judge\]\]\nprovider = "rule"\nmodel = "ehq"\n', "", text, flags=re.MULTILINE)
     path = tmp_path / "study.toml"
     path.write_text(text, encoding="utf-8")
     return path
