@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACCORD_CACHE ?= $(HOME)/.cache/accord
 export ACCORD_CACHE
 
-.PHONY: demo test bench venv system services-deps stop clean
+.PHONY: demo demo-interactive test bench venv system services-deps stop clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,8 +32,17 @@ test: services-deps
 bench: services-deps
 	$(PY) -m benchmarks
 
-demo: venv
-	$(VENV)/bin/accord agree data/examples/identify_panel.csv --judge judge_a --judge judge_b --cluster trajectory
+# The demo study ends in a gate verdict: REJECT (exit 1) is its expected outcome for
+# the tiny local judges, so only a usage/input error (2) or a crash fails `make demo`.
+demo: venv system
+	bash scripts/llama_server.sh install
+	$(VENV)/bin/accord run data/demo/study.toml; rc=$$?; test $$rc -le 1
+
+# The same study, but the run stops at the human stage and waits for you to label in
+# the coding app (accord annotators add / accord app), then `make demo-interactive` again.
+demo-interactive: venv system
+	bash scripts/llama_server.sh install
+	$(VENV)/bin/accord run data/demo/study.toml --interactive --output studies/demo-interactive; rc=$$?; test $$rc -le 1
 
 stop:
 	bash scripts/stop_services.sh
