@@ -434,7 +434,6 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     from agreement.gate import ACCEPT, judge_sample_fingerprint
     from agreement.study_io import VERDICT, labels_table, read_json
     from samples.canonical import file_sha256
-    from samples.errors import InputError
 
     path = study.root / VERDICT
     problems: list[str] = []

@@ -11,7 +11,6 @@ refuses unblinded records).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ from pathlib import Path
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.records import HumanLabel
-from annotate.store import Revision, Store, SubmitResult, check_name
+from annotate.store import Revision, Store, SubmitResult
+from annotate.tasks import load_orders
 from annotate.tasks import load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -121,31 +121,6 @@ def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:
     role = store.authenticate(token).role
     return AnnotatorSession(store, token) if role == "annotator" else AdjudicatorSession(store, token)
 
-
-def load_orders(path: str | Path, tasks: Sequence[BlindTask]) -> dict[str, list[str]]:
-    """Read ``blind/orders.json`` ({annotator: [task_id, ...]}) and check it against the tasks."""
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: orders file not found (written by `accord blind`)") from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: invalid JSON at line {error.lineno} ({error.msg})") from None
-    if not isinstance(raw, dict) or not raw:
-        raise InputError(f"{path}: expected a non-empty JSON object {{annotator: [task_id, ...]}}")
-    known = {task.task_id for task in tasks}
-    orders: dict[str, list[str]] = {}
-    for annotator, order in raw.items():
-        check_name(annotator, parameter=f"{path}: annotator")
-        if not isinstance(order, list) or not all(isinstance(t, str) for t in order) or not order:
-            raise InputError(f"{path}: field {annotator!r}: expected a non-empty list of task ids")
-        unknown = [t for t in order if t not in known]
-        if unknown:
-            raise InputError(f"{path}: field {annotator!r}: task id(s) {unknown[:5]} are not in the tasks file")
-        if len(set(order)) != len(order):
-            raise InputError(f"{path}: field {annotator!r}: a task id appears more than once")
-        orders[annotator] = order
-    return orders
 
 
 class AppBackend:

@@ -50,7 +50,8 @@ from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.codebook import codebook
 from annotate.export import export_labels
 from annotate.records import HumanLabel
-from annotate.store import IDENTIFY_KINDS, check_name
+from annotate.store import IDENTIFY_KINDS
+from annotate.tasks import check_orders
 from samples.errors import InputError
 from samples.records import UNIT_KINDS, BlindTask, UnitKind
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -361,7 +362,7 @@ class LabelStudioBackend:
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport:
         """Create missing accounts and projects and import missing tasks; pushing again adds nothing twice."""
         by_id = {task.task_id: task for task in tasks}
-        _check_orders(by_id, orders)
+        check_orders(tasks, orders)
         state = self._state() or LabelStudioState(url=self.url)
         for task in tasks:
             known = state.tasks.get(task.task_id)
@@ -555,19 +556,6 @@ class LabelStudioBackend:
             details={"url": self.url, "projects": projects, "credentials": str(self.credentials_path), "labels": str(self.labels_path)},
         )
 
-
-def _check_orders(tasks: Mapping[str, BlindTask], orders: Mapping[str, Sequence[str]]) -> None:
-    if not tasks:
-        raise InputError("tasks: the task set is empty; nothing to push")
-    if not orders:
-        raise InputError("orders: no annotators; expected {annotator: [task_id, ...]}")
-    for annotator, order in orders.items():
-        check_name(annotator, parameter="orders: annotator")
-        unknown = [task_id for task_id in order if task_id not in tasks]
-        if unknown:
-            raise InputError(f"orders: annotator {annotator!r}: task id(s) {unknown[:5]} are not in the tasks")
-        if len(set(order)) != len(order) or not order:
-            raise InputError(f"orders: annotator {annotator!r}: expected a non-empty list of distinct task ids")
 
 
 def _results(annotation: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 import sqlite3
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from annotate.records import HumanLabel
+from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -34,7 +34,6 @@ SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
 STORE_RELATIVE_PATH = Path("labels") / "store.sqlite"
 # Identify kinds take a first recognition turn; the trajectory kind needs it for "yes".
 IDENTIFY_KINDS: tuple[str, ...] = ("identify_trajectory", "identify_turn")
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -148,13 +147,6 @@ def hash_token(token: str) -> str:
     """Tokens are 192-bit random strings, so a plain sha256 cannot be brute-forced; no slow KDF needed."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
-
-def check_name(name: str, *, parameter: str = "name") -> str:
-    if not isinstance(name, str) or not _NAME_PATTERN.match(name):
-        raise InputError(
-            f"{parameter} {name!r} is not a valid annotator name; expected 1-64 characters from letters, digits, '_', '.', '@', '-', starting with a letter or digit"
-        )
-    return name
 
 
 class Store:
@@ -280,16 +272,7 @@ class Store:
         A task id already present with another payload, or an annotator whose stored
         order differs, is refused: labels already given must keep meaning what they meant.
         """
-        if not tasks:
-            raise InputError("tasks: empty task set (nothing to annotate)")
-        known = {task.task_id for task in tasks}
-        for annotator, order in orders.items():
-            check_name(annotator, parameter="orders key")
-            unknown = [task_id for task_id in order if task_id not in known]
-            if unknown:
-                raise InputError(f"orders[{annotator!r}]: task id(s) {unknown[:5]} are not in the tasks file")
-            if len(set(order)) != len(order):
-                raise InputError(f"orders[{annotator!r}]: a task id appears more than once")
+        check_orders(tasks, orders)
         created = 0
         loaded_at = now_iso()
         with self._write() as tx:

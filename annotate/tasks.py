@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -64,3 +66,49 @@ def load_tasks(path: str | Path) -> list[BlindTask]:
     if not tasks:
         raise InputError(f"{path}: no tasks (an empty task set cannot be annotated)")
     return tasks
+
+
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+def check_name(name: str, *, parameter: str = "name") -> str:
+    """Annotator names become SQLite keys, Label Studio emails and file names: keep them plain."""
+    if not isinstance(name, str) or not _NAME_PATTERN.match(name):
+        raise InputError(
+            f"{parameter} {name!r} is not a valid annotator name; expected 1-64 characters from letters, digits, "
+            "'_', '.', '@', '-', starting with a letter or digit"
+        )
+    return name
+
+
+def check_orders(tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *, where: str = "orders") -> None:
+    """Every annotator's order is a non-empty list of distinct ids of the given tasks."""
+    if not tasks:
+        raise InputError("tasks: empty task set (nothing to annotate)")
+    if not orders:
+        raise InputError(f"{where}: no annotators; expected {{annotator: [task_id, ...]}}")
+    known = {task.task_id for task in tasks}
+    for annotator, order in orders.items():
+        check_name(annotator, parameter=f"{where}: annotator")
+        if not isinstance(order, (list, tuple)) or not order or not all(isinstance(t, str) for t in order):
+            raise InputError(f"{where}: field {annotator!r}: expected a non-empty list of task ids")
+        unknown = [task_id for task_id in order if task_id not in known]
+        if unknown:
+            raise InputError(f"{where}: field {annotator!r}: task id(s) {unknown[:5]} are not in the tasks file")
+        if len(set(order)) != len(order):
+            raise InputError(f"{where}: field {annotator!r}: a task id appears more than once")
+
+
+def load_orders(path: str | Path, tasks: Sequence[BlindTask]) -> dict[str, list[str]]:
+    """Read ``blind/orders.json`` ({annotator: [task_id, ...]}) and check it against the tasks."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: orders file not found (written by `accord blind`)") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: invalid JSON at line {error.lineno} ({error.msg})") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a JSON object {{annotator: [task_id, ...]}}")
+    check_orders(tasks, raw, where=str(path))
+    return {annotator: list(order) for annotator, order in raw.items()}

@@ -184,7 +184,7 @@ def test_server_down_and_missing_token_are_one_line_errors(tmp_path, capsys, mon
 def pushed(labelstudio_server, tmp_path_factory) -> Path:  # noqa: F811
     study = _write_study(tmp_path_factory.mktemp("ls-study"))
     backend = LabelStudioBackend(study=study, token=labelstudio_server.token, url=labelstudio_server.url)
-    from annotate.app_backend import load_orders
+    from annotate.tasks import load_orders
     from annotate.tasks import load_tasks
 
     tasks = load_tasks(study / "blind" / "tasks.jsonl")
@@ -237,7 +237,7 @@ def test_push_gives_each_annotator_a_login_and_own_projects_in_their_order(pushe
 
 @pytest.mark.labelstudio
 def test_push_again_adds_only_missing_tasks_and_recovers_an_interrupted_import(pushed, labelstudio_server):  # noqa: F811
-    from annotate.app_backend import load_orders
+    from annotate.tasks import load_orders
     from annotate.tasks import load_tasks
 
     backend = LabelStudioBackend(study=pushed, token=labelstudio_server.token)

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from annotate import get_backend
-from annotate.app_backend import AppBackend, AdjudicatorSession, AnnotatorSession, load_orders, sign_in, submission_id_for
+from annotate.app_backend import AppBackend, AdjudicatorSession, AnnotatorSession, sign_in, submission_id_for
+from annotate.tasks import load_orders
 from annotate.base import AnnotationBackend
 from annotate.export import export_labels
 from annotate.records import HumanLabel

@@ -17,7 +17,7 @@ from apps.demo.panel import (
     run_panel,
     simulate_label,
 )
-from annotate.app_backend import load_orders
+from annotate.tasks import load_orders
 from annotate.tasks import load_tasks
 from samples.adapters.responses import ResponsesAdapter
 from samples.blind import blind_study
