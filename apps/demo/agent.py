@@ -13,14 +13,19 @@ controlled-conflict design supplies the evidence; ISE section 2.1). After
 
 Every request is temperature 0 with a fixed ``seed`` and ``cache_prompt: false``
 (llama-server's prompt cache otherwise makes temperature-0 output depend on
-earlier requests). Runs go to the ISE JSONL schema that ``samples``' ``ise``
-adapter reads; closed-book answers go to records the ``responses`` adapter reads,
-each carrying its EHQ item (``ehq_item``) for the ehq rule classifier.
+earlier requests), on a connection of its own: llama-server's router closes each
+connection after a proxied reply although it announces keep-alive, so a pooled
+connection reused at once loses the request. A connection dropped anyway is retried
+a bounded number of times with backoff; a refused one means no server. Runs go to
+the ISE JSONL schema that ``samples``' ``ise`` adapter reads; closed-book answers go
+to records the ``responses`` adapter reads, each carrying its EHQ item
+(``ehq_item``) for the ehq rule classifier.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
@@ -77,7 +82,7 @@ DEMO_MODELS: tuple[DemoModel, ...] = (
 
 @dataclass(frozen=True, kw_only=True)
 class AgentConfig:
-    """How the demo agent is run; every field is recorded in each trajectory's metadata."""
+    """How the demo agent is run; the fields that shape the outputs are recorded in each trajectory's metadata."""
 
     max_turns: int = 3
     # Searches allowed; after the last one the grammar admits only an answer (the tiny
@@ -90,12 +95,22 @@ class AgentConfig:
     # the default 1 keeps runs reproducible; the two models still run side by side.
     concurrency_per_model: int = 1
     timeout_s: float = 600.0
+    # Retries of a request whose connection the server dropped (not of a refused connection:
+    # that is no server, reported at once); waits retry_backoff_s, then doubles it.
+    connection_retries: int = 3
+    retry_backoff_s: float = 0.5
 
     def __post_init__(self) -> None:
         for field in ("max_turns", "max_searches", "max_tokens", "concurrency_per_model"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"AgentConfig: {field} must be a positive integer, got {value!r}")
+        value = self.connection_retries
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(f"AgentConfig: connection_retries must be a non-negative integer, got {value!r}")
+        if isinstance(self.retry_backoff_s, bool) or not isinstance(self.retry_backoff_s, int | float) \
+                or not self.retry_backoff_s > 0:
+            raise InputError(f"AgentConfig: retry_backoff_s must be a positive number, got {self.retry_backoff_s!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InputError(f"AgentConfig: seed must be an integer, got {self.seed!r}")
         if not isinstance(self.timeout_s, int | float) or not self.timeout_s > 0:
@@ -111,6 +126,7 @@ class RunReport:
     wall_s: float
     completion_tokens: int
     truncated: int
+    retries: int
 
 
 def search_result(instance: ConflictInstance) -> str:
@@ -135,6 +151,17 @@ def parse_turn(raw: str, *, complete: bool) -> _Turn:
                  answer=answer["answer"] if answer and not search else None, raw=raw)
 
 
+def _refused(error: BaseException | None) -> bool:
+    """Whether nothing accepted the connection (no server), as opposed to a connection dropped once made."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ConnectionRefusedError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 class _Client:
     """One AsyncOpenAI client with a shared concurrency limit and call counters."""
 
@@ -144,39 +171,56 @@ class _Client:
         except ImportError:
             raise InputError("the demo agent needs the `openai` package: pip install 'accord[judges]'") from None
         self.base_url = base_url.rstrip("/")
+        # `Connection: close`: llama-server's router (cpp-httplib) sends `Keep-Alive` with each proxied
+        # reply and then closes the connection; a request the pool sends on it before the close arrives
+        # is lost ("Server disconnected without sending a response"). One connection per request is
+        # what the router does anyway.
         self.client = AsyncOpenAI(base_url=f"{self.base_url}/v1", api_key="local", timeout=config.timeout_s,
-                                  max_retries=0)
+                                  max_retries=0, default_headers={"Connection": "close"})
         self.config = config
         self.limits: dict[str, asyncio.Semaphore] = {}
         self.requests = 0
         self.tokens = 0
+        self.retries = 0
 
     async def chat(self, model: str, messages: list[dict[str, str]], *, max_tokens: int,
                    grammar: str | None = None) -> tuple[str, bool]:
         """(text, finished normally); connection problems become one clear InputError."""
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
         extra: dict[str, Any] = {"cache_prompt": False}
         if grammar is not None:
             extra["grammar"] = grammar
         limit = self.limits.setdefault(model, asyncio.Semaphore(self.config.concurrency_per_model))
+        # Retries stay inside the model's slot: none of this client's other requests joins the model's
+        # batch meanwhile (temperature-0 output depends on the batch), and the retried request is identical.
         async with limit:
-            try:
-                response = await self.client.chat.completions.create(
-                    model=model, messages=messages, temperature=0, max_tokens=max_tokens, seed=self.config.seed,
-                    extra_body=extra,
-                )
-            except APITimeoutError:
-                raise InputError(f"model {model!r} at {self.base_url} gave no answer within timeout_s="
-                                 f"{self.config.timeout_s:g} s (a busy machine: raise AgentConfig.timeout_s)") from None
-            except APIConnectionError:
-                raise InputError(f"no model server at {self.base_url}: start it with `accord judges serve`") from None
-            except APIStatusError as error:
-                raise InputError(f"model server at {self.base_url} refused model {model!r}: HTTP {error.status_code}") from None
+            response = await self._create(model=model, messages=messages, temperature=0, max_tokens=max_tokens,
+                                          seed=self.config.seed, extra_body=extra)
         self.requests += 1
         self.tokens += response.usage.completion_tokens if response.usage else 0
         choice = response.choices[0]
         return choice.message.content or "", choice.finish_reason == "stop"
+
+    async def _create(self, **request: Any) -> Any:
+        """One completion: a dropped connection is retried with backoff, a refused one means no server."""
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+        model, config = request["model"], self.config
+        for attempt in itertools.count():
+            try:
+                return await self.client.chat.completions.create(**request)
+            except APITimeoutError:
+                raise InputError(f"model {model!r} at {self.base_url} gave no answer within timeout_s="
+                                 f"{config.timeout_s:g} s (a busy machine: raise AgentConfig.timeout_s)") from None
+            except APIConnectionError as error:
+                if _refused(error):
+                    raise InputError(f"no model server at {self.base_url}: start it with `accord judges serve`") from None
+                if attempt == config.connection_retries:
+                    raise InputError(f"model server at {self.base_url} dropped the connection {attempt + 1} times in a row "
+                                     f"({type(error.__cause__).__name__}: {error.__cause__}); see the server's log") from None
+            except APIStatusError as error:
+                raise InputError(f"model server at {self.base_url} refused model {model!r}: HTTP {error.status_code}") from None
+            self.retries += 1
+            await asyncio.sleep(config.retry_backoff_s * 2 ** attempt)
 
     async def close(self) -> None:
         await self.client.close()
@@ -267,7 +311,7 @@ def _gather(base_url: str, config: AgentConfig, jobs: Callable[[_Client], list[A
     records, client = asyncio.run(main())
     truncated = sum(1 for r in records if r.get("truncated") or r.get("finish_reason") == "length")
     return records, RunReport(n_records=len(records), n_requests=client.requests, wall_s=time.perf_counter() - start,
-                              completion_tokens=client.tokens, truncated=truncated)
+                              completion_tokens=client.tokens, truncated=truncated, retries=client.retries)
 
 
 def _check_models(models: Sequence[DemoModel]) -> None:

@@ -99,6 +99,16 @@ def _status_error(error: Any) -> CallError:
     )
 
 
+def _refused(error: BaseException) -> bool:
+    """A refused connection means no server is listening: retrying only delays the report."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class _SdkProvider:
     """Common request shape: {'provider', 'api', 'model', 'body'} where body is the wire JSON."""
 
@@ -144,6 +154,10 @@ class _SdkProvider:
 
     # ---- calls
     def _make_client(self) -> Any:
+        # llama-server's router closes every connection after a reply while announcing
+        # keep-alive, so a pooled connection may be dead on reuse; one connection per
+        # request avoids that race with local servers at no cost.
+        headers = {"Connection": "close"} if self.local else None
         if self.config.api == "anthropic":
             try:
                 import anthropic
@@ -152,7 +166,7 @@ class _SdkProvider:
             kwargs: dict[str, Any] = {"api_key": _api_key(self.config, "ANTHROPIC_API_KEY", required=self._key_required)}
             if self.config.base_url:
                 kwargs["base_url"] = self.config.base_url
-            return anthropic.AsyncAnthropic(max_retries=0, timeout=self.config.timeout_s, **kwargs)
+            return anthropic.AsyncAnthropic(max_retries=0, timeout=self.config.timeout_s, default_headers=headers, **kwargs)
         try:
             import openai
         except ImportError:
@@ -160,7 +174,7 @@ class _SdkProvider:
         kwargs = {"api_key": _api_key(self.config, "OPENAI_API_KEY", required=self._key_required)}
         if self.config.base_url:
             kwargs["base_url"] = self.config.base_url
-        return openai.AsyncOpenAI(max_retries=0, timeout=self.config.timeout_s, **kwargs)
+        return openai.AsyncOpenAI(max_retries=0, timeout=self.config.timeout_s, default_headers=headers, **kwargs)
 
     async def complete(self, request: Mapping[str, Any]) -> Completion:
         client = self._client
@@ -174,6 +188,8 @@ class _SdkProvider:
         except sdk.APITimeoutError:
             raise CallError("timeout", retryable=True) from None
         except sdk.APIConnectionError as error:
+            if _refused(error):
+                raise CallError(f"no server at {client.base_url} (connection refused)", retryable=False) from None
             raise CallError(f"connection error: {error}", retryable=True) from None
         except (sdk.APIResponseValidationError, json.JSONDecodeError, ValueError) as error:
             raise CallError(f"malformed response: {str(error)[:200]}", retryable=True) from None

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
+from urllib.parse import urlsplit
 
 import pytest
 
 from apps.demo.agent import (
+    DEMO_MODELS,
     AgentConfig,
     DemoModel,
     closed_book_answers,
@@ -24,6 +28,65 @@ from samples.records import Trajectory
 from samples.schemes import get_scheme
 
 CONFIG = AgentConfig(max_turns=3, max_tokens=48)
+
+
+def _pump(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while chunk := source.recv(65536):
+            target.sendall(chunk)
+        target.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+class DroppingRelay:
+    """A loopback TCP relay that drops its first ``drops`` requests unanswered, then relays to ``target``.
+
+    Dropping reproduces what llama-server's router does to a request sent on a connection it
+    is closing (the client sees "Server disconnected without sending a response"); the router
+    cannot be made to do it on demand. The request heads it saw are kept in ``heads``.
+    """
+
+    def __init__(self, target: str, *, drops: int) -> None:
+        parts = urlsplit(target)
+        self.target = (parts.hostname, parts.port)
+        self.drops = drops
+        self.heads: list[bytes] = []
+        self._lock = threading.Lock()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            with self._lock:
+                self.heads.append(data.split(b"\r\n\r\n", 1)[0])
+                if len(self.heads) <= self.drops:
+                    return
+            with socket.create_connection(self.target) as upstream:
+                upstream.sendall(data)
+                threading.Thread(target=_pump, args=(conn, upstream), daemon=True).start()
+                _pump(upstream, conn)
+
+    def __enter__(self) -> "DroppingRelay":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.close()
 
 
 def test_parse_turn():
@@ -47,6 +110,8 @@ def test_search_returns_the_instance_passages_numbered():
     ({"concurrency_per_model": 1.5}, "concurrency_per_model must be a positive integer"),
     ({"seed": None}, "seed must be an integer"),
     ({"timeout_s": 0}, "timeout_s must be a positive number"),
+    ({"connection_retries": -1}, "connection_retries must be a non-negative integer"),
+    ({"retry_backoff_s": 0}, "retry_backoff_s must be a positive number"),
 ])
 def test_config_is_validated(kwargs, message):
     with pytest.raises(InputError, match=message):
@@ -58,8 +123,20 @@ def test_no_server_is_one_clear_error():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     instances = build_instances(select_demo_items(per_category=1, categories=["FEQ"]))
+    started = time.monotonic()
     with pytest.raises(InputError, match=f"no model server at http://127.0.0.1:{port}"):
-        run_agent(instances, base_url=f"http://127.0.0.1:{port}", config=AgentConfig(timeout_s=5))
+        run_agent(instances, base_url=f"http://127.0.0.1:{port}", config=AgentConfig(timeout_s=5, retry_backoff_s=60))
+    # A refused connection is not retried: one retry alone would wait retry_backoff_s = 60 s.
+    assert time.monotonic() - started < 30
+
+
+def test_a_server_that_keeps_dropping_requests_is_retried_a_bounded_number_of_times():
+    instance = build_instances(select_demo_items(per_category=1, categories=["FEQ"]))[0]
+    config = AgentConfig(connection_retries=2, retry_backoff_s=0.01)
+    with DroppingRelay("http://127.0.0.1:9", drops=100) as relay:
+        with pytest.raises(InputError, match="dropped the connection 3 times in a row"):
+            run_agent([instance], base_url=relay.base_url, models=DEMO_MODELS[:1], config=config)
+    assert len(relay.heads) == 3
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +181,16 @@ def test_agent_runs_are_ise_trajectories(runs, tmp_path):
 
 
 @pytest.mark.llama
-def test_agent_runs_are_deterministic(runs, llama_server):
-    instances, records, _ = runs
-    again, _ = run_agent(instances, base_url=llama_server.base_url, config=CONFIG)
+def test_agent_runs_are_deterministic_even_when_connections_drop(runs, llama_server):
+    instances, records, first = runs
+    # The second run loses its first two requests (both models' first turns) and retries them.
+    with DroppingRelay(llama_server.base_url, drops=2) as relay:
+        again, report = run_agent(instances, base_url=relay.base_url, config=CONFIG)
     assert json.dumps(again, sort_keys=True) == json.dumps(records, sort_keys=True)
+    assert (report.retries, report.n_requests) == (2, first.n_requests)
+    assert len(relay.heads) == report.n_requests + 2
+    # Every request asks for a connection of its own (the router closes reused ones under it).
+    assert all(b"\r\nconnection: close" in head.lower() for head in relay.heads)
 
 
 @pytest.mark.llama

@@ -172,3 +172,26 @@ def test_cost_from_the_price_file(fault_server, tmp_path) -> None:
     assert stats.cost_usd == pytest.approx((tokens_in * 1.5 + tokens_out * 2.0) / 1e6)
     unpriced = run_judges(units, [_judge(fault_server, "openai", name="other")], paths).judges[0]
     assert unpriced.cost_usd is None and "no price for openai:judge-m" in unpriced.cost_reason
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_refused_connection_is_reported_at_once_not_retried(tmp_path, api: str) -> None:
+    """No server listening: one attempt per unit, an unscored 'no server' row, no backoff wait."""
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on: bound, then released
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    judge = build_judge({"prompt": "ise-escalate", "provider": api, "model": "judge-m", "name": f"refused-{api}",
+                         "base_url": f"http://127.0.0.1:{port}" + ("/v1" if api == "openai" else ""),
+                         "timeout_s": TIMEOUT_S, "max_retries": MAX_RETRIES, "backoff_s": 5.0,
+                         **({"params": {"max_tokens": 8}} if api == "anthropic" else {})})
+    started = time.monotonic()
+    run_judges(escalate_units(2), [judge], StudyPaths.in_dir(tmp_path))
+    # MAX_RETRIES retries with a 5 s backoff would take >= 5 s; a refused connection is final.
+    assert time.monotonic() - started < 5.0
+    paths = StudyPaths.in_dir(tmp_path)
+    rows = list(read_labels(paths.labels).values())
+    assert len(rows) == 2 and all(r.parse_status == "unscored" for r in rows)
+    assert all(r.unscored_reason.startswith("call_failed: no server") for r in rows)
+    assert not any(event.get("event") == "retry" for event in read_run_log(paths.runs))
