@@ -98,7 +98,8 @@ def _concurrency(quick: bool) -> dict:
         seq_units, conc_units = _units(n, "s"), _units(n, "c")
         provider = make_provider("local", judge.connection)
         bodies = [task.request["body"] for task in build_tasks(judge, provider, seq_units)[0]]
-        client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="none", max_retries=0, timeout=300)
+        client = openai.OpenAI(base_url=server.base_url + "/v1", api_key="none", max_retries=0, timeout=300,
+                               default_headers={"Connection": "close"})  # as the local provider does
         started = time.perf_counter()
         for body in bodies:
             client.chat.completions.create(model=body["model"], messages=body["messages"], temperature=0.0, max_tokens=2,
