@@ -1,7 +1,8 @@
 """Run every ``benchmarks/bench_*.py`` module and publish the collected rows.
 
 Exit 1 when a benchmark module raised (its row says why); unmet targets are
-reported in the table, not as a failing exit.
+reported in the table, not as a failing exit. ``results.json`` maps each area to its
+rows, so ``--only AREA`` re-measures one area and keeps the others' last results.
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ def replace_between_markers(text: str, table: str) -> str | None:
     return text[: start + len(START)] + "\n" + table + text[end:]
 
 
+def previous_results(path: Path) -> dict[str, list[dict]]:
+    """The last run's rows per area (empty when there is none in this format)."""
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
@@ -91,9 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             parser.error(f"--only: unknown area(s) {unknown}; choose from {areas}")
         areas = [a for a in areas if a in args.only]
-    rows = [row for area in areas for row in run_area(area, quick=args.quick)]
+    results_file = args.out / "results.json"
+    by_area = previous_results(results_file) if args.only else {}
+    by_area.update({area: run_area(area, quick=args.quick) for area in areas})
+    by_area = {area: by_area[area] for area in sorted(by_area)}
+    rows = [row for area_rows in by_area.values() for row in area_rows]
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    results_file.write_text(json.dumps(by_area, indent=2) + "\n")
     table = markdown_table(rows)
     (args.out / "results.md").write_text("# Benchmark results\n\n" + table)
     if args.readme.is_file():
@@ -103,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             args.readme.write_text(updated)
     print(table)
-    failed = [row["benchmark"] for row in rows if row["accord"] == "error"]
+    failed = [row["benchmark"] for area in areas for row in by_area[area] if row["accord"] == "error"]
     return 1 if failed else 0
 
 
