@@ -29,7 +29,8 @@ def _reduced_demo(tmp_path: Path) -> Path:
     for name in ("instances.jsonl", "items.jsonl", "plan.toml"):  # a snapshot: the run's inputs stay fixed
         (tmp_path / name).write_bytes((DEMO.parent / name).read_bytes())
     text = text.replace('"../policies/strict.toml"', json.dumps(str(REPO / "data" / "policies" / "strict.toml")))
-    text = re.sub(r'^(generate = ".*")$', r"\1\nitems_per_category = 1", text, flags=re.MULTILINE)
+    text, n_sources = re.subn(r"^items_per_category = \d+$", "items_per_category = 1", text, flags=re.MULTILINE)
+    assert n_sources == 2, "the demo study's two generated sources each set items_per_category"
     text = re.sub(r"^n_resamples = 2000$", "n_resamples = 200", text, flags=re.MULTILINE)
     text = re.sub(r"^n_permutations = 2000$", "n_permutations = 200", text, flags=re.MULTILINE)
     path = tmp_path / "study.toml"
