@@ -397,8 +397,11 @@ async def _call_all(pending, providers, cache, writer, log, tallies, run_id, see
             await provider.aclose()
 
 
-def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str]:
-    return spec.provider, spec.connection.base_url, spec.connection.api
+def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str, str | None]:
+    """What one concurrency/rate limiter guards: a hosted API per provider endpoint; a local
+    llama-server per model, since its router serves each model from its own process."""
+    model = spec.model if spec.provider == "local" else None
+    return spec.provider, spec.connection.base_url, spec.connection.api, model
 
 
 def _progress(total: int):
