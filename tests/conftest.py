@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# Session fixtures that live in their own modules (the Label Studio server).
+pytest_plugins = ["tests.support.labelstudio"]
+
 REPO = Path(__file__).resolve().parents[1]
 # CI clones main into a folder with a copy of shared/ beside it; developers have it
 # at ../shared too. ACCORD_SHARED overrides.

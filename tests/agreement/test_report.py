@@ -96,40 +96,10 @@ def _dashboard() -> str:
 @pytest.fixture(scope="module")
 def dashboard_url(finished):
     """`accord dashboard` in its own process group on a free loopback port (pid in .run/dashboard.pid)."""
-    import signal
-    import subprocess
-    import sys
-    import time
-    import urllib.request
+    from tests.support.servers import serve_accord
 
-    from tests.annotate.server import REPO, free_port
-
-    port = free_port()
-    pid_file = REPO / ".run" / "dashboard.pid"
-    pid_file.parent.mkdir(exist_ok=True)
-    log_path = finished / "dashboard.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "apps", "dashboard", str(finished), "--port", str(port)],
-                                   cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    pid_file.write_text(str(process.pid))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log_path.read_text()
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"dashboard not healthy: {log_path.read_text()}"
-            time.sleep(0.2)
+    with serve_accord(["dashboard", str(finished)], name="dashboard", log_path=finished / "dashboard.log") as url:
         yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=15)
-        pid_file.unlink(missing_ok=True)
 
 
 @pytest.mark.browser

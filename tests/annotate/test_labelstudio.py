@@ -30,7 +30,7 @@ from apps.cli import main
 from samples.errors import InputError
 from samples.records import UNIT_KINDS, BlindTask
 from samples.schemes import DEFAULT_SCHEME, SCHEMES
-from tests.support.labelstudio import free_port, labelstudio_server  # noqa: F401
+from tests.support.servers import free_port
 
 TASKS = [
     BlindTask(task_id="t_traj", kind="identify_trajectory", text="(turns)",
@@ -193,7 +193,7 @@ def pushed(labelstudio_server, tmp_path_factory) -> Path:  # noqa: F811
 
 
 @pytest.mark.labelstudio
-def test_push_gives_each_annotator_a_login_and_own_projects_in_their_order(pushed, labelstudio_server):  # noqa: F811
+def test_push_gives_each_annotator_a_login_and_own_projects_in_their_order(pushed, labelstudio_server):
     credentials_file = pushed / CREDENTIALS_RELATIVE_PATH
     assert stat.S_IMODE(credentials_file.stat().st_mode) == 0o600
     logins = load_labelstudio_credentials(pushed)
@@ -236,7 +236,7 @@ def test_push_gives_each_annotator_a_login_and_own_projects_in_their_order(pushe
 
 
 @pytest.mark.labelstudio
-def test_push_again_adds_only_missing_tasks_and_recovers_an_interrupted_import(pushed, labelstudio_server):  # noqa: F811
+def test_push_again_adds_only_missing_tasks_and_recovers_an_interrupted_import(pushed, labelstudio_server):
     from annotate.tasks import load_orders
     from annotate.tasks import load_tasks
 

@@ -12,7 +12,6 @@ from annotate.records import HumanLabel
 from apps.cli import main
 from samples.records import BlindTask
 from tests.support.browser import browser
-from tests.support.labelstudio import labelstudio_server  # noqa: F401
 
 SCREENSHOT = "/tmp/accord-labelstudio-annotator.png"
 

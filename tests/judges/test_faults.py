@@ -177,11 +177,9 @@ def test_cost_from_the_price_file(fault_server, tmp_path) -> None:
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_refused_connection_is_reported_at_once_not_retried(tmp_path, api: str) -> None:
     """No server listening: one attempt per unit, an unscored 'no server' row, no backoff wait."""
-    import socket
+    from tests.support.servers import free_port
 
-    with socket.socket() as probe:  # a port nobody listens on: bound, then released
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # bound, then released: nobody listens on it
     judge = build_judge({"prompt": "ise-escalate", "provider": api, "model": "judge-m", "name": f"refused-{api}",
                          "base_url": f"http://127.0.0.1:{port}" + ("/v1" if api == "openai" else ""),
                          "timeout_s": TIMEOUT_S, "max_retries": MAX_RETRIES, "backoff_s": 5.0,
