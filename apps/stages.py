@@ -163,11 +163,11 @@ def _generate_stage(source: Source) -> Stage:
 
 
 def _source_files(ctx: Context, source: Source) -> list[Path]:
-    from apps.commands.ingest import _expand
+    from samples.ingest import expand_inputs
 
     if source.generate is not None:
         return [ctx.path(f"sources/{source.name}.jsonl")]
-    return _expand([str(p) for p in source.path])
+    return expand_inputs(source.path)
 
 
 def _ingest_material(ctx: Context) -> dict[str, Any]:

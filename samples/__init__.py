@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "get_adapter": "samples.adapters",
     "register_adapter": "samples.adapters",
     "ingest": "samples.ingest",
+    "expand_inputs": "samples.ingest",
     "IngestResult": "samples.ingest",
     "cut_units": "samples.units",
     "render_turn": "samples.units",

@@ -36,6 +36,24 @@ from samples.units import unit_rows
 TRAJECTORIES_FILE = "trajectories.jsonl"
 UNITS_FILE = "units.jsonl"
 MANIFEST_FILE = "ingest_manifest.json"
+INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".parquet")
+
+
+def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:
+    """Files and folders -> the input files, folders searched recursively in sorted order."""
+    files: list[Path] = []
+    for name in inputs:
+        path = Path(name)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in INPUT_SUFFIXES)
+            if not found:
+                raise InputError(f"{path}: folder holds no {', '.join(INPUT_SUFFIXES)} files")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: input not found")
+    return files
 
 
 @dataclass(frozen=True, kw_only=True)

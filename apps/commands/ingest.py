@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".parquet")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,25 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad", action="store_true", help="skip bad records (counted and listed in the manifest)")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
-
-def _expand(inputs: list[str]) -> list:
-    from pathlib import Path
-
-    from samples.errors import InputError
-
-    files = []
-    for name in inputs:
-        path = Path(name)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _SUFFIXES)
-            if not found:
-                raise InputError(f"{path}: folder holds no {', '.join(_SUFFIXES)} files")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise InputError(f"{path}: input not found")
-    return files
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -76,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
     from samples.ingest import MANIFEST_FILE, ingest
     from samples.records import UNIT_KINDS
 
-    files = _expand(args.inputs)
+    from samples.ingest import expand_inputs
+
+    files = expand_inputs(args.inputs)
     kinds = None if args.no_units else (tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else UNIT_KINDS)
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("ingest: {task.completed:,} records"), TimeElapsedColumn(),
