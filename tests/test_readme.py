@@ -1,42 +1,125 @@
-"""Every README command block marked `<!-- runnable -->` runs as written.
+"""Every README command block marked `<!-- runnable ... -->` runs as written.
 
-Blocks run with bash (errexit) from a scratch mirror of the repository (symlinks to
-its top-level entries, a fresh `studies/`, and `../shared` pointing at the shared
-data), so they write nothing into the checkout and cannot reuse an earlier run.
+Blocks run with bash (errexit, pipefail) from a scratch mirror of the repository
+(symlinks to its top-level entries, a fresh `studies/` and `.run/`, and `../shared`
+pointing at the shared data), so they write nothing into the checkout and cannot
+reuse an earlier run. The marker's options say what a block needs:
+
+- `demo`: `studies/demo` holds a copy of the demo study after `make demo` (the
+  reduced session run of tests/support/demo.py), as the walkthroughs assume;
+- `labelstudio`: `ACCORD_LS_URL` and `ACCORD_LS_TOKEN` name a running Label Studio
+  server (the session's), as the walkthrough tells the reader to set them;
+- `exit=N`: the block's expected exit status (a gate that rejects exits 1);
+- `serves=URL`: the block ends in a server; it must answer URL, then it is stopped.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import signal
 import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
 
-_BLOCK = re.compile(r"<!-- runnable -->\s*\n```sh\n(.*?)```", re.S)
+_BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```", re.S)
+_OPTIONS = {"demo", "labelstudio", "exit", "serves"}
+SERVE_TIMEOUT_S = 120
 
 
-def runnable_blocks() -> list[str]:
-    return _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+@dataclass(frozen=True, kw_only=True)
+class Block:
+    script: str
+    demo: bool
+    labelstudio: bool
+    exit: int
+    serves: str | None
 
 
-def test_readme_has_runnable_blocks() -> None:
-    assert len(runnable_blocks()) >= 2
+def parse_options(text: str) -> dict[str, str]:
+    options = dict(item.partition("=")[::2] for item in text.split())
+    unknown = set(options) - _OPTIONS
+    assert not unknown, f"README runnable marker has unknown options {sorted(unknown)}; allowed: {sorted(_OPTIONS)}"
+    return options
 
 
-@pytest.mark.parametrize("index", range(len(runnable_blocks())))
-def test_readme_block_runs(index: int, tmp_path: Path, shared: Path) -> None:
+def runnable_blocks() -> list[Block]:
+    blocks = []
+    for options_text, script in _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
+        options = parse_options(options_text or "")
+        blocks.append(Block(script=script, demo="demo" in options, labelstudio="labelstudio" in options,
+                            exit=int(options.get("exit") or 0), serves=options.get("serves") or None))
+    return blocks
+
+
+def _mirror(tmp_path: Path, shared: Path) -> Path:
     mirror = tmp_path / "repo"
     mirror.mkdir()
     for entry in REPO.iterdir():
         if entry.name not in {"studies", ".run", ".git"}:
             (mirror / entry.name).symlink_to(entry)
+    (mirror / ".run").mkdir()
     (tmp_path / "shared").symlink_to(shared.resolve())
+    return mirror
+
+
+def _wait_for(url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + SERVE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the block exited with {process.returncode} before serving {url}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    pytest.fail(f"nothing answered {url} within {SERVE_TIMEOUT_S} s")
+
+
+def test_readme_has_runnable_blocks() -> None:
+    blocks = runnable_blocks()
+    assert len(blocks) >= 6
+    assert any(b.demo for b in blocks) and any(b.labelstudio for b in blocks) and any(b.serves for b in blocks)
+
+
+@pytest.mark.parametrize("index", range(len(runnable_blocks())))
+def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: pytest.FixtureRequest) -> None:
     block = runnable_blocks()[index]
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=mirror, capture_output=True, text=True,
-                            timeout=600, env={**os.environ, "COLUMNS": "160"})
-    assert result.returncode == 0, f"README block {index} failed:\n{block}\n--- stderr:\n{result.stderr[-3000:]}"
-    assert "Traceback" not in result.stderr
+    mirror = _mirror(tmp_path, shared)
+    env = {**os.environ, "COLUMNS": "160", "ACCORD_RUN_DIR": str(mirror / ".run")}
+    if block.demo:
+        demo = request.getfixturevalue("demo_study")
+        (mirror / "studies").mkdir()
+        shutil.copytree(demo.output, mirror / "studies" / "demo")
+    if block.labelstudio:
+        server = request.getfixturevalue("labelstudio_server")
+        env |= {"ACCORD_LS_URL": server.url, "ACCORD_LS_TOKEN": server.token}
+    command = ["bash", "-euo", "pipefail", "-c", block.script]
+    try:
+        if block.serves:
+            process = subprocess.Popen(command, cwd=mirror, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, start_new_session=True)
+            try:
+                _wait_for(block.serves, process)
+            finally:
+                os.killpg(process.pid, signal.SIGTERM)
+                _, stderr = process.communicate(timeout=60)
+            assert "Traceback" not in stderr, stderr[-3000:]
+            return
+        result = subprocess.run(command, cwd=mirror, capture_output=True, text=True, timeout=900, env=env)
+        assert result.returncode == block.exit, (
+            f"README block {index} exited {result.returncode}, expected {block.exit}:\n{block.script}\n"
+            f"--- stderr:\n{result.stderr[-3000:]}")
+        assert "Traceback" not in result.stderr
+    finally:
+        # A block that failed half way must not leave a local model server behind.
+        subprocess.run([str(mirror / ".venv" / "bin" / "accord"), "judges", "stop"], cwd=mirror, env=env,
+                       capture_output=True, text=True, timeout=120)

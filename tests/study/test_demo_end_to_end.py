@@ -10,43 +10,24 @@ judge call is made and no file changes.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from apps.study import load_study_file
-from tests.study.helpers import REPO, human_labels_match_store, recompute_matches, run_json, snapshot, statuses
+from tests.study.helpers import human_labels_match_store, recompute_matches, run_json, snapshot, statuses
 
-DEMO = REPO / "data" / "demo" / "study.toml"
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
-
-
-def _reduced_demo(tmp_path: Path) -> Path:
-    """The shipped demo study with one item per category and fewer resamples (CI time)."""
-    text = DEMO.read_text(encoding="utf-8")
-    for name in ("instances.jsonl", "items.jsonl", "plan.toml"):  # a snapshot: the run's inputs stay fixed
-        (tmp_path / name).write_bytes((DEMO.parent / name).read_bytes())
-    text = text.replace('"../policies/strict.toml"', json.dumps(str(REPO / "data" / "policies" / "strict.toml")))
-    text, n_sources = re.subn(r"^items_per_category = \d+$", "items_per_category = 1", text, flags=re.MULTILINE)
-    assert n_sources == 2, "the demo study's two generated sources each set items_per_category"
-    text = re.sub(r"^n_resamples = 2000$", "n_resamples = 200", text, flags=re.MULTILINE)
-    text = re.sub(r"^n_permutations = 2000$", "n_permutations = 200", text, flags=re.MULTILINE)
-    path = tmp_path / "study.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_demo_study_end_to_end_then_nothing_to_redo(tmp_path, capsys, llama_server) -> None:
-    study_file = _reduced_demo(tmp_path)
-    out = tmp_path / "study"
+def test_demo_study_end_to_end_then_nothing_to_redo(capsys, demo_study) -> None:
+    study_file, out, code, result = demo_study.study_file, demo_study.output, demo_study.exit_code, demo_study.result
     study = load_study_file(study_file, output=out)
-    code, result = run_json(capsys, str(study_file), "--output", str(out), "--base-url", llama_server.base_url)
     assert set(statuses(result).values()) == {"ran"}, result
     # The tiny local judges do not track their input: the gate must reject them (exit 1).
     assert code == 1 and result["verdict"] == "REJECT"
