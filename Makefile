@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACCORD_CACHE ?= $(HOME)/.cache/accord
 export ACCORD_CACHE
 
-.PHONY: demo demo-interactive test bench venv system services-deps stop clean
+.PHONY: demo demo-deps demo-interactive test bench venv system system-build services-deps stop clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ venv: $(VENV)/.installed
 system:
 	bash scripts/install_system.sh
 
+# The demo needs only the tools that build llama-server (no browser).
+system-build:
+	bash scripts/install_system.sh build
+
 services-deps: venv system
 	bash scripts/labelstudio.sh install
 	bash scripts/llama_server.sh install
@@ -32,16 +36,23 @@ test: services-deps
 bench: services-deps
 	$(PY) -m benchmarks
 
+# The project venv (network-bound pip) and llama-server (a CPU-bound build plus model
+# downloads) are independent: a cold `make demo` prepares them side by side.
+demo-deps:
+	bash scripts/llama_server.sh install & llama=$$!; \
+	$(MAKE) --no-print-directory venv; venv=$$?; \
+	wait $$llama && test $$venv = 0
+
 # The demo study ends in a gate verdict: REJECT (exit 1) is its expected outcome for
 # the tiny local judges, so only a usage/input error (2) or a crash fails `make demo`.
-demo: venv system
-	bash scripts/llama_server.sh install
+demo: system-build
+	$(MAKE) --no-print-directory demo-deps
 	$(VENV)/bin/accord run data/demo/study.toml; rc=$$?; test $$rc -le 1
 
 # The same study, but the run stops at the human stage and waits for you to label in
 # the coding app (accord annotators add / accord app), then `make demo-interactive` again.
-demo-interactive: venv system
-	bash scripts/llama_server.sh install
+demo-interactive: system-build
+	$(MAKE) --no-print-directory demo-deps
 	$(VENV)/bin/accord run data/demo/study.toml --interactive --output studies/demo-interactive; rc=$$?; test $$rc -le 1
 
 stop:

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Debian packages the tests need: chromium for the real-browser tests (Playwright
-# drives Debian's binary; never `playwright install`); cmake, g++, make to build
-# llama-server; flock (util-linux) for the build lock.
+# Debian packages accord needs. `install_system.sh build` installs what building
+# llama-server needs (cmake, g++, make; flock from util-linux for the build lock);
+# with no argument it adds chromium for the real-browser tests (Playwright drives
+# Debian's binary; never `playwright install`).
 set -euo pipefail
+case "${1:-all}" in
+  build) wanted=(cmake:cmake g++:g++ make:make flock:util-linux) ;;
+  all) wanted=(cmake:cmake g++:g++ make:make flock:util-linux chromium:chromium) ;;
+  *) echo "usage: install_system.sh [build|all]" >&2; exit 2 ;;
+esac
 need=()
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
-command -v cmake >/dev/null 2>&1 || need+=(cmake)
-command -v g++ >/dev/null 2>&1 || need+=(g++)
-command -v make >/dev/null 2>&1 || need+=(make)
-command -v flock >/dev/null 2>&1 || need+=(util-linux)
+for entry in "${wanted[@]}"; do
+  command -v "${entry%%:*}" >/dev/null 2>&1 || need+=("${entry#*:}")
+done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "accord: missing Debian packages: ${need[*]} (run: sudo apt-get install -y ${need[*]})" >&2

