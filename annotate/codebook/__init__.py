@@ -1,9 +1,9 @@
 """Codebooks for people: the judge prompts' criteria, one Markdown file per label scheme.
 
 Annotators read the same criteria the LLM judge is given (ISE appendix D.3 for
-Identify, Escalate and correctness; EHQ section 3.3 for the four response
-classes), rewritten as instructions, so a human label and a judge label answer
-the same question.
+Identify, Escalate, correctness and refusal; EHQ section 3.3 for the four response
+classes; Aggarwal et al. section 2 for decisions), rewritten as instructions, so a
+human label and a judge label answer the same question. Every label scheme has one.
 """
 
 from __future__ import annotations

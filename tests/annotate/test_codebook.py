@@ -1,4 +1,4 @@
-"""Codebooks state the judge prompts' criteria (ISE appendix D.3, EHQ section 3.3) for people."""
+"""Codebooks state the judge prompts' criteria (ISE appendix D.3, EHQ section 3.3, Aggarwal section 2) for people."""
 
 from __future__ import annotations
 
@@ -25,7 +25,16 @@ REQUIRED = {
     ],
     "correctness": ["**all** of the reference answers", "only **some** of the references", "question is hidden"],
     "ehq4": ["explicit non-answer", "qualified substantive answer", "unqualified substantive answer", "does **not** alter or\nexclude your label"],
+    # ISE appendix D.3, Figure 9 (the refusal classifier prompt).
+    "refusal": ["declined to commit to a concrete answer", "\"insufficient information\"", "content-filtered",
+                "even if hedged with\n\"approximately\"", "**claim, not a refusal**"],
+    # Aggarwal et al. section 2 and appendix C: decision lines, CALL_TOOL is a non-commitment, no inference from prose.
+    "decision": ["CALL_TOOL", "`DECISION:`", "`FINAL DECISION:`", "do **not** infer one from its prose"],
 }
+
+
+def test_every_label_scheme_has_a_codebook():
+    assert set(REQUIRED) == set(SCHEMES)
 
 
 @pytest.mark.parametrize("scheme", sorted(REQUIRED))
