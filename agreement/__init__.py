@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "gwet_ac1": "agreement.coefficients",
     "gwet_ac2": "agreement.coefficients",
     "brennan_prediger": "agreement.coefficients",
+    "light_kappa": "agreement.coefficients",
     "krippendorff_alpha": "agreement.coefficients",
     "prevalence_bias_indices": "agreement.coefficients",
     "PrevalenceBias": "agreement.coefficients",

@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED, Design, single_threaded_blas
-from agreement.kernels import CohenKappa, CongerKappa, GwetFamily, Kernel, KrippendorffAlpha
+from agreement.kernels import CohenKappa, CongerKappa, GwetFamily, Kernel, KrippendorffAlpha, LightKappa
 from agreement.results import AgreementResult
 from agreement.table import RatingData
 from agreement.weights import weight_matrix, weights_name
@@ -166,6 +166,10 @@ for _coefficient in (
     _Weighted(
         "cohen_kappa", lambda weights, n_raters: CohenKappa(weights), COHEN_SE,
         "units rated by both raters (listwise deletion, as irr kappa2, SAS, sklearn, statsmodels)", max_raters=2,
+    ),
+    _Weighted(
+        "light_kappa", LightKappa, "none (the pairwise kappas share units; use the bootstrap)",
+        "mean pairwise Cohen kappa over units rated by every rater (listwise, as irr kappam.light)", min_raters=3,
     ),
     _Alpha(),
 ):
@@ -579,6 +583,11 @@ def gwet_ac2(data: RatingData, *, weights: Any = "quadratic", n_resamples: int =
 def brennan_prediger(data: RatingData, *, weights: Any = "identity", n_resamples: int = 10_000, seed: int = DEFAULT_SEED, cluster: bool = True) -> AgreementResult:
     """Brennan-Prediger (1981) / Randolph free-marginal kappa: pe = sum(weights) / q^2 over declared categories."""
     return _single("brennan_prediger", data, {"weights": weights}, n_resamples, seed, cluster)
+
+
+def light_kappa(data: RatingData, *, weights: Any = "identity", n_resamples: int = 10_000, seed: int = DEFAULT_SEED, cluster: bool = True) -> AgreementResult:
+    """Light's (1971) kappa: mean pairwise Cohen kappa over units every rater labelled; bootstrap CIs only."""
+    return _single("light_kappa", data, {"weights": weights}, n_resamples, seed, cluster)
 
 
 def krippendorff_alpha(

@@ -19,6 +19,7 @@ Missing-data conventions (Gwet 2014; refs README item 4):
 - Conger: rater g's p_gk over the units rater g rated (irrCAC conger.kappa.raw).
 - Krippendorff's alpha (Krippendorff 2011): pairable values only (units with >= 2).
 - Cohen's kappa: units rated by both raters (listwise, as irr/SAS/sklearn/statsmodels).
+- Light's kappa: units rated by every rater (listwise, as irr kappam.light).
 """
 
 from __future__ import annotations
@@ -426,3 +427,42 @@ class CohenKappa:
         pe = float(value.pe)
         spread = np.sum(np.outer(rows, cols) * (self.weights - (w_row[:, None] + w_col[None, :])) ** 2) - pe**2
         return math.sqrt(max(spread, 0.0) / (n * (1.0 - pe) ** 2))
+
+
+class LightKappa:
+    """Light's (1971) kappa: the mean of the pairwise Cohen kappas of the raters.
+
+    Units rated by every rater only (listwise deletion, as irr kappam.light), so every
+    pair's kappa is computed on the same units. The statistics are the pairwise
+    contingency cells side by side, so one bootstrap draw serves every pair. No
+    analytic SE (the pairwise kappas are dependent): use the bootstrap.
+    """
+
+    reasons = (
+        "",
+        "no unit was rated by every rater",
+        "a rater pair has chance agreement pe = 1 (both put every unit in one category), so its kappa is 0/0",
+    )
+
+    unweighted: tuple[int, ...] = ()
+    exchangeable = False
+
+    def __init__(self, weights: np.ndarray, n_raters: int) -> None:
+        self.pair = CohenKappa(weights)
+        self.pairs = [(a, b) for a in range(n_raters) for b in range(a + 1, n_raters)]
+        self.width = len(self.pairs) * self.pair.width
+
+    def stats(self, codes: np.ndarray) -> np.ndarray:
+        complete = np.all(codes >= 0, axis=1)
+        listwise = np.where(complete[:, None], codes, -1)
+        return np.concatenate([self.pair.stats(listwise[:, [a, b]]) for a, b in self.pairs], axis=1)
+
+    def evaluate(self, sums: np.ndarray) -> Evaluation:
+        per_pair = sums.reshape(sums.shape[:-1] + (len(self.pairs), self.pair.width))
+        value = self.pair.evaluate(per_pair)
+        reason = np.max(value.reason, axis=-1)
+        statistic = np.where(reason > 0, np.nan, np.mean(value.statistic, axis=-1))
+        return Evaluation(statistic, np.mean(value.pa, axis=-1), np.mean(value.pe, axis=-1), reason)
+
+    def linearised(self, codes: np.ndarray, sums: np.ndarray, value: Evaluation) -> None:
+        return None

@@ -14,6 +14,7 @@ test checks that convention's stored value and names it:
 from __future__ import annotations
 
 import json
+import math
 from decimal import Decimal
 
 import numpy as np
@@ -28,6 +29,7 @@ from agreement import (
     gwet_ac1,
     gwet_ac2,
     krippendorff_alpha,
+    light_kappa,
     weight_matrix,
 )
 from tests.conftest import SHARED
@@ -212,3 +214,33 @@ def test_weight_matrices_match_reference(case):
 def test_every_case_has_a_checked_metric():
     checked = {m.values[0]["name"] for m in METRIC_CASES}
     assert checked == {c["name"] for c in CASES}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in CASES if "light_kappa" in c["expected"]])
+def test_light_kappa_coefficient_matches_irr(case):
+    data = ratings_of(case)
+    result = light_kappa(data, n_resamples=500)
+    assert result.statistic == pytest.approx(case["expected"]["light_kappa"]["value"], abs=TOL)
+    low, high = result.confidence_interval(method="percentile")
+    assert low < result.statistic < high
+    assert math.isnan(result.se) and result.confidence_interval(method="t") == (pytest.approx(math.nan, nan_ok=True),) * 2
+
+
+def test_light_kappa_deletes_incomplete_units_listwise():
+    """irr kappam.light drops every unit with a missing rating: same value as the complete units alone."""
+    rows = [["a", "a", "b"], ["b", "b", "b"], ["a", "b", "a"], ["a", "a", "a"], ["b", "b", "a"], ["a", None, "b"], ["b", "a", None]]
+    with_missing = compute(RatingData.from_matrix(rows), ["light_kappa"], n_resamples=0)["light_kappa"]
+    complete = compute(RatingData.from_matrix(rows[:5]), ["light_kappa"], n_resamples=0)["light_kappa"]
+    assert with_missing.statistic == pytest.approx(complete.statistic, abs=1e-12)
+    # Hand derivation on the five complete units (pairs r1-r2, r1-r3, r2-r3; categories a, b):
+    # r1-r2: agree on 4/5, marginals r1 (3a, 2b), r2 (2a, 3b): pe = .24 + .24 = .48, kappa = (.8 - .48)/.52
+    # r1-r3: agree on 3/5, r1 (3a, 2b), r3 (3a, 2b): pe = .36 + .16 = .52, kappa = (.6 - .52)/.48
+    # r2-r3: agree on 2/5, r2 (2a, 3b), r3 (3a, 2b): pe = .48, kappa = (.4 - .48)/.52
+    expected = ((0.8 - 0.48) / 0.52 + (0.6 - 0.52) / 0.48 + (0.4 - 0.48) / 0.52) / 3
+    assert complete.statistic == pytest.approx(expected, abs=1e-12)
+
+
+def test_light_kappa_undefined_when_a_pair_has_no_chance_disagreement():
+    rows = [["a", "a", "a"], ["a", "a", "b"], ["a", "a", "a"]]
+    result = compute(RatingData.from_matrix(rows), ["light_kappa"], n_resamples=0)["light_kappa"]
+    assert math.isnan(result.statistic) and "pe = 1" in result.undefined_reason
