@@ -37,14 +37,31 @@ def record_bytes(record: BaseModel | dict[str, Any]) -> bytes:
     return canonical_json(record) + b"\n"
 
 
-def row_bytes(row: dict[str, Any]) -> bytes:
-    """A model's JSONL line from a plain dict holding its fields in schema order.
+def row_bytes(row: dict[str, Any] | msgspec.Struct) -> bytes:
+    """A model's JSONL line from a row holding its fields in schema order.
 
-    Byte-identical to ``record_bytes(Model.model_validate(row))`` (the same Rust
-    serializer, NaN/inf as null like a model) when the row is valid by
-    construction; skipping the model instances makes ingest several times faster.
+    Byte-identical to ``record_bytes(Model.model_validate(row))`` when the row is valid
+    by construction; skipping the model instances makes ingest several times faster.
+    A dict row goes through the model's own Rust serializer (NaN/inf as null like a
+    model); a struct row (``samples.adapters.base``: float-free by construction, so the
+    two print it alike) through msgspec, which writes structs without building dicts
+    (tests/samples/test_fast_rows.py checks both against the models).
     """
-    return to_json(row, inf_nan_mode="null") + b"\n"
+    line = bytearray()
+    append_row(line, row)
+    return bytes(line)
+
+
+def append_row(buffer: bytearray, row: dict[str, Any] | msgspec.Struct) -> None:
+    """``buffer += row_bytes(row)`` without the intermediate bytes (a struct row is encoded in place)."""
+    if isinstance(row, msgspec.Struct):
+        _ENCODER.encode_into(row, buffer, -1)
+    else:
+        buffer += to_json(row, inf_nan_mode="null")
+    buffer.append(10)
+
+
+_ENCODER = msgspec.json.Encoder()
 
 
 _BUFFER = 1 << 20
@@ -124,10 +141,19 @@ def iter_jsonl_blocks(path: str | Path, size: int = 4 << 20) -> Iterator[tuple[i
                 rest = block
                 continue
             rest = block[cut:]
-            yield number, block[:cut]
-            number += block.count(b"\n", 0, cut)
+            block = block[:cut]
+            yield number, block
+            number += count_newlines(block)
     if rest:
         yield number, rest
+
+
+def count_newlines(data: bytes) -> int:
+    """``data.count(b"\\n")``, about 5x faster: numpy compares many bytes per instruction, where
+    ``bytes.count`` of one byte goes byte by byte (counting took a tenth of ingest time)."""
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
 
 
 def numbered_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import msgspec
 from pydantic import ValidationError
 
-from samples.jsonl import decode_json_line, iter_jsonl_lines
+from samples.jsonl import count_newlines, decode_json_line, iter_jsonl_lines, numbered_lines
 from samples.records import Trajectory
 
 
@@ -35,6 +36,80 @@ Item = Trajectory | BadRecord
 Row = dict[str, Any]
 """A Trajectory as a plain dict of its fields in the model's order, valid by construction
 (serialised by ``samples.jsonl.row_bytes`` byte-identically to the model)."""
+
+
+# Struct rows: the fast paths' Trajectory rows (these, or an adapter's own mirror of the
+# models such as the canonical adapter's). msgspec decodes a source straight into structs
+# and writes them without building dicts (decoding, building and writing were each
+# several times faster than with dicts); ``gc=False`` because they never hold a reference
+# cycle and tracking them cost the garbage collector a large share of ingest time.
+# Field order is the model's (tests/samples check it). msgspec prints floats unlike
+# pydantic (1e300 vs 1e+300), so a struct row never holds a float (nor very deep
+# nesting): an adapter builds one only when ``plain_json`` holds for its free-form
+# values, and a dict row otherwise.
+
+class ToolCallRow(msgspec.Struct, gc=False):
+    """A ``ToolCall`` row. Adapters may decode a source's call into it, then normalise
+    ``arguments`` (an object or the raw string) and ``result`` (text or None) in place."""
+
+    name: str
+    arguments: dict[str, Any] | str | None = None
+    result: Any = None
+    success: bool | None = None
+
+
+class StepRow(msgspec.Struct, gc=False):
+    """A ``Step`` row."""
+
+    index: int
+    role: str
+    reasoning: str | None
+    text: str | None
+    tool_calls: list[ToolCallRow]
+    is_final: bool
+
+
+class TrajectoryRow(msgspec.Struct, gc=False):
+    """A ``Trajectory`` row, valid by construction (written by ``samples.jsonl.row_bytes``)."""
+
+    id: str
+    agent: str
+    backbone: str
+    family: str
+    dataset: str
+    setting: str
+    split: str
+    question: str
+    references: list[str]
+    steps: list[StepRow]
+    final_answer: str | None
+    truncated: bool
+    metadata: dict[str, Any]
+
+
+_PLAIN_DEPTH = 64
+"""Deepest nesting a struct row holds: far inside what pydantic parses (200 levels) and writes (255)."""
+
+
+def plain_json(value: Any, depth: int = _PLAIN_DEPTH) -> bool:
+    """True when ``value`` (decoded JSON) holds no float and nests at most ``depth`` levels:
+    then msgspec writes it exactly as pydantic does, and the models could read it back."""
+    kind = type(value)
+    if kind is dict:
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return kind is not float
+    if depth == 0:
+        return False
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float or not plain_json(item, depth - 1):
+            return False
+    return True
 
 
 @runtime_checkable
@@ -81,6 +156,19 @@ class RowAdapter(LineAdapter, Protocol):
     which are most of the cost of converting a record."""
 
     def convert_row(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Row | Item: ...
+
+
+@runtime_checkable
+class BlockAdapter(RowAdapter, Protocol):
+    """A row adapter that converts a whole block of JSONL lines at once (one decoder call
+    for the block in the usual case): ingest then prefers ``convert_block``.
+
+    It gives ``(line number, item)`` for every non-blank line, in order, exactly what
+    ``convert_row`` gives line by line (a struct row standing for the same row or model).
+    """
+
+    def convert_block(self, path: Path, options: Mapping[str, str], first: int,
+                      block: bytes) -> list[tuple[int, msgspec.Struct | Row | Item]]: ...
 
 
 class FieldProblem(ValueError):
@@ -242,6 +330,46 @@ def line_item(where: str, line: bytes, build: Callable[[Any], Row | Trajectory])
     except ValueError as error:
         return BadRecord(where=where, message=str(error))
     return convert(where, build, raw)
+
+
+def _utf8(data: bytes) -> bool:
+    """msgspec does not check UTF-8 in the keys and values a struct skips; the careful paths refuse bad UTF-8."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def block_items(first: int, block: bytes, fast_block: Callable[[bytes], list[Any] | None],
+                fast_line: Callable[[bytes], Any], careful: Callable[[int, bytes], Any]) -> list[tuple[int, Any]]:
+    """``BlockAdapter.convert_block`` from an adapter's three ways of converting.
+
+    ``fast_block`` decodes the whole block at once (a row, or None where the careful way
+    must decide, per line; None for the block when any line does not decode);
+    ``fast_line`` does the same for one line, for blocks that need the line reader (a
+    line that does not decode, blank lines); ``careful(number, line)`` converts a line
+    the fast ways left, naming its problems.
+    """
+    numbered = None
+    rows = fast_block(block) if _utf8(block) else None
+    if rows is not None and len(rows) != count_newlines(block) + (not block.endswith(b"\n")):
+        rows = None  # blank lines, which the block decoder skips: numbering needs the line reader
+    if rows is None:
+        numbered = list(numbered_lines(first, block))
+        rows = [fast_line(line) if _utf8(line) else None for _, line in numbered]
+    items = []
+    for offset, fast in enumerate(rows):
+        if fast is not None:
+            items.append((first + offset if numbered is None else numbered[offset][0], fast))
+            continue
+        if numbered is None:
+            numbered = list(numbered_lines(first, block))
+        number, line = numbered[offset]
+        items.append((number, careful(number, line)))
+    return items
 
 
 def check_options(adapter: str, options: Mapping[str, str], allowed: Mapping[str, str]) -> None:

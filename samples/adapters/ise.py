@@ -26,10 +26,13 @@ Any other top-level key is kept in ``metadata``. Every step is an assistant step
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, get_args
 
+import msgspec
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
@@ -40,8 +43,13 @@ from samples.adapters.base import (
     FieldProblem,
     Item,
     Row,
+    StepRow,
+    ToolCallRow,
+    TrajectoryRow,
+    block_items,
     check_options,
     convert,
+    plain_json,
     get_dict,
     get_list,
     get_str,
@@ -184,6 +192,157 @@ def row(raw: dict[str, Any]) -> Row | Trajectory:
     return Trajectory.model_validate(fields)  # raises, naming the field and the allowed values
 
 
+# --- the fast path: msgspec decodes a whole block of runs straight into structs ----------------
+# The structs mirror the schema above and msgspec checks every type while it parses
+# (strictly: no "1" for 1, no true for a number). A run they accept, ``_fast_row`` turns
+# into a TrajectoryRow equal to what ``row`` gives; anything else (a type error, a
+# float in tool arguments or metadata, an unknown setting) goes through ``row``, which
+# names the problem. tests/samples/test_fast_rows.py checks the two agree.
+
+class _Step(msgspec.Struct, gc=False):
+    reasoning: str | None = None
+    tool_call: ToolCallRow | None = None
+    tool_calls: list[ToolCallRow] | None = None
+    text: str | None = None
+
+
+class _Final(msgspec.Struct, gc=False):
+    text: str
+    reasoning: str | None = None
+
+
+_Scalar = str | int | float
+
+
+class _Run(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """A run with only schema keys (the usual case: one decoder call per block)."""
+
+    agent: str
+    backbone: str
+    dataset: str
+    setting: str
+    split: str
+    steps: list[_Step]
+    id: _Scalar | None = None
+    instance_id: _Scalar | None = None
+    family: str | None = None
+    question: str | None = None
+    reference: _Scalar | list[_Scalar] | None = None
+    references: _Scalar | list[_Scalar] | None | msgspec.UnsetType = msgspec.UNSET
+    final_turn: str | _Final | None = None
+    truncated: bool = False
+
+
+class _OpenRun(_Run, forbid_unknown_fields=False):
+    """A run with other keys too: decoded with the top level's raw values, whose other keys become metadata."""
+
+
+_RUNS = msgspec.json.Decoder(_Run)
+_OPEN_RUNS = msgspec.json.Decoder(_OpenRun)
+_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_VALUE = msgspec.json.Decoder()
+
+
+@lru_cache(maxsize=4096)
+def _family(backbone: str) -> str:
+    """``infer_family``, cached: a study has few backbones and each lookup runs every pattern."""
+    return infer_family(backbone)
+
+
+def _text_id(value: str | int | float | None) -> str | None:
+    return value if value is None or type(value) is str else str(value)
+
+
+def _arguments(value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+    """``parse_arguments``, or None when a float is in them or only ``json.loads`` can read them
+    (msgspec parses what ``json.loads`` would, to equal values, or refuses)."""
+    if value is None:
+        return {}
+    if type(value) is str:
+        try:
+            decoded = _VALUE.decode(value)
+        except (msgspec.DecodeError, RecursionError):
+            try:  # what msgspec refuses, json.loads mostly refuses too: then the string stays
+                json.loads(value)
+            except (json.JSONDecodeError, RecursionError):
+                return value
+            return None
+        value = decoded if type(decoded) is dict else value
+    return value if plain_json(value) else None
+
+
+def _fast_row(run: _Run, metadata: dict[str, Any]) -> TrajectoryRow | None:
+    """``row`` of a run msgspec decoded, or None when ``row`` must decide (it names problems)."""
+    run_id = _text_id(run.id) or _text_id(run.instance_id)
+    if run_id is None or run.setting not in _SETTINGS or run.split not in _SPLITS or not plain_json(metadata):
+        return None
+    steps = []
+    for index, step in enumerate(run.steps):
+        call, more = step.tool_call, step.tool_calls
+        calls = ([call, *more] if more else [call]) if call is not None else (more or [])
+        for call in calls:
+            arguments = call.arguments
+            if type(arguments) is dict:
+                for value in arguments.values():  # plain_json, inlined for the usual string values
+                    if type(value) is not str and not plain_json(value):
+                        return None
+            else:
+                call.arguments = _arguments(arguments)
+                if call.arguments is None:
+                    return None
+            result = call.result
+            if result is not None and type(result) is not str:
+                call.result = result_text(result)
+        steps.append(StepRow(index, "assistant", step.reasoning, step.text, calls, False))
+    final, final_answer = run.final_turn, None
+    if (final is None) != run.truncated:
+        return None
+    if final is not None:
+        final_answer, reasoning = (final, None) if type(final) is str else (final.text, final.reasoning)
+        steps.append(StepRow(len(steps), "assistant", reasoning, final_answer, [], True))
+    references = run.reference if run.references is msgspec.UNSET else run.references
+    if references is None:
+        references = []
+    elif type(references) is list:
+        references = [r if type(r) is str else str(r) for r in references]
+    else:
+        references = [str(references)]
+    return TrajectoryRow(run_id, run.agent, run.backbone, run.family or _family(run.backbone), run.dataset,
+                         run.setting, run.split, run.question or "", references, steps, final_answer,
+                         run.truncated, metadata)
+
+
+def _metadata(top: dict[str, msgspec.Raw]) -> dict[str, Any]:
+    return {key: _VALUE.decode(raw) for key, raw in top.items() if key not in _KNOWN}
+
+
+def _line_row(line: bytes) -> TrajectoryRow | None:
+    """``_block_rows`` for one line."""
+    try:
+        try:
+            return _fast_row(_RUNS.decode(line), {})
+        except msgspec.ValidationError:  # keys outside the schema (or a type error)
+            return _fast_row(_OPEN_RUNS.decode(line), _metadata(_TOP_LEVEL.decode(line)))
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _block_rows(block: bytes) -> list[TrajectoryRow | None] | None:
+    """A row, or None where ``row`` must decide, per line of a block whose every line holds
+    a JSON object that fits the schema's types; else None (then ``_line_row`` line by line)."""
+    try:
+        try:
+            runs, metadata = _RUNS.decode_lines(block), None
+        except msgspec.ValidationError:  # keys outside the schema (or a type error)
+            runs = _OPEN_RUNS.decode_lines(block)
+            metadata = [_metadata(top) for top in _TOP_LEVEL.decode_lines(block)]
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if metadata is None:
+        return [_fast_row(run, {}) for run in runs]
+    return [_fast_row(run, extra) for run, extra in zip(runs, metadata, strict=True)]
+
+
 class ISEAdapter(AdapterBase):
     name = "ise"
     summary = "ISE-paper trajectories (JSONL; schema in samples/adapters/ise.py)"
@@ -197,6 +356,11 @@ class ISEAdapter(AdapterBase):
 
     def convert_row(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Row | Item:
         return line_item(where, line, row)
+
+    def convert_block(self, path: Path, options: Mapping[str, str], first: int,
+                      block: bytes) -> list[tuple[int, TrajectoryRow | Row | Item]]:
+        return block_items(first, block, _block_rows, _line_row,
+                           lambda number, line: line_item(f"{path}:{number}", line, row))
 
     def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         self.check(options)
