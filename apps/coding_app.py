@@ -19,9 +19,12 @@ from annotate.codebook import codebook_for_kind
 from annotate.store import IDENTIFY_KINDS, Store
 from samples.errors import InputError
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME, SCHEMES, get_scheme
+from samples.schemes import DEFAULT_SCHEME, get_scheme
 
 SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
+# Streamlit animates fades, hovers and its running indicator; on a loaded machine those
+# frames took about a quarter of the browser's CPU per submit (bench_annotate, 5 sessions).
+NO_MOTION = "<style>*, *::before, *::after { transition: none !important; animation: none !important; }</style>"
 
 
 @st.cache_resource
@@ -93,17 +96,37 @@ def navigator(count: int, state_key: str, done: list[bool], what: str) -> int:
     def go(to: int) -> None:
         st.session_state[state_key] = min(max(to, 0), count - 1)
 
-    left, middle, right, jump = st.columns([1, 1, 1, 3])
-    left.button("◀ Previous", key=f"prev:{state_key}", shortcut="P", on_click=go, args=(position - 1,), disabled=position == 0)
-    right.button("Next ▶", key=f"next:{state_key}", shortcut="N", on_click=go, args=(position + 1,), disabled=position == count - 1)
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.button("◀ Previous", key=f"prev:{state_key}", shortcut="P", on_click=go, args=(position - 1,), disabled=position == 0)
     first_open = next((i for i, flag in enumerate(done) if not flag), None)
-    middle.button("First open", key=f"open:{state_key}", on_click=go, args=(first_open or 0,), disabled=first_open is None)
-    jump.selectbox(
-        f"Go to {what}", options=range(count), index=position, key=f"jump:{state_key}:{position}",
+    bar.button("First open", key=f"open:{state_key}", on_click=go, args=(first_open or 0,), disabled=first_open is None)
+    bar.button("Next ▶", key=f"next:{state_key}", shortcut="N", on_click=go, args=(position + 1,), disabled=position == count - 1)
+    # One key for the jump list, its value set from the position: a key per position
+    # would make the browser build a new select widget on every move and every submit.
+    jump_key = f"jump:{state_key}"
+    st.session_state[jump_key] = position
+    bar.selectbox(
+        f"Go to {what}", options=range(count), key=jump_key,
         format_func=lambda i: f"#{i + 1} {'✓' if done[i] else '·'}", label_visibility="collapsed",
-        on_change=lambda: go(st.session_state[f"jump:{state_key}:{position}"]),
+        on_change=lambda: go(st.session_state[jump_key]),
     )
     return position
+
+
+# A fragment inside the workspace fragment: choosing a label redraws only these buttons.
+@st.fragment
+def label_buttons(role: str, state_key: str, labels: tuple[str, ...]) -> None:
+    def choose(label: str) -> None:
+        st.session_state[state_key] = label
+
+    chosen = st.session_state[state_key]
+    # One horizontal container rather than columns: fewer elements for the browser to redraw.
+    row = st.container(horizontal=True)
+    for number, label in enumerate(labels, start=1):
+        row.button(
+            label, key=f"choose:{role}:{number}", shortcut=str(number), on_click=choose, args=(label,),
+            type="primary" if chosen == label else "secondary", width="stretch",
+        )
 
 
 def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, *, advance: tuple[str, int] | None) -> None:
@@ -115,34 +138,33 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
     state = st.session_state
     state.setdefault(f"label:{key}", current.label if current else None)
     state.setdefault(f"t0:{key}", time.monotonic())
-    labels = get_scheme(DEFAULT_SCHEME[task.kind]).labels
-    chosen = state[f"label:{key}"]
-
-    def choose(label: str) -> None:
-        state[f"label:{key}"] = label
-
     st.markdown("**Adjudicated label**" if session.label_role == "adjudication" else "**Your label**")
-    columns = st.columns(max(len(s.labels) for s in SCHEMES.values()))
-    for number, (column, label) in enumerate(zip(columns, labels, strict=False), start=1):
-        column.button(
-            label, key=f"choose:{session.label_role}:{number}", shortcut=str(number), on_click=choose, args=(label,),
-            type="primary" if chosen == label else "secondary", width="stretch",
-        )
+    label_buttons(session.label_role, f"label:{key}", get_scheme(DEFAULT_SCHEME[task.kind]).labels)
+    # The inputs keep one key per role and are refilled from the stored label when the form
+    # moves to another task or revision, so the browser updates them in place instead of
+    # building new widgets (keys per task would rebuild them on every submit).
+    role = session.label_role
+    if state.get(f"form:{role}") != key:
+        state[f"form:{role}"] = key
+        state[f"first:{role}"] = current.first_turn if current else None
+        state[f"unsure:{role}"] = current.unsure if current else False
+        state[f"note:{role}"] = current.note if current else ""
     inputs = st.container()
     if task.kind in IDENTIFY_KINDS:
         options = [None, *range(len(task.turns or []))]
-        initial = current.first_turn if current and current.first_turn in options else None
+        if state[f"first:{role}"] not in options:
+            state[f"first:{role}"] = None
         inputs.selectbox(
-            "First recognition turn (for a 'yes')", options=options, index=options.index(initial), key=f"first:{key}",
-            format_func=lambda value: "— none —" if value is None else f"turn {value}",
+            "First recognition turn (for a 'yes')", options=options, key=f"first:{role}",
+            format_func=lambda value: "— none —" if value is None else f"turn {value}", placeholder="— none —",
         )
-    inputs.checkbox("Unsure (a flag only; it does not change the label)", value=current.unsure if current else False, key=f"unsure:{key}")
-    inputs.text_area("Note", value=current.note if current else "", key=f"note:{key}")
+    inputs.checkbox("Unsure (a flag only; it does not change the label)", key=f"unsure:{role}")
+    inputs.text_area("Note", key=f"note:{role}")
 
     def submit() -> None:
         label = state[f"label:{key}"]
-        first_turn = state.get(f"first:{key}") if label == "yes" else None
-        unsure, note = state[f"unsure:{key}"], state[f"note:{key}"]
+        first_turn = state.get(f"first:{role}") if label == "yes" else None
+        unsure, note = state[f"unsure:{role}"], state[f"note:{role}"]
         if label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
@@ -214,8 +236,37 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
     label_form(session, session.task(item.task_id), advance=None)
 
 
+def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
+    """The session of this browser tab's token, checked against the store on every run (a
+    revoked token signs the tab out at its next click); None after signing the tab out."""
+    token = st.session_state.get("token")
+    if token is None:
+        return None
+    try:
+        return sign_in(store, token)
+    except InputError as error:
+        sign_out()
+        flash("error", f"Signed out: {error}")
+        return None
+
+
+# A fragment: a click inside it (label, submit, move) reruns only this function, so the
+# server skips the page set-up and the sidebar and the browser redraws only this part.
+@st.fragment
+def workspace(store: Store) -> None:
+    session = signed_in(store)
+    if session is None:
+        st.rerun()
+    show_flashes()
+    if isinstance(session, AnnotatorSession):
+        annotator_page(session)
+    else:
+        adjudicator_page(session)
+
+
 def main() -> None:
     st.set_page_config(page_title="accord coding app", layout="wide")
+    st.html(NO_MOTION)
     study = os.environ.get("ACCORD_STUDY")
     if not study or not Path(study).is_dir():
         st.error("No study folder: start the app with `accord app --study DIR`.")
@@ -225,26 +276,16 @@ def main() -> None:
     except InputError as error:
         st.error(str(error))
         return
-    show_flashes()
-    token = st.session_state.get("token")
-    if token is None:
-        sign_in_page(store)
-        return
-    try:
-        session = sign_in(store, token)
-    except InputError as error:
-        sign_out()
-        st.error(f"Signed out: {error}")
+    session = signed_in(store)
+    if session is None:
+        show_flashes()
         sign_in_page(store)
         return
     with st.sidebar:
         st.markdown(f"Signed in as **{session.name}** ({session.role_name})")
         st.markdown(SHORTCUTS_HELP)
         st.button("Sign out", on_click=sign_out)
-    if isinstance(session, AnnotatorSession):
-        annotator_page(session)
-    else:
-        adjudicator_page(session)
+    workspace(store)
 
 
 main()

@@ -6,9 +6,9 @@ import argparse
 import importlib.util
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from apps.streamlit_command import streamlit_command
 from samples.errors import InputError
 
 STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
@@ -44,9 +44,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"accord app: {report.n_tasks} tasks ({report.created} new) for {len(report.annotators)} annotator(s); "
               f"open http://{args.address}:{args.port}", flush=True)
     app = Path(__file__).resolve().parents[1] / "coding_app.py"
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-        "--server.address", args.address, "--server.port", str(args.port), "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "viewer",
-    ]
+    command = streamlit_command(app, address=args.address, port=args.port)
     return subprocess.call(command, env={**os.environ, "ACCORD_STUDY": str(study)})

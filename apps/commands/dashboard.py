@@ -16,12 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(port: int) -> list[str]:
-    import sys
     from pathlib import Path
 
-    app = Path(__file__).resolve().parents[1] / "dashboard.py"
-    return [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-            "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"]
+    from apps.streamlit_command import streamlit_command
+
+    return streamlit_command(Path(__file__).resolve().parents[1] / "dashboard.py", address="127.0.0.1", port=port)
 
 
 def run(args: argparse.Namespace) -> int:

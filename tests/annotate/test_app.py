@@ -223,3 +223,27 @@ def test_annotator_without_an_order_is_told(app, loaded_study):
     loaded_study.tokens["dave"] = loaded_study.store.add_annotator("dave")
     at = app("dave")
     assert at.info[0].value == "No tasks are assigned to you yet."
+
+
+def test_inputs_keep_unsaved_edits_across_label_clicks_and_refill_per_task(app, loaded_study):
+    # The inputs keep one key per role (redrawn in place): an unsaved note survives choosing
+    # a label, the next task starts empty, and going back shows what was stored.
+    at = app("alice")
+    jump = [s for s in at.selectbox if s.label == "Go to task"][0]
+    jump.set_value(1).run()
+    at.text_area[0].input("typed before choosing").run()
+    at.checkbox[0].check().run()
+    button(at, "no").click().run()
+    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value
+    submit(at)
+    assert at.success[0].value == "Saved 'no' (revision 1)."
+    assert at.subheader[0].value == "Task 3 of 6"
+    assert [s for s in at.selectbox if s.label == "Go to task"][0].value == 2
+    assert at.text_area[0].value == "" and not at.checkbox[0].value
+    assert button(at, "no").proto.type == "secondary"
+    button(at, "◀ Previous").click().run()
+    assert at.subheader[0].value == "Task 2 of 6"
+    assert [s for s in at.selectbox if s.label == "Go to task"][0].value == 1
+    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value
+    stored = loaded_study.store.label("alice", "t_b2")
+    assert (stored.label, stored.note, stored.unsure) == ("no", "typed before choosing", True)
