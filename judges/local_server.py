@@ -98,8 +98,13 @@ class LlamaServer:
 
     def __init__(self, *, name: str = DEFAULT_NAME, port: int | None = None, ctx_size: int = 8192,
                  parallel: int = 4, threads: int = 1, startup_timeout_s: float = 180.0) -> None:
-        """``threads`` per model: one by default, since the two models run side by side and a
-        2-core machine is shared with the rest of the test suite; raise it on a bigger box."""
+        """``threads`` per model: one by default. The two models run side by side, one process
+        each, so one thread each fills 2 cores; ggml's threads meet at spinning barriers, and
+        with more threads than free cores a preempted thread stalls the rest (on this shared
+        2-core machine SmolLM2 decoded 9 tokens/s with 2 threads, 62 with 1, minutes apart).
+        Raise it on a bigger box. ``parallel`` slots share ``ctx_size`` equally; on this CPU
+        batching slots saves almost no compute (decoding is compute-bound), so slots buy
+        overlap of requests, not throughput (benchmarks/bench_judges.py)."""
         for label, value in (("ctx_size", ctx_size), ("parallel", parallel), ("threads", threads)):
             if not isinstance(value, int) or value <= 0:
                 raise InputError(f"LlamaServer: {label} must be a positive integer, got {value!r}")
@@ -175,6 +180,14 @@ class LlamaServer:
         for path in (pid_file, state_file):
             path.unlink(missing_ok=True)
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by the router (``router``) and each model's process (by model
+        name): the work a run cost the server, which, unlike wall time, does not depend on how
+        runs overlap it."""
+        if self.process is None:
+            raise RuntimeError("cpu_seconds: the server was not started by this object")
+        return {_alias(pid) or "router": seconds for pid, seconds in group_cpu_seconds(self.process.pid).items()}
+
     def __enter__(self) -> "LlamaServer":
         return self.start()
 
@@ -182,16 +195,38 @@ class LlamaServer:
         self.stop()
 
 
-def _group_running(pgid: int) -> bool:
-    """A live (non-zombie) process in group ``pgid``; zombies wait for a reaper, they run nothing."""
+def _group_stats(pgid: int) -> dict[int, list[str]]:
+    """/proc stat fields (after the command name) of every process in group ``pgid``, by pid."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
+        if int(fields[2]) == pgid:
+            found[int(stat.parent.name)] = fields
+    return found
+
+
+def _group_running(pgid: int) -> bool:
+    """A live (non-zombie) process in group ``pgid``; zombies wait for a reaper, they run nothing."""
+    return any(fields[0] != "Z" for fields in _group_stats(pgid).values())
+
+
+def group_cpu_seconds(pgid: int) -> dict[int, float]:
+    """User + system CPU seconds of each live process in group ``pgid`` (router and model children), by pid."""
+    tick = os.sysconf("SC_CLK_TCK")
+    return {pid: (int(fields[11]) + int(fields[12])) / tick
+            for pid, fields in _group_stats(pgid).items() if fields[0] != "Z"}
+
+
+def _alias(pid: int) -> str | None:
+    """The model a llama-server child serves (its ``--alias``), None for the router."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return argv[argv.index(b"--alias") + 1].decode() if b"--alias" in argv else None
 
 
 def stop_process_group(pid: int, *, grace_s: float = 10.0) -> None:

@@ -35,6 +35,14 @@ class Attempt:
     at: float
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default listen backlog (5) is below the tests' concurrency: on a loaded machine a
+    # dropped connection is retried by the kernel a second later, which a test would see as
+    # a timeout the script never asked for.
+    request_queue_size = 128
+
+
 @dataclass
 class FaultServer:
     default_reply: str = "YES"
@@ -56,8 +64,7 @@ class FaultServer:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 server._handle(self, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
