@@ -8,15 +8,25 @@ PY := $(VENV)/bin/python
 ACCORD_CACHE ?= $(HOME)/.cache/accord
 export ACCORD_CACHE
 
-.PHONY: demo demo-deps demo-interactive test bench venv system system-build services-deps stop clean
+.PHONY: demo demo-deps demo-interactive test bench venv venv-demo system system-build services-deps stop clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[all,dev]'
+	touch $@ $(VENV)/.installed-demo
+
+# The demo needs the judges, the report and the coding app, not the test tools or the
+# Label Studio client: a cold `make demo` installs less (a full venv satisfies it too).
+$(VENV)/.installed-demo: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[judges,app,report]'
 	touch $@
 
 venv: $(VENV)/.installed
+
+venv-demo: $(VENV)/.installed-demo
 
 system:
 	bash scripts/install_system.sh
@@ -40,7 +50,7 @@ bench: services-deps
 # downloads) are independent: a cold `make demo` prepares them side by side.
 demo-deps:
 	bash scripts/llama_server.sh install & llama=$$!; \
-	$(MAKE) --no-print-directory venv; venv=$$?; \
+	$(MAKE) --no-print-directory venv-demo; venv=$$?; \
 	wait $$llama && test $$venv = 0
 
 # The demo study ends in a gate verdict: REJECT (exit 1) is its expected outcome for
