@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE, VERDICT, read_json
 from samples.errors import InputError
 
@@ -140,6 +141,53 @@ def validation_tables(doc: dict[str, Any]) -> tuple[list[Table], list[tuple[str,
             tables.append(Table(title=f"Unscored judge outputs: {kind}", header=["judge", "unscored", "rows", "reasons"],
                                 rows=unscored))
     return tables, forest
+
+
+def tracking_table(doc: dict[str, Any]) -> Table | None:
+    """Does each judge's verdict depend on the unit it reads? Its labels against the constant answers.
+
+    A judge that gives every unit the same label, or agrees with the human majority no
+    more often than the best constant answer (always-positive, always-negative,
+    majority class, scored on the same units), does not track its input: whatever its
+    agreement coefficients say, its verdicts carry no information about the units.
+    """
+    rows = []
+    for section in doc["sections"]:
+        baselines = section.get("baselines", {})
+        for ref in section.get("references", []):
+            agreement = ref["agreement"]
+            if agreement["rater_b"] != MAJORITY:
+                continue
+            judge = ref["rater"]
+            given: dict[str, int] = {}
+            for cell in agreement["confusion"]:
+                given[str(cell["a"])] = given.get(str(cell["a"]), 0) + cell["count"]
+            n = sum(given.values())
+            constants = {name: body["accuracy"] for name, body in baselines.get(judge, {}).items()
+                         if body.get("accuracy") is not None}
+            best = max(constants, key=constants.get) if constants else None
+            accuracy = ref["accuracy"]
+            if n == 0:
+                finding = "undefined: no unit has both this judge's label and a human majority"
+            elif sum(1 for count in given.values() if count) == 1:
+                (label,) = [k for k, v in given.items() if v]
+                finding = f"does not track the input: the same label ({label}) for all {n} units"
+            elif best is None or accuracy is None:
+                finding = "undefined: no constant-answer baseline on these units"
+            elif accuracy <= constants[best]:
+                finding = (f"does not track the input: no more accurate than the constant answer {best} "
+                           f"({fmt(accuracy)} vs {fmt(constants[best])})")
+            else:
+                finding = f"more accurate than every constant answer ({fmt(accuracy)} vs {best} {fmt(constants[best])})"
+            rows.append([section["kind"], judge, str(n), ", ".join(f"{k}: {v}" for k, v in sorted(given.items())),
+                         fmt(accuracy), f"{best} {fmt(constants[best])}" if best else "--", finding])
+    if not rows:
+        return None
+    return Table(title="Do the judges' verdicts track the input?",
+                 header=["unit kind", "judge", "n", "labels given", "accuracy vs majority", "best constant answer",
+                         "finding"], rows=rows,
+                 note="A judge whose verdicts do not depend on the unit (one label for everything, or no better than "
+                      "a constant answer on the same units) cannot validate anything, whatever its coefficients say.")
 
 
 def audit_tables(doc: dict[str, Any]) -> list[Table]:
@@ -335,7 +383,7 @@ def build_report(root: str | Path) -> ReportContent:
         fingerprints["gate policy"] = verdict["policy"]["sha256"]
     if "validation" in docs:
         more, forest = validation_tables(docs["validation"])
-        tables += more
+        tables += [t for t in [tracking_table(docs["validation"])] if t] + more
         figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(docs["validation"])
         fingerprints.update(docs["validation"].get("fingerprints", {}))
     if "audit" in docs:

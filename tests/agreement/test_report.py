@@ -114,3 +114,43 @@ def test_dashboard_in_a_real_browser(dashboard_url):
         page.get_by_text("Judge-scored benchmark (%; 95% percentile bootstrap CIs)").first.wait_for(timeout=30_000)
         page.locator("img").first.wait_for(timeout=30_000)
         assert page.locator("img").count() >= 4
+
+
+def _reference(judge: str, confusion: dict[tuple[str, str], int]) -> dict:
+    cells = [{"a": a, "b": b, "count": c} for (a, b), c in confusion.items()]
+    n = sum(confusion.values())
+    return {"rater": judge, "accuracy": sum(c for (a, b), c in confusion.items() if a == b) / n,
+            "agreement": {"rater_a": judge, "rater_b": "human majority", "confusion": cells}}
+
+
+def _constants(majority: dict[str, int]) -> dict:
+    """Accuracy of each constant answer = the share of units whose majority label it is."""
+    n = sum(majority.values())
+    return {"always-positive": {"accuracy": majority["yes"] / n}, "always-negative": {"accuracy": majority["no"] / n}}
+
+
+def test_tracking_table_separates_constant_uninformative_and_tracking_judges():
+    from agreement.report import tracking_table
+
+    # Majority: 6 yes, 4 no on every judge's units, so the best constant answer is always-positive (0.6).
+    section = {"kind": "escalate_final", "references": [
+        _reference("constant", {("yes", "yes"): 6, ("yes", "no"): 4}),                        # one label for all
+        _reference("noise", {("yes", "yes"): 3, ("no", "yes"): 3, ("yes", "no"): 2, ("no", "no"): 2}),  # 0.5 < 0.6
+        _reference("tracks", {("yes", "yes"): 6, ("no", "no"): 3, ("yes", "no"): 1}),           # 0.9 > 0.6
+    ], "baselines": {j: _constants({"yes": 6, "no": 4}) for j in ("constant", "noise", "tracks")}}
+    table = tracking_table({"sections": [section]})
+    findings = {row[1]: row[-1] for row in table.rows}
+    assert findings["constant"] == "does not track the input: the same label (yes) for all 10 units"
+    assert findings["noise"] == ("does not track the input: no more accurate than the constant answer "
+                                 "always-positive (0.500 vs 0.600)")
+    assert findings["tracks"] == "more accurate than every constant answer (0.900 vs always-positive 0.600)"
+    assert {row[1]: row[3] for row in table.rows}["noise"] == "no: 5, yes: 5"
+
+
+def test_report_says_whether_judges_track_the_input(finished):
+    assert main(["report", str(finished)]) == 0
+    for name in ("report.html", "report.md"):
+        text = (finished / "report" / name).read_text()
+        assert "Do the judges&#39; verdicts track the input?" in text or "Do the judges' verdicts track the input?" in text
+        assert "identify@j" in text and ("more accurate than every constant answer" in text
+                                         or "does not track the input" in text)

@@ -89,6 +89,12 @@ def test_demo_study_end_to_end_then_nothing_to_redo(capsys, demo_study) -> None:
     assert score["accepted"] is False and any(n.startswith("UNACCEPTED") for n in score["notes"])
     html = (out / "report" / "report.html").read_text(encoding="utf-8")
     assert "SIMULATED" in html and "REJECT" in html
+    # The report says for every gated judge whether its verdicts track the input (the tiny judges' mostly do not).
+    markdown = (out / "report" / "report.md").read_text(encoding="utf-8")
+    findings = [line for line in markdown.splitlines()
+                if "does not track the input" in line or "more accurate than every constant answer" in line]
+    assert all(any(f"| {judge} |" in line for line in findings) for judge in study.gate.judges)
+    assert any("does not track the input" in line for line in findings)
 
     # Second run against a dead model-server address: nothing to redo, so no call is attempted.
     before = snapshot(out)
