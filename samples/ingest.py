@@ -277,11 +277,13 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                              "(fix them, or pass --skip-bad to skip and list them in the manifest)", problems=problems)
         if count == 0:
             raise InputError(f"ingest: no trajectories read from {[str(p) for p in paths]}")
+        # Inside the stack: leaving it cancels the hashes the thread has not started yet.
+        inputs = [{"path": str(p), "sha256": digest.result(), "bytes": p.stat().st_size}
+                  for p, digest in zip(paths, hashes, strict=True)]
     result = IngestResult(
         n_trajectories=count, units_by_kind=dict(sorted(units_by_kind.items())),
         skipped_units={k: dict(sorted(v.items())) for k, v in sorted(skipped.items())}, bad_records=problems,
-        inputs=[{"path": str(p), "sha256": digest.result(), "bytes": p.stat().st_size}
-                for p, digest in zip(paths, hashes, strict=True)],
+        inputs=inputs,
     )
     write_json(out_dir / MANIFEST_FILE, result.manifest(adapter=adapter, options=options, kinds=list(kinds or []),
                                                         metadata_strata=metadata_strata))

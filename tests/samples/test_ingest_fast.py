@@ -197,3 +197,27 @@ def test_a_lone_surrogate_escape_is_a_bad_record(tmp_path: Path) -> None:
 def test_tool_arguments_render_as_json_dumps(arguments: dict) -> None:
     step = Step(index=0, role="assistant", tool_calls=[ToolCall(name="t", arguments=arguments)])
     assert render_turn(0, step) == f"[turn 0]\n[tool call] t {json.dumps(arguments, ensure_ascii=False)}\n[tool result] (no result recorded)"
+
+
+def test_manifest_hashes_every_input_when_hashing_lags_behind(tmp_path: Path, monkeypatch) -> None:
+    """The inputs' sha256 runs on a helper thread; many small files converted faster than they
+    are hashed (a slow disk, a busy machine) must still all be hashed, never cancelled."""
+    import time
+
+    import samples.ingest as ingest_module
+
+    real = ingest_module.file_sha256
+
+    def slow_disk(path, **kwargs):
+        time.sleep(0.02)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "file_sha256", slow_disk)
+    paths = []
+    for i, run in enumerate(ise_records(60, seed=5, steps=(1, 2), words=4)):
+        path = tmp_path / "in" / f"run-{i:02d}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(run) + "\n", encoding="utf-8")
+        paths.append(path)
+    result = ingest(paths, tmp_path / "out", adapter="ise", kinds=None)
+    assert [row["sha256"] for row in result.inputs] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
