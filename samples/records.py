@@ -9,12 +9,14 @@ and a sealed ``KeyEntry`` per task. Fields may be added; never renamed.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Setting = Literal["controlled", "natural", "other"]
 Split = Literal["conflict", "control", "none"]
+SETTINGS: frozenset[str] = frozenset(get_args(Setting))
+SPLITS: frozenset[str] = frozenset(get_args(Split))
 UnitKind = Literal["identify_trajectory", "identify_turn", "escalate_final", "correctness", "response"]
 UNIT_KINDS: tuple[str, ...] = (
     "identify_trajectory",

@@ -18,16 +18,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from judges.local_server import stop_process_group
 from tests.conftest import REPO
+from tests.support.servers import wait_until_answering
 
 _BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```", re.S)
 _OPTIONS = {"demo", "labelstudio", "exit", "serves"}
@@ -70,20 +69,6 @@ def _mirror(tmp_path: Path, shared: Path) -> Path:
     return mirror
 
 
-def _wait_for(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + SERVE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the block exited with {process.returncode} before serving {url}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(1)
-    pytest.fail(f"nothing answered {url} within {SERVE_TIMEOUT_S} s")
-
-
 def test_readme_has_runnable_blocks() -> None:
     blocks = runnable_blocks()
     assert len(blocks) >= 6
@@ -108,9 +93,9 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
             process = subprocess.Popen(command, cwd=mirror, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        text=True, start_new_session=True)
             try:
-                _wait_for(block.serves, process)
+                wait_until_answering(block.serves, process, timeout=SERVE_TIMEOUT_S, what=f"README block {index}")
             finally:
-                os.killpg(process.pid, signal.SIGTERM)
+                stop_process_group(process.pid)
                 _, stderr = process.communicate(timeout=60)
             assert "Traceback" not in stderr, stderr[-3000:]
             return

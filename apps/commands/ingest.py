@@ -12,7 +12,6 @@ import argparse
 import sys
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", help="source files or folders")
     parser.add_argument("--adapter", required=True,
@@ -30,7 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "output is identical for any value (default 1)")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad records (counted and listed in the manifest)")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
-
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -53,10 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from samples.ingest import MANIFEST_FILE, ingest
+    from samples.ingest import MANIFEST_FILE, expand_inputs, ingest
     from samples.records import UNIT_KINDS
-
-    from samples.ingest import expand_inputs
 
     files = expand_inputs(args.inputs)
     kinds = None if args.no_units else (tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else UNIT_KINDS)

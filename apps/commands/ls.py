@@ -65,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from annotate.tasks import load_orders
-    from annotate.tasks import load_tasks
+    from annotate.tasks import load_orders, load_tasks
 
     tasks = load_tasks(args.tasks or args.study / "blind" / "tasks.jsonl")
     orders = load_orders(args.orders or args.study / "blind" / "orders.json", tasks)

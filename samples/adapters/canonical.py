@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import msgspec
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from samples.adapters import register_adapter
 from samples.adapters.base import AdapterBase, BadRecord, Item, block_items, check_options, plain_json
 from samples.jsonl import iter_jsonl_lines
-from samples.records import Setting, Split, Trajectory
+from samples.records import SETTINGS, SPLITS, Trajectory
 
 
 class _ToolCall(msgspec.Struct, gc=False, forbid_unknown_fields=True):
@@ -56,14 +56,12 @@ class _Trajectory(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     metadata: dict[str, Any] = {}
 
 
-_SETTINGS = frozenset(get_args(Setting))
-_SPLITS = frozenset(get_args(Split))
 _DECODER = msgspec.json.Decoder(_Trajectory)
 
 
 def _valid(record: _Trajectory) -> _Trajectory | None:
     """The record when the model would accept it as decoded (and msgspec writes it as the model does)."""
-    if record.setting not in _SETTINGS or record.split not in _SPLITS or not plain_json(record.metadata):
+    if record.setting not in SETTINGS or record.split not in SPLITS or not plain_json(record.metadata):
         return None
     for step in record.steps:
         if step.index < 0:

@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import msgspec
 from pydantic import ConfigDict, TypeAdapter, ValidationError
@@ -59,7 +59,7 @@ from samples.adapters.base import (
     result_text,
     string_list,
 )
-from samples.records import Setting, Split, Trajectory
+from samples.records import SETTINGS, SPLITS, Trajectory
 from samples.vocabulary import infer_family
 
 _KNOWN = {"id", "instance_id", "agent", "backbone", "family", "dataset", "setting", "split", "question",
@@ -136,10 +136,6 @@ def _valid_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"name": call["name"], "arguments": arguments, "result": result, "success": call.get("success")}
 
 
-_SETTINGS = frozenset(get_args(Setting))
-_SPLITS = frozenset(get_args(Split))
-
-
 def trajectory_fields(raw: dict[str, Any]) -> dict[str, Any]:
     """A run's Trajectory fields, in the model's field order (what ``samples.jsonl.row_bytes`` needs).
 
@@ -187,7 +183,7 @@ def build(raw: dict[str, Any]) -> Trajectory:
 def row(raw: dict[str, Any]) -> Row | Trajectory:
     """The run as a Trajectory row (a plain dict, no model instances: the ingest hot path)."""
     fields = trajectory_fields(raw)
-    if fields["setting"] in _SETTINGS and fields["split"] in _SPLITS:
+    if fields["setting"] in SETTINGS and fields["split"] in SPLITS:
         return fields
     return Trajectory.model_validate(fields)  # raises, naming the field and the allowed values
 
@@ -274,7 +270,7 @@ def _arguments(value: dict[str, Any] | str | None) -> dict[str, Any] | str | Non
 def _fast_row(run: _Run, metadata: dict[str, Any]) -> TrajectoryRow | None:
     """``row`` of a run msgspec decoded, or None when ``row`` must decide (it names problems)."""
     run_id = _text_id(run.id) or _text_id(run.instance_id)
-    if run_id is None or run.setting not in _SETTINGS or run.split not in _SPLITS or not plain_json(metadata):
+    if run_id is None or run.setting not in SETTINGS or run.split not in SPLITS or not plain_json(metadata):
         return None
     steps = []
     for index, step in enumerate(run.steps):
@@ -360,7 +356,7 @@ class ISEAdapter(AdapterBase):
     def convert_block(self, path: Path, options: Mapping[str, str], first: int,
                       block: bytes) -> list[tuple[int, TrajectoryRow | Row | Item]]:
         return block_items(first, block, _block_rows, _line_row,
-                           lambda number, line: line_item(f"{path}:{number}", line, row))
+                           lambda number, line: self.convert_row(path, options, f"{path}:{number}", line))
 
     def locate(self, path: Path, options: Mapping[str, str]) -> Iterator[tuple[str, Item]]:
         self.check(options)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from judges.local_server import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,6 +20,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_until_answering(url: str, process: subprocess.Popen, *, timeout: float, what: str,
+                         detail: Callable[[], str] = str) -> None:
+    """Poll ``url`` until it answers HTTP 200; fail at once if ``process`` exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before {url} answered: {detail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: {url} did not answer within {timeout} s: {detail()}")
+        time.sleep(0.2)
 
 
 @contextmanager
@@ -35,27 +53,10 @@ def serve_accord(command: Sequence[str], *, name: str, log_path: Path, timeout: 
     pid_file.write_text(str(process.pid))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"accord {command[0]} exited with {process.returncode}: {log_path.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"accord {command[0]} not healthy after {timeout} s: {log_path.read_text()}")
-            time.sleep(0.2)
+        wait_until_answering(f"{url}/_stcore/health", process, timeout=timeout, what=f"accord {command[0]}",
+                             detail=log_path.read_text)
         yield url
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_process_group(process.pid)
+        process.wait()
         pid_file.unlink(missing_ok=True)
