@@ -8,6 +8,7 @@ order and labels and nothing else.
 
 from __future__ import annotations
 
+import html
 import os
 import time
 from pathlib import Path
@@ -24,7 +25,16 @@ from samples.schemes import DEFAULT_SCHEME, get_scheme
 SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
 # Streamlit animates fades, hovers and its running indicator; on a loaded machine those
 # frames took about a quarter of the browser's CPU per submit (bench_annotate, 5 sessions).
-NO_MOTION = "<style>*, *::before, *::after { transition: none !important; animation: none !important; }</style>"
+# Without transitions a rerun's stale elements would dim at once and flicker back (Streamlit
+# delays the dimming so quick reruns never show it), so they keep their opacity.
+PAGE_STYLE = """<style>
+*, *::before, *::after { transition: none !important; animation: none !important; }
+[data-stale="true"] { opacity: 1 !important; }
+.accord-caption { font-size: 0.875rem; opacity: 0.7; margin: 0 0 0.5rem 0; }
+.accord-box { border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.75rem 1rem; margin-bottom: 0.5rem; }
+.accord-focus { border: 2px solid rgba(255, 75, 75, 0.8); }
+.accord-text { font-family: "Source Code Pro", monospace; font-size: 0.875rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
+</style>"""
 
 
 @st.cache_resource
@@ -37,9 +47,14 @@ def flash(kind: str, message: str) -> None:
 
 
 def show_flashes() -> None:
-    with st.container():
-        for kind, message in st.session_state.pop("flash", []):
-            (st.success if kind == "success" else st.error)(message)
+    """The messages of the last click in one alert (an error if any is an error), or an empty
+    slot: always one element, so the elements after it keep their place on the page."""
+    messages = st.session_state.pop("flash", [])
+    if not messages:
+        st.empty()
+        return
+    alert = st.error if any(kind == "error" for kind, _ in messages) else st.success
+    alert("\n\n".join(message for _, message in messages))
 
 
 def sign_in_page(store: Store) -> None:
@@ -63,108 +78,134 @@ def sign_out() -> None:
         del st.session_state[key]
 
 
+def task_html(task: BlindTask) -> str:
+    """The unit's text (numbered turns for Identify) as one escaped HTML block: one element
+    for the browser to redraw per task instead of a container, caption and text per turn."""
+    def box(text: str, *, heading: str = "", focus: bool = False) -> str:
+        title = f"<p><strong>{html.escape(heading)}</strong></p>" if heading else ""
+        return f'<div class="accord-box{" accord-focus" if focus else ""}">{title}<div class="accord-text">{html.escape(text)}</div></div>'
+
+    if task.kind in IDENTIFY_KINDS and task.turns:
+        caption = "Intermediate turns of the agent (its final answer is not shown)."
+        boxes = "".join(
+            box(turn, heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "", focus=number == task.focus_turn)
+            for number, turn in enumerate(task.turns)
+        )
+    else:
+        caption = "The agent's final message to the user." if task.kind == "escalate_final" else ""
+        boxes = box(task.text)
+    return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + boxes + "</div>"
+
+
 def render_task(task: BlindTask) -> None:
-    with st.container():
-        _render_task(task)
-
-
-def _render_task(task: BlindTask) -> None:
     # A toggle rather than an expander: a collapsed expander still ships and renders the
     # codebook on every rerun, which slows each submit; the toggle keeps its state across tasks.
-    if st.toggle("Show the codebook (how to label this unit)", key="show_codebook"):
-        with st.container(border=True):
-            st.markdown(codebook_for_kind(task.kind))
-    if task.kind in IDENTIFY_KINDS and task.turns:
-        st.caption("Intermediate turns of the agent (its final answer is not shown).")
-        for number, turn in enumerate(task.turns):
+    show_codebook = st.toggle("Show the codebook (how to label this unit)", key="show_codebook")
+    with st.container():
+        if show_codebook:
             with st.container(border=True):
-                if number == task.focus_turn:
-                    st.markdown(f"**turn {number} — the turn you are labelling**")
-                st.text(turn)
-    elif task.kind == "escalate_final":
-        st.caption("The agent's final message to the user.")
-        with st.container(border=True):
-            st.text(task.text)
-    else:
-        with st.container(border=True):
-            st.text(task.text)
+                st.markdown(codebook_for_kind(task.kind))
+    st.html(task_html(task))
 
 
-def navigator(count: int, state_key: str, done: list[bool], what: str) -> int:
-    position = min(max(st.session_state[state_key], 0), count - 1)
-
-    def go(to: int) -> None:
-        st.session_state[state_key] = min(max(to, 0), count - 1)
-
-    bar = st.container(horizontal=True, vertical_alignment="center")
-    bar.button("◀ Previous", key=f"prev:{state_key}", shortcut="P", on_click=go, args=(position - 1,), disabled=position == 0)
-    first_open = next((i for i, flag in enumerate(done) if not flag), None)
-    bar.button("First open", key=f"open:{state_key}", on_click=go, args=(first_open or 0,), disabled=first_open is None)
-    bar.button("Next ▶", key=f"next:{state_key}", shortcut="N", on_click=go, args=(position + 1,), disabled=position == count - 1)
-    # One key for the jump list, its value set from the position: a key per position
-    # would make the browser build a new select widget on every move and every submit.
-    jump_key = f"jump:{state_key}"
-    st.session_state[jump_key] = position
-    bar.selectbox(
-        f"Go to {what}", options=range(count), key=jump_key,
-        format_func=lambda i: f"#{i + 1} {'✓' if done[i] else '·'}", label_visibility="collapsed",
-        on_change=lambda: go(st.session_state[jump_key]),
-    )
-    return position
+def worklist(session: AnnotatorSession | AdjudicatorSession) -> tuple[str, str, list[bool]]:
+    """The signed-in role's list: (position state key, what an item is called, done flags)."""
+    if isinstance(session, AnnotatorSession):
+        labelled = session.labelled()
+        return "position", "task", [task_id in labelled for task_id in session.order()]
+    return "adj_position", "disagreement", [item.adjudicated is not None for item in session.queue()]
 
 
-# A fragment inside the workspace fragment: choosing a label redraws only these buttons.
-@st.fragment
-def label_buttons(role: str, state_key: str, labels: tuple[str, ...]) -> None:
-    def choose(label: str) -> None:
-        st.session_state[state_key] = label
+def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
+    """Previous / Next (keys P / N), first open item and go-to-number, in the sidebar: outside
+    the workspace fragment a submit does not redraw them (above the unit, with a jump list of
+    every item, they were about a fifth of the browser's main-thread work per submit, 15 of
+    68 ms at 42 tasks, the list growing with the order). None holds state that a submit
+    changes: each reads the done flags and the position when clicked."""
+    _, what, done = worklist(session)
+    if not done:
+        return
 
-    chosen = st.session_state[state_key]
-    # One horizontal container rather than columns: fewer elements for the browser to redraw.
+    def move(step: int) -> None:
+        key, _, flags = worklist(session)
+        target = st.session_state.get(key, 0) + step
+        if 0 <= target < len(flags):
+            st.session_state[key] = target
+        else:
+            flash("error", f"This is the {'first' if step < 0 else 'last'} {what}.")
+
+    def first_open() -> None:
+        key, _, flags = worklist(session)
+        target = next((i for i, flag in enumerate(flags) if not flag), None)
+        if target is None:
+            flash("success", f"Every {what} is done.")
+        else:
+            st.session_state[key] = target
+
+    def jump() -> None:
+        key, _, flags = worklist(session)
+        number = st.session_state["jump-to"]
+        st.session_state["jump-to"] = None  # empty again, so typing the same number later jumps again
+        if number is None:
+            return
+        if 1 <= number <= len(flags):
+            st.session_state[key] = number - 1
+        else:  # the adjudication queue shrank since the page drew the input's bounds
+            flash("error", f"Go to: the list now holds {len(flags)} {what}(s); type a number from 1 to {len(flags)}.")
+
     row = st.container(horizontal=True)
-    for number, label in enumerate(labels, start=1):
-        row.button(
-            label, key=f"choose:{role}:{number}", shortcut=str(number), on_click=choose, args=(label,),
-            type="primary" if chosen == label else "secondary", width="stretch",
-        )
+    row.button("◀ Previous", key="previous", shortcut="P", on_click=move, args=(-1,))
+    row.button("Next ▶", key="next", shortcut="N", on_click=move, args=(1,))
+    st.button(f"First open {what}", key="first-open", on_click=first_open)
+    st.number_input(f"Go to {what} number", min_value=1, max_value=len(done), step=1, value=None, key="jump-to", placeholder=f"1 to {len(done)}", on_change=jump)
+
+
+# Keys 1..k choose a label without a server round trip: the label is a form widget (a click
+# only changes the browser's state), so label + submit costs one rerun instead of two.
+# Streamlit's own `shortcut=` exists only on buttons, hence this listener; like Streamlit's,
+# it ignores keys typed into a text field or a list.
+LABEL_KEYS = """<script>
+(() => {
+  if (window.accordLabelKeys) return;
+  window.accordLabelKeys = true;
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat || !/^[1-9]$/.test(event.key)) return;
+    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=listbox]")) return;
+    const option = document.querySelectorAll('[class*="st-key-choice-"] button')[Number(event.key) - 1];
+    if (!option) return;
+    event.preventDefault();
+    if (option.getAttribute("aria-checked") !== "true") option.click();
+  });
+})();
+</script>"""
 
 
 def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, *, advance: tuple[str, int] | None) -> None:
-    """Label buttons (keys 1..k), first turn (Identify), unsure, note and submit (key S)."""
+    """Label (keys 1..k), first turn (Identify), unsure, note and submit (key S) in one form;
+    ``advance`` is (position state key, the position to show after a first label)."""
     current = session.current(task.task_id)
     history = session.history(task.task_id)
     base_revision = len(history)
-    key = f"{session.label_role}:{task.task_id}:{base_revision}"
-    state = st.session_state
-    state.setdefault(f"label:{key}", current.label if current else None)
-    state.setdefault(f"t0:{key}", time.monotonic())
-    st.markdown("**Adjudicated label**" if session.label_role == "adjudication" else "**Your label**")
-    label_buttons(session.label_role, f"label:{key}", get_scheme(DEFAULT_SCHEME[task.kind]).labels)
-    # The inputs keep one key per role and are refilled from the stored label when the form
-    # moves to another task or revision, so the browser updates them in place instead of
-    # building new widgets (keys per task would rebuild them on every submit).
     role = session.label_role
-    if state.get(f"form:{role}") != key:
-        state[f"form:{role}"] = key
-        state[f"first:{role}"] = current.first_turn if current else None
-        state[f"unsure:{role}"] = current.unsure if current else False
-        state[f"note:{role}"] = current.note if current else ""
-    inputs = st.container()
-    if task.kind in IDENTIFY_KINDS:
-        options = [None, *range(len(task.turns or []))]
-        if state[f"first:{role}"] not in options:
-            state[f"first:{role}"] = None
-        inputs.selectbox(
-            "First recognition turn (for a 'yes')", options=options, key=f"first:{role}",
-            format_func=lambda value: "— none —" if value is None else f"turn {value}", placeholder="— none —",
-        )
-    inputs.checkbox("Unsure (a flag only; it does not change the label)", key=f"unsure:{role}")
-    inputs.text_area("Note", key=f"note:{role}")
+    key = f"{role}:{task.task_id}:{base_revision}"
+    state = st.session_state
+    state.setdefault(f"t0:{key}", time.monotonic())
+    # Every input is keyed by the task and revision it was drawn for, because the form's values
+    # travel with the click. Inputs keyed per role and refilled by the server were cheaper for
+    # the browser (5-session submit p95 about 290 instead of 370 ms, bench_annotate) but wrong
+    # twice over: the second click of a double click, sent before the next task was drawn,
+    # met the next task's callback and labelled it with the previous task's values; and a
+    # submit right after the next task appeared could carry the previous task's note, since
+    # the browser applies server-set values only after drawing. Keyed per task, a stale click's
+    # values land on widgets no longer drawn: it repeats the submit it was drawn for
+    # (idempotent) or does nothing, and a new form always starts from the store.
+    labels = get_scheme(DEFAULT_SCHEME[task.kind]).labels
+    widget = {name: f"{name}:{key}" for name in ("choice", "first", "unsure", "note", "submit")}
 
     def submit() -> None:
-        label = state[f"label:{key}"]
-        first_turn = state.get(f"first:{role}") if label == "yes" else None
-        unsure, note = state[f"unsure:{role}"], state[f"note:{role}"]
+        label = state[widget["choice"]]
+        first_turn = state.get(widget["first"]) if label == "yes" else None
+        unsure, note = state[widget["unsure"]], state[widget["note"]]
         if label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
@@ -181,14 +222,26 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
             flash("error", str(error))
             return
         flash("success", f"Saved '{label}' (revision {result.revision}).")
-        if advance is not None:
-            state_key, count = advance
-            state[state_key] = min(state[state_key] + 1, count - 1)
+        if advance is not None and current is None:  # a first label moves on; an edit stays
+            state_key, target = advance
+            state[state_key] = target  # a position, not a step: a repeated submit cannot skip an item
 
-    # Widgets with shortcuts keep one key and one place on the page (variable content sits
-    # in containers): the browser binds a shortcut per key combination, and a widget that
-    # is replaced rather than updated can drop the new binding.
-    st.button("Submit", key=f"submit:{session.label_role}", type="primary", shortcut="S", on_click=submit)
+    with st.form(f"label-form:{role}", border=False, enter_to_submit=False):
+        st.segmented_control(
+            "Adjudicated label" if role == "adjudication" else "Your label", options=labels, key=widget["choice"],
+            default=current.label if current and current.label in labels else None,
+            format_func=lambda label: f"{label} ({labels.index(label) + 1})",
+        )
+        if task.kind in IDENTIFY_KINDS:
+            options = [None, *range(len(task.turns or []))]
+            st.selectbox(
+                "First recognition turn (for a 'yes')", options=options, key=widget["first"],
+                index=options.index(current.first_turn) if current and current.first_turn in options else 0,
+                format_func=lambda value: "— none —" if value is None else f"turn {value}",
+            )
+        st.checkbox("Unsure (a flag only; it does not change the label)", key=widget["unsure"], value=current.unsure if current else False)
+        st.text_area("Note", key=widget["note"], value=current.note if current else "")
+        st.form_submit_button("Submit", key=widget["submit"], type="primary", shortcut="S", on_click=submit)
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):
             for revision in reversed(history):
@@ -204,15 +257,12 @@ def annotator_page(session: AnnotatorSession) -> None:
         st.info("No tasks are assigned to you yet.")
         return
     st.session_state.setdefault("position", session.resume_position())
-    labelled = session.labelled()
-    done = [task_id in labelled for task_id in order]
+    position = min(st.session_state["position"], len(order) - 1)
     progress = session.progress()
-    st.progress(progress.done / progress.total, text=f"{progress.done} of {progress.total} labelled")
-    position = navigator(len(order), "position", done, "task")
+    st.progress(progress.done / progress.total, text=f"**Task {position + 1} of {len(order)}** · {progress.done} of {progress.total} labelled")
     task = session.task(order[position])
-    st.subheader(f"Task {position + 1} of {len(order)}")
     render_task(task)
-    label_form(session, task, advance=("position", len(order)) if not done[position] else None)
+    label_form(session, task, advance=("position", min(position + 1, len(order) - 1)))
 
 
 def adjudicator_page(session: AdjudicatorSession) -> None:
@@ -222,10 +272,9 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
         return
     done = [item.adjudicated is not None for item in queue]
     st.session_state.setdefault("adj_position", next((i for i, flag in enumerate(done) if not flag), 0))
-    st.progress(sum(done) / len(queue), text=f"{sum(done)} of {len(queue)} disagreements adjudicated")
-    position = navigator(len(queue), "adj_position", done, "disagreement")
+    position = min(st.session_state["adj_position"], len(queue) - 1)
+    st.progress(sum(done) / len(queue), text=f"**Disagreement {position + 1} of {len(queue)}** · {sum(done)} of {len(queue)} disagreements adjudicated")
     item = queue[position]
-    st.subheader(f"Disagreement {position + 1} of {len(queue)}")
     render_task(session.task(item.task_id))
     st.markdown("**Independent labels** (coders numbered per unit, in the order they labelled)")
     st.table([
@@ -266,7 +315,8 @@ def workspace(store: Store) -> None:
 
 def main() -> None:
     st.set_page_config(page_title="accord coding app", layout="wide")
-    st.html(NO_MOTION)
+    st.html(PAGE_STYLE)
+    st.html(LABEL_KEYS, unsafe_allow_javascript=True)
     study = os.environ.get("ACCORD_STUDY")
     if not study or not Path(study).is_dir():
         st.error("No study folder: start the app with `accord app --study DIR`.")
@@ -282,8 +332,8 @@ def main() -> None:
         sign_in_page(store)
         return
     with st.sidebar:
-        st.markdown(f"Signed in as **{session.name}** ({session.role_name})")
-        st.markdown(SHORTCUTS_HELP)
+        st.markdown(f"Signed in as **{session.name}** ({session.role_name})\n\n{SHORTCUTS_HELP}")
+        navigation(session)
         st.button("Sign out", on_click=sign_out)
     workspace(store)
 

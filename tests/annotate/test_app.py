@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,37 @@ def submit(at: AppTest) -> AppTest:
     return button(at, "Submit").click().run()
 
 
+def choose(at: AppTest, label: str) -> None:
+    """Pick a label in the form (the browser sends it with the next submit)."""
+    (control,) = at.button_group
+    control.set_value(label)
+
+
+def chosen(at: AppTest) -> str | None:
+    (control,) = at.button_group
+    return control.value
+
+
+def heading(at: AppTest) -> str:
+    """'Task k of n' (or 'Disagreement k of n') from the progress line above the unit."""
+    return re.match(r"\*\*(.+?)\*\*", at.progress[0].proto.text).group(1)
+
+
+def shown_unit(at: AppTest) -> str:
+    """The unit's HTML block (escaped text, numbered turns)."""
+    (block,) = [h.proto.body for h in at.html if h.proto.body.startswith('<div class="accord-unit">')]
+    return block
+
+
+def shows_in_order(block: str, texts: list[str]) -> bool:
+    positions = [block.find(html.escape(text)) for text in texts]
+    return -1 not in positions and positions == sorted(positions)
+
+
+def go_to(at: AppTest, number: int) -> AppTest:
+    return at.number_input(key="jump-to").set_value(number).run()
+
+
 def test_without_a_study_the_app_says_how_to_start(monkeypatch, repo):
     monkeypatch.delenv("ACCORD_STUDY", raising=False)
     monkeypatch.chdir(repo)
@@ -76,42 +109,45 @@ def test_sign_in_refuses_bad_and_empty_tokens(app):
 def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     store = loaded_study.store
     at = app("alice")
-    assert at.subheader[0].value == "Task 1 of 6"
-    assert [t.value for t in at.text] == TASKS[0].turns
+    assert heading(at) == "Task 1 of 6"
+    assert shows_in_order(shown_unit(at), TASKS[0].turns)
     assert at.selectbox(key=[s.key for s in at.selectbox if s.label.startswith("First recognition")][0]).options == ["— none —", "turn 0", "turn 1", "turn 2"]
     submit(at)
     assert "Choose a label first" in at.error[0].value
-    button(at, "yes").click().run()
-    assert button(at, "yes").proto.type == "primary"
+    choose(at, "yes")
     submit(at)
+    assert chosen(at) == "yes"  # a refused submit keeps what was chosen
     assert "first_turn is required" in at.error[0].value
     first = [s for s in at.selectbox if s.label.startswith("First recognition")][0]
-    first.set_value(1).run()
-    at.checkbox[0].check().run()
-    at.text_area[0].input("turn 1 names both sources").run()
+    # Form inputs go to the server with the submit (AppTest, like the browser, holds them until then).
+    first.set_value(1)
+    at.checkbox[0].check()
+    at.text_area[0].input("turn 1 names both sources")
     submit(at)
     assert at.success[0].value == "Saved 'yes' (revision 1)."
-    assert at.subheader[0].value == "Task 2 of 6"
+    assert heading(at) == "Task 2 of 6"
     assert "1 of 6 labelled" in page_text(at)
     label = store.label("alice", "t_a1")
     assert (label.label, label.first_turn, label.unsure, label.note, label.backend) == ("yes", 1, True, "turn 1 names both sources", "app")
     assert label.seconds_spent is not None and label.seconds_spent >= 0
 
-    button(at, "no").click().run()
+    choose(at, "no")
     submit(at)
-    assert at.subheader[0].value == "Task 3 of 6"
+    assert heading(at) == "Task 3 of 6"
 
     resumed = app("alice")  # a new browser session resumes at the first unlabelled task
-    assert resumed.subheader[0].value == "Task 3 of 6"
+    assert heading(resumed) == "Task 3 of 6"
     button(resumed, "◀ Previous").click().run()
     button(resumed, "◀ Previous").click().run()
-    assert resumed.subheader[0].value == "Task 1 of 6"
-    assert button(resumed, "yes").proto.type == "primary"
+    assert heading(resumed) == "Task 1 of 6"
+    button(resumed, "◀ Previous").click().run()  # nothing before the first task
+    assert heading(resumed) == "Task 1 of 6" and resumed.error[0].value == "This is the first task."
+    assert chosen(resumed) == "yes"
     assert resumed.text_area[0].value == "turn 1 names both sources"
-    button(resumed, "no").click().run()
+    choose(resumed, "no")
     submit(resumed)
     assert resumed.success[0].value == "Saved 'no' (revision 2)."
-    assert resumed.subheader[0].value == "Task 1 of 6"  # editing stays on the task
+    assert heading(resumed) == "Task 1 of 6"  # editing stays on the task
     history = [e for e in resumed.expander if e.label.startswith("History")]
     assert history and "2 revision(s)" in history[0].label
     assert [(r.label, r.first_turn) for r in store.history("alice", "t_a1")] == [("yes", 1), ("no", None)]
@@ -122,13 +158,15 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     assert resumed.success[0].value == "Already saved as 'no'; nothing changed."
     assert len(store.history("alice", "t_a1")) == 2
 
-    button(resumed, "First open").click().run()
-    assert resumed.subheader[0].value == "Task 3 of 6"
-    jump = [s for s in resumed.selectbox if s.label == "Go to task"][0]
-    assert jump.options[:3] == ["#1 ✓", "#2 ✓", "#3 ·"]
-    jump.set_value(5).run()
-    assert resumed.subheader[0].value == "Task 6 of 6"
-    assert button(resumed, "Next ▶").disabled
+    button(resumed, "First open task").click().run()
+    assert heading(resumed) == "Task 3 of 6"
+    go_to(resumed, 6)
+    assert heading(resumed) == "Task 6 of 6"
+    assert resumed.number_input(key="jump-to").value is None  # empty again for the next jump
+    button(resumed, "Next ▶").click().run()  # nothing after the last task
+    assert heading(resumed) == "Task 6 of 6" and resumed.error[0].value == "This is the last task."
+    go_to(resumed, 2)
+    assert heading(resumed) == "Task 2 of 6"
 
 
 @pytest.mark.parametrize(
@@ -141,25 +179,27 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
 )
 def test_each_unit_kind_shows_its_text_codebook_and_labels(app, position, codebook_title, labels):
     at = app("alice")
-    jump = [s for s in at.selectbox if s.label == "Go to task"][0]
-    jump.set_value(position).run()
+    go_to(at, position + 1)
     task = TASKS[[t.task_id for t in TASKS].index(ORDERS["alice"][position])]
-    assert [t.value for t in at.text] == [task.text]
+    assert shows_in_order(shown_unit(at), [task.text])
     assert not [m for m in at.markdown if m.value.startswith("# ")]  # one click away, not in the way
     at.toggle(key="show_codebook").set_value(True).run()
     (codebook,) = [m for m in at.markdown if m.value.startswith("# ")]
     assert codebook.value.startswith(f"# {codebook_title}")
-    assert [b.label for b in at.button if b.label in labels] == labels
+    assert at.button_group[0].options == [f"{label} ({number})" for number, label in enumerate(labels, start=1)]
     assert not [s for s in at.selectbox if s.label.startswith("First recognition")]
-    button(at, labels[-1]).click().run()
+    choose(at, labels[-1])
     submit(at)
     assert at.success[0].value == f"Saved '{labels[-1]}' (revision 1)."
 
 
 def test_identify_turn_highlights_the_focus_turn(app):
     at = app("alice")
-    [s for s in at.selectbox if s.label == "Go to task"][0].set_value(3).run()
-    assert "turn 1 — the turn you are labelling" in page_text(at)
+    go_to(at, 4)
+    block = shown_unit(at)
+    assert "turn 1 — the turn you are labelling" in block
+    assert shows_in_order(block, [*TASKS[3].turns[:1], "turn 1 — the turn you are labelling", *TASKS[3].turns[1:]])
+    assert block.count("accord-focus") == 1
 
 
 def test_annotator_never_sees_others_work_or_identity(app, loaded_study):
@@ -169,7 +209,7 @@ def test_annotator_never_sees_others_work_or_identity(app, loaded_study):
     at = app("carol")
     seen = []
     for position in range(len(ORDERS["carol"])):
-        [s for s in at.selectbox if s.label == "Go to task"][0].set_value(position).run()
+        go_to(at, position + 1)
         seen.append(page_text(at))
     text = "\n".join(seen)
     for secret in ("BOB-PRIVATE-NOTE", "BOB-OTHER-NOTE", "bob", "judy", *IDENTITY_MARKERS, "u_0000", "traj-", "inclusion"):
@@ -185,8 +225,8 @@ def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
     store.submit(tokens["alice"], "t_c3", "yes", submission_id="a-c3-00001", note="two sources named")
     store.submit(tokens["bob"], "t_c3", "no", unsure=True, submission_id="b-c3-00001")
     at = app("judy")
-    assert at.subheader[0].value == "Disagreement 1 of 1"
-    assert [t.value for t in at.text] == [TASKS[2].text]
+    assert heading(at) == "Disagreement 1 of 1"
+    assert shows_in_order(shown_unit(at), [TASKS[2].text])
     table = at.table[0].value
     assert list(table["coder"]) == ["coder 1", "coder 2"] and list(table["label"]) == ["yes", "no"]
     assert list(table["unsure"]) == ["", "yes"] and list(table["note"]) == ["two sources named", ""]
@@ -194,8 +234,8 @@ def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
     for secret in ("alice", "bob", *IDENTITY_MARKERS):
         assert secret not in text, secret
     assert "0 of 1 disagreements adjudicated" in text
-    button(at, "yes").click().run()
-    at.text_area[0].input("sources named in the answer").run()
+    choose(at, "yes")
+    at.text_area[0].input("sources named in the answer")
     submit(at)
     assert at.success[0].value == "Saved 'yes' (revision 1)."
     assert "1 of 1 disagreements adjudicated" in page_text(at)
@@ -206,7 +246,7 @@ def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
 
 def test_revoked_token_signs_the_session_out(app, loaded_study):
     at = app("bob")
-    assert at.subheader[0].value == "Task 1 of 6"
+    assert heading(at) == "Task 1 of 6"
     loaded_study.store.revoke("bob")
     button(at, "Next ▶").click().run()
     assert "Signed out" in at.error[0].value and "token" not in at.session_state
@@ -225,25 +265,36 @@ def test_annotator_without_an_order_is_told(app, loaded_study):
     assert at.info[0].value == "No tasks are assigned to you yet."
 
 
-def test_inputs_keep_unsaved_edits_across_label_clicks_and_refill_per_task(app, loaded_study):
-    # The inputs keep one key per role (redrawn in place): an unsaved note survives choosing
-    # a label, the next task starts empty, and going back shows what was stored.
+def test_form_starts_empty_per_task_and_refills_from_the_store(app, loaded_study):
+    # The form's inputs keep one key per role (redrawn in place): the next task starts
+    # empty, and going back shows what was stored.
     at = app("alice")
-    jump = [s for s in at.selectbox if s.label == "Go to task"][0]
-    jump.set_value(1).run()
-    at.text_area[0].input("typed before choosing").run()
-    at.checkbox[0].check().run()
-    button(at, "no").click().run()
-    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value
+    go_to(at, 2)
+    at.text_area[0].input("typed before choosing")
+    at.checkbox[0].check()
+    choose(at, "no")
     submit(at)
     assert at.success[0].value == "Saved 'no' (revision 1)."
-    assert at.subheader[0].value == "Task 3 of 6"
-    assert [s for s in at.selectbox if s.label == "Go to task"][0].value == 2
-    assert at.text_area[0].value == "" and not at.checkbox[0].value
-    assert button(at, "no").proto.type == "secondary"
+    assert heading(at) == "Task 3 of 6"
+    assert at.text_area[0].value == "" and not at.checkbox[0].value and chosen(at) is None
     button(at, "◀ Previous").click().run()
-    assert at.subheader[0].value == "Task 2 of 6"
-    assert [s for s in at.selectbox if s.label == "Go to task"][0].value == 1
-    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value
+    assert heading(at) == "Task 2 of 6"
+    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value and chosen(at) == "no"
     stored = loaded_study.store.label("alice", "t_b2")
     assert (stored.label, stored.note, stored.unsure) == ("no", "typed before choosing", True)
+
+
+
+def test_go_to_a_disagreement_that_resolved_since_the_page_was_drawn(app, loaded_study):
+    store, tokens = loaded_study.store, loaded_study.tokens
+    store.submit(tokens["alice"], "t_c3", "yes", submission_id="gone-a-c3")
+    store.submit(tokens["bob"], "t_c3", "no", submission_id="gone-b-c3")
+    store.submit(tokens["alice"], "t_b2", "yes", submission_id="gone-a-b2")
+    store.submit(tokens["bob"], "t_b2", "no", submission_id="gone-b-b2")
+    at = app("judy")
+    assert heading(at) == "Disagreement 1 of 2"
+    store.submit(tokens["bob"], "t_c3", "yes", submission_id="gone-b-c3-edit")  # bob now agrees
+    go_to(at, 2)
+    assert at.error[0].value == "Go to: the list now holds 1 disagreement(s); type a number from 1 to 1."
+    assert heading(at) == "Disagreement 1 of 1"
+

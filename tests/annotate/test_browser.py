@@ -22,11 +22,17 @@ def sign_in(page, url: str, token: str) -> None:
     page.get_by_role("button", name="Sign in").click()
     page.get_by_text(re.compile(r"^(Task|Disagreement) \d+ of \d+$")).wait_for(timeout=TIMEOUT_MS)
     page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+    # Streamlit loads the label control's code on first use: keys pressed before it is drawn are lost.
+    page.locator('[class*="st-key-choice-"] button').first.wait_for(timeout=TIMEOUT_MS)
 
 
 def label_button(page, label: str):
-    # The accessible name is the label followed by "Shortcut <digit>".
-    return page.get_by_role("button", name=re.compile(rf"^{re.escape(label)} Shortcut \d$"))
+    # The label control's options read "<label> (<key>)".
+    return page.get_by_role("radio", name=re.compile(rf"^{re.escape(label)} \(\d\)$"))
+
+
+def wait_chosen(page, label: str) -> None:
+    label_button(page, label).and_(page.locator('[aria-checked="true"]')).wait_for(timeout=TIMEOUT_MS)
 
 
 def expect_text(page, text: str) -> None:
@@ -56,13 +62,13 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         expect_text(page, "Task 2 of 6")
         # Task 2 (Escalate) with the keyboard only: 2 = "no", S = submit.
         page.keyboard.press("2")
-        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        wait_chosen(page, "no")
         page.keyboard.press("s")
         expect_text(page, "Saved 'no' (revision 1).")
         expect_text(page, "Task 3 of 6")
         # Task 3: keyboard label, mouse submit.
         page.keyboard.press("1")
-        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('yes'))", timeout=TIMEOUT_MS)
+        wait_chosen(page, "yes")
         page.get_by_role("button", name=re.compile(r"^Submit")).click()
         expect_text(page, "Task 4 of 6")
         page.screenshot(path="/tmp/accord-annotator.png", full_page=True)
@@ -71,14 +77,13 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         page.reload()
         sign_in(page, running_app.url, study.tokens["alice"])
         expect_text(page, "Task 4 of 6")
-        expect_text(page, "3 of 6 labelled")
-        # Edit task 3: back with the mouse (a key pressed while a fresh page is still binding
-        # its shortcuts can be lost), then the keyboard: 2 = "no", S = submit.
+        page.get_by_text(re.compile(r"· 3 of 6 labelled$")).wait_for(timeout=TIMEOUT_MS)
+        # Edit task 3: back with the mouse (in the sidebar), then the keyboard: 2 = "no", S = submit.
         page.get_by_role("button", name=re.compile(r"^◀ Previous")).click()
         expect_text(page, "Task 3 of 6")
         page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
         page.keyboard.press("2")
-        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        wait_chosen(page, "no")
         page.keyboard.press("s")
         expect_text(page, "Saved 'no' (revision 2).")
         page.get_by_text(re.compile(r"^History of this label \(2 revision")).wait_for(timeout=TIMEOUT_MS)
@@ -102,11 +107,15 @@ def test_double_submit_in_the_browser_adds_one_row(running_app):
         sign_in(page, running_app.url, study.tokens["carol"])
         expect_text(page, "Task 1 of 3")
         label_button(page, "no").click()
-        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('no'))", timeout=TIMEOUT_MS)
+        wait_chosen(page, "no")
         submit = page.get_by_role("button", name=re.compile(r"^Submit"))
         submit.dblclick()
         expect_text(page, "Task 2 of 3")
         page.wait_for_timeout(1000)
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+        # The second click carried the first task's values; the next task's form stays empty.
+        assert page.locator('[class*="st-key-choice-"] [aria-checked="true"]').count() == 0
+        assert page.get_by_role("textbox", name="Note").input_value() == ""
     assert rows(study.store.path, "SELECT task_id, label FROM submissions WHERE annotator='carol'") == [("t_b2", "no")]
 
 
@@ -125,9 +134,9 @@ def test_adjudicator_page_in_the_browser(running_app):
         page.get_by_text("generic hedge?").wait_for(timeout=TIMEOUT_MS)
         page.screenshot(path="/tmp/accord-adjudicator.png", full_page=True)
         label_button(page, "ABSTAIN").click()
-        page.wait_for_function("() => [...document.querySelectorAll('button[kind=primary]')].some(b => b.innerText.startsWith('ABSTAIN'))", timeout=TIMEOUT_MS)
+        wait_chosen(page, "ABSTAIN")
         page.keyboard.press("s")
         expect_text(page, "Saved 'ABSTAIN' (revision 1).")
-        expect_text(page, "1 of 2 disagreements adjudicated")
+        page.get_by_text(re.compile(r"· 1 of 2 disagreements adjudicated$")).wait_for(timeout=TIMEOUT_MS)
     assert rows(store.path, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication'") == [("t_f6", "judy", "adjudication", "ABSTAIN")]
     assert rows(store.path, "SELECT annotator, label FROM labels WHERE task_id='t_f6' AND role='independent' ORDER BY annotator") == [("alice", "HEDGE"), ("bob", "ABSTAIN")]
