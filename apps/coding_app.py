@@ -108,6 +108,11 @@ def render_task(task: BlindTask) -> None:
     st.html(task_html(task))
 
 
+def first_open(done: list[bool]) -> int | None:
+    """The first item not yet labelled (adjudicated), or None when all are."""
+    return next((i for i, flag in enumerate(done) if not flag), None)
+
+
 def worklist(session: AnnotatorSession | AdjudicatorSession) -> tuple[str, str, list[bool]]:
     """The signed-in role's list: (position state key, what an item is called, done flags)."""
     if isinstance(session, AnnotatorSession):
@@ -134,9 +139,9 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
         else:
             flash("error", f"This is the {'first' if step < 0 else 'last'} {what}.")
 
-    def first_open() -> None:
+    def go_to_first_open() -> None:
         key, _, flags = worklist(session)
-        target = next((i for i, flag in enumerate(flags) if not flag), None)
+        target = first_open(flags)
         if target is None:
             flash("success", f"Every {what} is done.")
         else:
@@ -156,7 +161,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
     row = st.container(horizontal=True)
     row.button("◀ Previous", key="previous", shortcut="P", on_click=move, args=(-1,))
     row.button("Next ▶", key="next", shortcut="N", on_click=move, args=(1,))
-    st.button(f"First open {what}", key="first-open", on_click=first_open)
+    st.button(f"First open {what}", key="first-open", on_click=go_to_first_open)
     st.number_input(f"Go to {what} number", min_value=1, max_value=len(done), step=1, value=None, key="jump-to", placeholder=f"1 to {len(done)}", on_change=jump)
 
 
@@ -271,18 +276,19 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
         st.info("No disagreements to adjudicate.")
         return
     done = [item.adjudicated is not None for item in queue]
-    st.session_state.setdefault("adj_position", next((i for i, flag in enumerate(done) if not flag), 0))
+    st.session_state.setdefault("adj_position", first_open(done) or 0)
     position = min(st.session_state["adj_position"], len(queue) - 1)
     st.progress(sum(done) / len(queue), text=f"**Disagreement {position + 1} of {len(queue)}** · {sum(done)} of {len(queue)} disagreements adjudicated")
     item = queue[position]
-    render_task(session.task(item.task_id))
+    task = session.task(item.task_id)
+    render_task(task)
     st.markdown("**Independent labels** (coders numbered per unit, in the order they labelled)")
     st.table([
         {"coder": f"coder {c.coder}", "label": c.label, "first turn": "" if c.first_turn is None else c.first_turn,
          "unsure": "yes" if c.unsure else "", "note": c.note}
         for c in item.coders
     ])
-    label_form(session, session.task(item.task_id), advance=None)
+    label_form(session, task, advance=None)
 
 
 def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
