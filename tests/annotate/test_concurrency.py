@@ -25,9 +25,10 @@ def make_store(path: Path, n_tasks: int, annotators: list[str]) -> tuple[Store, 
     return store, {name: store.add_annotator(name) for name in annotators}
 
 
-def start_writer(store: Store, token: str, count: int, ack: Path) -> subprocess.Popen:
+def start_writer(store: Store, token: str, count: int, ack: Path, go: Path | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.annotate.writer", str(store.path), token, "t", str(count), str(ack)], cwd=REPO,
+        [sys.executable, "-m", "tests.annotate.writer", str(store.path), token, "t", str(count), str(ack), *([str(go)] if go else [])],
+        cwd=REPO,
     )
 
 
@@ -52,15 +53,15 @@ def test_sigkill_during_submits_loses_no_committed_label(tmp_path):
     names = ["k0", "k1", "k2"]
     store, tokens = make_store(tmp_path / "store.sqlite", 1000, names)
     acks = {name: tmp_path / f"{name}.ack" for name in names}
-    writers = [start_writer(store, tokens[name], 1000, acks[name]) for name in names]
-    deadline = time.monotonic() + 60
-
-    def acknowledged() -> list[int]:
-        return [len(path.read_text().split()) if path.exists() else 0 for path in acks.values()]
-
+    go = tmp_path / "go"
+    writers = [start_writer(store, tokens[name], 1000, acks[name], go) for name in names]
     # Every writer must be submitting when the kill comes: on a busy machine one writer can
-    # still be starting while the others have acknowledged 300 labels between them.
-    while time.monotonic() < deadline and (min(acknowledged()) == 0 or sum(acknowledged()) < 300):
+    # still be starting while another has finished, so they start together once all are ready.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(path.exists() for path in acks.values()):
+        time.sleep(0.05)
+    go.touch()
+    while time.monotonic() < deadline and sum(len(p.read_text().split()) for p in acks.values()) < 300:
         time.sleep(0.05)
     for writer in writers:
         writer.send_signal(signal.SIGKILL)
