@@ -8,7 +8,6 @@ order and labels and nothing else.
 
 from __future__ import annotations
 
-import html
 import os
 import time
 from pathlib import Path
@@ -16,8 +15,8 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
-from annotate.codebook import codebook_for_kind
 from annotate.store import IDENTIFY_KINDS, Store
+from apps.workspace import FormValues, form_identity, sent_values, table_html, task_html, workspace
 from samples.errors import InputError
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -30,10 +29,6 @@ SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N*
 PAGE_STYLE = """<style>
 *, *::before, *::after { transition: none !important; animation: none !important; }
 [data-stale="true"] { opacity: 1 !important; }
-.accord-caption { font-size: 0.875rem; opacity: 0.7; margin: 0 0 0.5rem 0; }
-.accord-box { border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.75rem 1rem; margin-bottom: 0.5rem; }
-.accord-focus { border: 2px solid rgba(255, 75, 75, 0.8); }
-.accord-text { font-family: "Source Code Pro", monospace; font-size: 0.875rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 </style>"""
 
 
@@ -46,15 +41,19 @@ def flash(kind: str, message: str) -> None:
     st.session_state.setdefault("flash", []).append((kind, message))
 
 
-def show_flashes() -> None:
-    """The messages of the last click in one alert (an error if any is an error), or an empty
-    slot: always one element, so the elements after it keep their place on the page."""
+def pop_flashes() -> tuple[str, list[str]] | None:
+    """The messages of the last click as (kind, messages), an error if any is one; None if none."""
     messages = st.session_state.pop("flash", [])
     if not messages:
-        st.empty()
-        return
-    alert = st.error if any(kind == "error" for kind, _ in messages) else st.success
-    alert("\n\n".join(message for _, message in messages))
+        return None
+    return ("error" if any(kind == "error" for kind, _ in messages) else "success", [message for _, message in messages])
+
+
+def show_flashes() -> None:
+    """On pages without the workspace (sign in, nothing to label): the messages as one alert."""
+    flashes = pop_flashes()
+    if flashes is not None:
+        (st.error if flashes[0] == "error" else st.success)("\n\n".join(flashes[1]))
 
 
 def sign_in_page(store: Store) -> None:
@@ -76,36 +75,6 @@ def sign_in_page(store: Store) -> None:
 def sign_out() -> None:
     for key in list(st.session_state):
         del st.session_state[key]
-
-
-def task_html(task: BlindTask) -> str:
-    """The unit's text (numbered turns for Identify) as one escaped HTML block: one element
-    for the browser to redraw per task instead of a container, caption and text per turn."""
-    def box(text: str, *, heading: str = "", focus: bool = False) -> str:
-        title = f"<p><strong>{html.escape(heading)}</strong></p>" if heading else ""
-        return f'<div class="accord-box{" accord-focus" if focus else ""}">{title}<div class="accord-text">{html.escape(text)}</div></div>'
-
-    if task.kind in IDENTIFY_KINDS and task.turns:
-        caption = "Intermediate turns of the agent (its final answer is not shown)."
-        boxes = "".join(
-            box(turn, heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "", focus=number == task.focus_turn)
-            for number, turn in enumerate(task.turns)
-        )
-    else:
-        caption = "The agent's final message to the user." if task.kind == "escalate_final" else ""
-        boxes = box(task.text)
-    return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + boxes + "</div>"
-
-
-def render_task(task: BlindTask) -> None:
-    # A toggle rather than an expander: a collapsed expander still ships and renders the
-    # codebook on every rerun, which slows each submit; the toggle keeps its state across tasks.
-    show_codebook = st.toggle("Show the codebook (how to label this unit)", key="show_codebook")
-    with st.container():
-        if show_codebook:
-            with st.container(border=True):
-                st.markdown(codebook_for_kind(task.kind))
-    st.html(task_html(task))
 
 
 def first_open(done: list[bool]) -> int | None:
@@ -165,88 +134,71 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
     st.number_input(f"Go to {what} number", min_value=1, max_value=len(done), step=1, value=None, key="jump-to", placeholder=f"1 to {len(done)}", on_change=jump)
 
 
-# Keys 1..k choose a label without a server round trip: the label is a form widget (a click
-# only changes the browser's state), so label + submit costs one rerun instead of two.
-# Streamlit's own `shortcut=` exists only on buttons, hence this listener; like Streamlit's,
-# it ignores keys typed into a text field or a list.
-LABEL_KEYS = """<script>
-(() => {
-  if (window.accordLabelKeys) return;
-  window.accordLabelKeys = true;
-  document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat || !/^[1-9]$/.test(event.key)) return;
-    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable=true], [role=listbox]")) return;
-    const option = document.querySelectorAll('[class*="st-key-choice-"] button')[Number(event.key) - 1];
-    if (!option) return;
-    event.preventDefault();
-    if (option.getAttribute("aria-checked") !== "true") option.click();
-  });
-})();
-</script>"""
-
-
-def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, *, advance: tuple[str, int] | None) -> None:
-    """Label (keys 1..k), first turn (Identify), unsure, note and submit (key S) in one form;
-    ``advance`` is (position state key, the position to show after a first label)."""
+def label_workspace(
+    session: AnnotatorSession | AdjudicatorSession, task: BlindTask, *, heading: str, detail: str, fraction: float,
+    context_html: str = "", advance: tuple[str, int] | None,
+) -> None:
+    """The workspace (apps/workspace.py: the last click's message, progress, the codebook, the
+    unit, ``context_html``, and the form: label by keys 1..k, first turn for Identify, unsure,
+    note, submit by key S), then the label's history; ``advance`` is (position state key, the
+    position to show after a first label)."""
     current = session.current(task.task_id)
     history = session.history(task.task_id)
     base_revision = len(history)
     role = session.label_role
-    key = f"{role}:{task.task_id}:{base_revision}"
+    identity = form_identity(role, task.task_id, base_revision)
     state = st.session_state
-    state.setdefault(f"t0:{key}", time.monotonic())
-    # Every input is keyed by the task and revision it was drawn for, because the form's values
-    # travel with the click. Inputs keyed per role and refilled by the server were cheaper for
-    # the browser (5-session submit p95 about 290 instead of 370 ms, bench_annotate) but wrong
-    # twice over: the second click of a double click, sent before the next task was drawn,
-    # met the next task's callback and labelled it with the previous task's values; and a
-    # submit right after the next task appeared could carry the previous task's note, since
-    # the browser applies server-set values only after drawing. Keyed per task, a stale click's
-    # values land on widgets no longer drawn: it repeats the submit it was drawn for
-    # (idempotent) or does nothing, and a new form always starts from the store.
+    state.setdefault(f"t0:{identity}", time.monotonic())
     labels = get_scheme(DEFAULT_SCHEME[task.kind]).labels
-    widget = {name: f"{name}:{key}" for name in ("choice", "first", "unsure", "note", "submit")}
+    turns = list(range(len(task.turns or []))) if task.kind in IDENTIFY_KINDS else None
+    stored = FormValues(
+        label=current.label if current and current.label in labels else None,
+        first_turn=current.first_turn if current else None,
+        unsure=current.unsure if current else False,
+        note=current.note if current else "",
+    )
+    # A refused submit's values are drawn again on its own form; drawing any other drops them.
+    draft_identity, draft = state.get("draft", (None, None))
+    if draft_identity != identity:
+        state.pop("draft", None)
+    values = draft if draft_identity == identity else stored
 
     def submit() -> None:
-        label = state[widget["choice"]]
-        first_turn = state.get(widget["first"]) if label == "yes" else None
-        unsure, note = state[widget["unsure"]], state[widget["note"]]
-        if label is None:
+        try:
+            sent = sent_values(role, identity, labels, turns)
+        except InputError as error:
+            flash("error", str(error))
+            return
+        if sent is None:
+            return  # drawn for a form no longer shown (apps/workspace.py)
+        state["draft"] = (identity, sent)
+        if sent.label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
-        if current is not None and (current.label, current.first_turn, current.unsure, current.note) == (label, first_turn, unsure, note):
-            flash("success", f"Already saved as '{label}'; nothing changed.")
+        first_turn = sent.first_turn if sent.label == "yes" else None
+        if current is not None and (current.label, current.first_turn, current.unsure, current.note) == (sent.label, first_turn, sent.unsure, sent.note):
+            flash("success", f"Already saved as '{sent.label}'; nothing changed.")
             return
         try:
             result = session.submit(
-                task.task_id, label, base_revision=base_revision,
-                first_turn=first_turn, unsure=unsure, note=note,
-                seconds_spent=round(time.monotonic() - state[f"t0:{key}"], 3),
+                task.task_id, sent.label, base_revision=base_revision,
+                first_turn=first_turn, unsure=sent.unsure, note=sent.note,
+                seconds_spent=round(time.monotonic() - state[f"t0:{identity}"], 3),
             )
         except InputError as error:
             flash("error", str(error))
             return
-        flash("success", f"Saved '{label}' (revision {result.revision}).")
+        del state["draft"]
+        flash("success", f"Saved '{sent.label}' (revision {result.revision}).")
         if advance is not None and current is None:  # a first label moves on; an edit stays
             state_key, target = advance
             state[state_key] = target  # a position, not a step: a repeated submit cannot skip an item
 
-    with st.form(f"label-form:{role}", border=False, enter_to_submit=False):
-        st.segmented_control(
-            "Adjudicated label" if role == "adjudication" else "Your label", options=labels, key=widget["choice"],
-            default=current.label if current and current.label in labels else None,
-            format_func=lambda label: f"{label} ({labels.index(label) + 1})",
-        )
-        if task.kind in IDENTIFY_KINDS:
-            options = [None, *range(len(task.turns or []))]
-            st.selectbox(
-                "First recognition turn (for a 'yes')", options=options, key=widget["first"],
-                index=options.index(current.first_turn) if current and current.first_turn in options else 0,
-                format_func=lambda value: "— none —" if value is None else f"turn {value}",
-            )
-        st.checkbox("Unsure (a flag only; it does not change the label)", key=widget["unsure"], value=current.unsure if current else False)
-        st.text_area("Note", key=widget["note"], value=current.note if current else "")
-        st.form_submit_button("Submit", key=widget["submit"], type="primary", shortcut="S", on_click=submit)
+    workspace(
+        role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, kind=task.kind,
+        unit_html=task_html(task), context_html=context_html, identity=identity, labels=labels, turns=turns,
+        values=values, on_submit=submit,
+    )
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):
             for revision in reversed(history):
@@ -259,36 +211,39 @@ def label_form(session: AnnotatorSession | AdjudicatorSession, task: BlindTask, 
 def annotator_page(session: AnnotatorSession) -> None:
     order = session.order()
     if not order:
+        show_flashes()
         st.info("No tasks are assigned to you yet.")
         return
     st.session_state.setdefault("position", session.resume_position())
     position = min(st.session_state["position"], len(order) - 1)
     progress = session.progress()
-    st.progress(progress.done / progress.total, text=f"**Task {position + 1} of {len(order)}** · {progress.done} of {progress.total} labelled")
-    task = session.task(order[position])
-    render_task(task)
-    label_form(session, task, advance=("position", min(position + 1, len(order) - 1)))
+    label_workspace(
+        session, session.task(order[position]), heading=f"Task {position + 1} of {len(order)}",
+        detail=f"{progress.done} of {progress.total} labelled", fraction=progress.done / progress.total,
+        advance=("position", min(position + 1, len(order) - 1)),
+    )
 
 
 def adjudicator_page(session: AdjudicatorSession) -> None:
     queue = session.queue()
     if not queue:
+        show_flashes()
         st.info("No disagreements to adjudicate.")
         return
     done = [item.adjudicated is not None for item in queue]
     st.session_state.setdefault("adj_position", first_open(done) or 0)
     position = min(st.session_state["adj_position"], len(queue) - 1)
-    st.progress(sum(done) / len(queue), text=f"**Disagreement {position + 1} of {len(queue)}** · {sum(done)} of {len(queue)} disagreements adjudicated")
     item = queue[position]
-    task = session.task(item.task_id)
-    render_task(task)
-    st.markdown("**Independent labels** (coders numbered per unit, in the order they labelled)")
-    st.table([
+    coders = table_html("Independent labels (coders numbered per unit, in the order they labelled)", [
         {"coder": f"coder {c.coder}", "label": c.label, "first turn": "" if c.first_turn is None else c.first_turn,
          "unsure": "yes" if c.unsure else "", "note": c.note}
         for c in item.coders
     ])
-    label_form(session, task, advance=None)
+    label_workspace(
+        session, session.task(item.task_id), heading=f"Disagreement {position + 1} of {len(queue)}",
+        detail=f"{sum(done)} of {len(queue)} disagreements adjudicated", fraction=sum(done) / len(queue),
+        context_html=coders, advance=None,
+    )
 
 
 def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
@@ -305,14 +260,13 @@ def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
         return None
 
 
-# A fragment: a click inside it (label, submit, move) reruns only this function, so the
+# A fragment: a click inside it (submit, codebook) reruns only this function, so the
 # server skips the page set-up and the sidebar and the browser redraws only this part.
 @st.fragment
-def workspace(store: Store) -> None:
+def work(store: Store) -> None:
     session = signed_in(store)
     if session is None:
         st.rerun()
-    show_flashes()
     if isinstance(session, AnnotatorSession):
         annotator_page(session)
     else:
@@ -322,7 +276,6 @@ def workspace(store: Store) -> None:
 def main() -> None:
     st.set_page_config(page_title="accord coding app", layout="wide")
     st.html(PAGE_STYLE)
-    st.html(LABEL_KEYS, unsafe_allow_javascript=True)
     study = os.environ.get("ACCORD_STUDY")
     if not study or not Path(study).is_dir():
         st.error("No study folder: start the app with `accord app --study DIR`.")
@@ -341,7 +294,7 @@ def main() -> None:
         st.markdown(f"Signed in as **{session.name}** ({session.role_name})\n\n{SHORTCUTS_HELP}")
         navigation(session)
         st.button("Sign out", on_click=sign_out)
-    workspace(store)
+    work(store)
 
 
 main()

@@ -106,18 +106,18 @@ async def _annotate(context, url: str, token: str, n_submits: int, n_tasks: int,
     await page.get_by_role("button", name="Sign in").click()
     await page.get_by_text(f"Task 1 of {n_tasks}", exact=True).wait_for(timeout=60_000)
     await page.locator(IDLE).wait_for(timeout=60_000)
-    # Streamlit loads the label control's code on first use: keys pressed before it is drawn are lost.
-    await page.locator('[class*="st-key-choice-"] button').first.wait_for(timeout=60_000)
+    # The workspace's code loads on first use: keys pressed before its form is drawn are lost.
+    await page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=60_000)
     await ready.wait()
     timings = []
     for i in range(n_submits):
         label = _label(i)
         if reading is not None:
             await asyncio.sleep(reading.uniform(*READING_S))
-        # The label by its key (a form widget: no server round trip); the round trip measured is the submit key's.
+        # The label by its key (drawn in the browser: no server round trip); the round trip measured is the submit key's.
         number = 1 if label == "yes" else 2
         await page.keyboard.press(str(number))
-        chosen = f'[class*="st-key-choice-"] button:nth-of-type({number})[aria-checked="true"]'
+        chosen = f'.accord-label-form [role=radio]:nth-of-type({number})[aria-checked="true"]'
         await asyncio.wait_for(page.evaluate(ARM_ROUND_TRIP, [chosen, f"Task {i + 2} of {n_tasks}", f"Saved '{label}' (revision 1)."]), TIMEOUT_S)
         start = time.perf_counter()
         await page.keyboard.press("s")
@@ -229,7 +229,7 @@ def _measure(root: Path, n_submits: int, *, read: bool) -> tuple[np.ndarray, dic
 
 
 def run(quick: bool = False) -> list[dict]:
-    n_submits, n_read = (6, 3) if quick else (20, 12)
+    n_submits, n_read = (6, 3) if quick else (40, 12)
     with tempfile.TemporaryDirectory(prefix="accord-bench-annotate-") as tmp:
         timings, cpu, backend, tokens = _measure(Path(tmp) / "flat-out", n_submits, read=False)
         store = np.asarray(_store_round_trips(backend, tokens, n_submits, n_submits + 1))

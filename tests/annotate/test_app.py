@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
-import re
+import json
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
 from tests.annotate.helpers import IDENTITY_MARKERS, ORDERS, TASKS
@@ -37,13 +39,22 @@ def button(at: AppTest, label: str):
     return matches[0]
 
 
+def drawn(at: AppTest) -> dict:
+    """The data the workspace component was last drawn with: what the browser shows of it
+    (apps/workspace.py; the component's own code draws it in the browser tests)."""
+    (element,) = at.get("bidi_component")
+    return json.loads(element.proto.json)
+
+
 def page_text(at: AppTest) -> str:
-    """Everything the page holds, widget labels and options included."""
+    """Everything the page holds: widget labels and options, the workspace's data."""
     parts: list[str] = []
 
     def walk(node) -> None:
         proto = getattr(node, "proto", None)
-        if proto is not None:
+        if getattr(node, "type", None) == "bidi_component":
+            parts.append(proto.json)  # its data, not the component's own code
+        elif proto is not None:
             parts.append(str(proto))
         for child in getattr(node, "children", {}).values():
             walk(child)
@@ -52,30 +63,67 @@ def page_text(at: AppTest) -> str:
     return "\n".join(parts)
 
 
-def submit(at: AppTest) -> AppTest:
-    return button(at, "Submit").click().run()
+def send(at: AppTest, event: str, value: object) -> AppTest:
+    """Run the app as after the browser's workspace fires ``event`` with ``value``: Streamlit's
+    frontend sends a component's events as a JSON list on one trigger widget per component.
+    AppTest has no way to fire a component's events, hence its lower-level run call."""
+    (element,) = at.get("bidi_component")
+    states = at._tree.get_widget_states()
+    trigger = states.widgets.add()
+    trigger.id = _make_trigger_id(element.proto.id, "events")
+    trigger.json_trigger_value = json.dumps([{"event": event, "value": value}])
+    return at._run(states)
 
 
-def choose(at: AppTest, label: str) -> None:
-    """Pick a label in the form (the browser sends it with the next submit)."""
-    (control,) = at.button_group
-    control.set_value(label)
+def submit(at: AppTest, **changes: object) -> AppTest:
+    """Submit the form drawn last, after changing ``changes`` (label, first_turn, unsure, note)
+    in it: the values and the form identity the browser sends."""
+    form = drawn(at)["form"]
+    return send(at, "submit", {"form": form["id"], **form["values"], **changes})
 
 
-def chosen(at: AppTest) -> str | None:
-    (control,) = at.button_group
-    return control.value
+def shown(at: AppTest) -> dict:
+    """The values the form shows."""
+    return drawn(at)["form"]["values"]
+
+
+def message(at: AppTest) -> tuple[str, str] | None:
+    """The last click's message in the workspace: (success or error, text)."""
+    flash = drawn(at)["flash"]
+    return None if flash is None else (flash["kind"], "\n\n".join(flash["messages"]))
 
 
 def heading(at: AppTest) -> str:
-    """'Task k of n' (or 'Disagreement k of n') from the progress line above the unit."""
-    return re.match(r"\*\*(.+?)\*\*", at.progress[0].proto.text).group(1)
+    """'Task k of n' (or 'Disagreement k of n') above the unit."""
+    return drawn(at)["progress"]["heading"]
 
 
 def shown_unit(at: AppTest) -> str:
     """The unit's HTML block (escaped text, numbered turns)."""
-    (block,) = [h.proto.body for h in at.html if h.proto.body.startswith('<div class="accord-unit">')]
-    return block
+    return drawn(at)["unit"]
+
+
+class _Cells(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.rows[-1].append("")
+
+    def handle_data(self, data: str) -> None:
+        if self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def table_rows(block: str) -> list[list[str]]:
+    """The cells of the tables in an HTML block, row by row (header included), unescaped."""
+    parser = _Cells()
+    parser.feed(block)
+    return parser.rows
 
 
 def shows_in_order(block: str, texts: list[str]) -> bool:
@@ -111,28 +159,22 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     at = app("alice")
     assert heading(at) == "Task 1 of 6"
     assert shows_in_order(shown_unit(at), TASKS[0].turns)
-    assert at.selectbox(key=[s.key for s in at.selectbox if s.label.startswith("First recognition")][0]).options == ["— none —", "turn 0", "turn 1", "turn 2"]
+    assert drawn(at)["form"]["turns"] == [0, 1, 2]  # first recognition turn: none or one of these
     submit(at)
-    assert "Choose a label first" in at.error[0].value
-    choose(at, "yes")
-    submit(at)
-    assert chosen(at) == "yes"  # a refused submit keeps what was chosen
-    assert "first_turn is required" in at.error[0].value
-    first = [s for s in at.selectbox if s.label.startswith("First recognition")][0]
-    # Form inputs go to the server with the submit (AppTest, like the browser, holds them until then).
-    first.set_value(1)
-    at.checkbox[0].check()
-    at.text_area[0].input("turn 1 names both sources")
-    submit(at)
-    assert at.success[0].value == "Saved 'yes' (revision 1)."
+    assert message(at) == ("error", "Choose a label first (click it or press its number).")
+    submit(at, label="yes")
+    assert shown(at)["label"] == "yes"  # a refused submit keeps what was chosen
+    kind, text = message(at)
+    assert kind == "error" and "first_turn is required" in text
+    submit(at, first_turn=1, unsure=True, note="turn 1 names both sources")
+    assert message(at) == ("success", "Saved 'yes' (revision 1).")
     assert heading(at) == "Task 2 of 6"
-    assert "1 of 6 labelled" in page_text(at)
+    assert drawn(at)["progress"]["detail"] == "1 of 6 labelled"
     label = store.label("alice", "t_a1")
     assert (label.label, label.first_turn, label.unsure, label.note, label.backend) == ("yes", 1, True, "turn 1 names both sources", "app")
     assert label.seconds_spent is not None and label.seconds_spent >= 0
 
-    choose(at, "no")
-    submit(at)
+    submit(at, label="no")
     assert heading(at) == "Task 3 of 6"
 
     resumed = app("alice")  # a new browser session resumes at the first unlabelled task
@@ -141,12 +183,10 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     button(resumed, "◀ Previous").click().run()
     assert heading(resumed) == "Task 1 of 6"
     button(resumed, "◀ Previous").click().run()  # nothing before the first task
-    assert heading(resumed) == "Task 1 of 6" and resumed.error[0].value == "This is the first task."
-    assert chosen(resumed) == "yes"
-    assert resumed.text_area[0].value == "turn 1 names both sources"
-    choose(resumed, "no")
-    submit(resumed)
-    assert resumed.success[0].value == "Saved 'no' (revision 2)."
+    assert heading(resumed) == "Task 1 of 6" and message(resumed) == ("error", "This is the first task.")
+    assert shown(resumed) == {"label": "yes", "first_turn": 1, "unsure": True, "note": "turn 1 names both sources"}
+    submit(resumed, label="no")
+    assert message(resumed) == ("success", "Saved 'no' (revision 2).")
     assert heading(resumed) == "Task 1 of 6"  # editing stays on the task
     history = [e for e in resumed.expander if e.label.startswith("History")]
     assert history and "2 revision(s)" in history[0].label
@@ -154,8 +194,8 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     assert store.label("alice", "t_a1").label == "no"
     assert len(store.labels(annotator="alice")) == 2
 
-    submit(resumed)  # a second submit of the same content (double click, retry) records nothing
-    assert resumed.success[0].value == "Already saved as 'no'; nothing changed."
+    submit(resumed)  # a second submit of the same content (a retry) records nothing
+    assert message(resumed) == ("success", "Already saved as 'no'; nothing changed.")
     assert len(store.history("alice", "t_a1")) == 2
 
     button(resumed, "First open task").click().run()
@@ -164,9 +204,43 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     assert heading(resumed) == "Task 6 of 6"
     assert resumed.number_input(key="jump-to").value is None  # empty again for the next jump
     button(resumed, "Next ▶").click().run()  # nothing after the last task
-    assert heading(resumed) == "Task 6 of 6" and resumed.error[0].value == "This is the last task."
+    assert heading(resumed) == "Task 6 of 6" and message(resumed) == ("error", "This is the last task.")
     go_to(resumed, 2)
     assert heading(resumed) == "Task 2 of 6"
+
+
+def test_a_stale_submit_is_ignored(app, loaded_study):
+    # The second click of a double click, or a submit sent before the next task appeared, carries
+    # the identity of the form it was drawn for; it must neither label the next task nor repeat.
+    store = loaded_study.store
+    at = app("alice")
+    go_to(at, 2)
+    first_form = drawn(at)["form"]
+    submit(at, label="no", note="for the second task")
+    assert heading(at) == "Task 3 of 6"
+    send(at, "submit", {"form": first_form["id"], **first_form["values"], "label": "yes", "note": "for the second task"})
+    assert heading(at) == "Task 3 of 6" and message(at) is None
+    assert shown(at) == {"label": None, "first_turn": None, "unsure": False, "note": ""}
+    assert [(row.task_id, row.label, row.note) for row in store.labels(annotator="alice")] == [("t_b2", "no", "for the second task")]
+    assert len(store.history("alice", "t_b2")) == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"label": "maybe"}, "label 'maybe': expected one of ['yes', 'no']"),
+        ({"label": "yes", "first_turn": 7}, "first turn 7: expected none or one of [0, 1, 2]"),
+        ({"label": "yes", "first_turn": True}, "first turn True: expected none or one of [0, 1, 2]"),
+        ({"label": "no", "unsure": "yes"}, "unsure 'yes': expected true or false"),
+        ({"label": "no", "note": 3}, "note 3: expected text"),
+    ],
+)
+def test_a_submit_with_values_the_form_does_not_offer_is_refused(app, loaded_study, changes, expected):
+    at = app("alice")
+    submit(at, **changes)
+    assert message(at) == ("error", expected)
+    assert heading(at) == "Task 1 of 6"
+    assert loaded_study.store.labels(annotator="alice") == []
 
 
 @pytest.mark.parametrize(
@@ -182,15 +256,12 @@ def test_each_unit_kind_shows_its_text_codebook_and_labels(app, position, codebo
     go_to(at, position + 1)
     task = TASKS[[t.task_id for t in TASKS].index(ORDERS["alice"][position])]
     assert shows_in_order(shown_unit(at), [task.text])
-    assert not [m for m in at.markdown if m.value.startswith("# ")]  # one click away, not in the way
-    at.toggle(key="show_codebook").set_value(True).run()
-    (codebook,) = [m for m in at.markdown if m.value.startswith("# ")]
-    assert codebook.value.startswith(f"# {codebook_title}")
-    assert at.button_group[0].options == [f"{label} ({number})" for number, label in enumerate(labels, start=1)]
-    assert not [s for s in at.selectbox if s.label.startswith("First recognition")]
-    choose(at, labels[-1])
-    submit(at)
-    assert at.success[0].value == f"Saved '{labels[-1]}' (revision 1)."
+    # The codebook goes with every unit, in a closed <details> the browser opens (test_browser).
+    assert drawn(at)["codebook"].startswith(f"<h1>{html.escape(codebook_title, quote=False)}")
+    form = drawn(at)["form"]
+    assert form["labels"] == labels and form["turns"] is None  # no first recognition turn
+    submit(at, label=labels[-1])
+    assert message(at) == ("success", f"Saved '{labels[-1]}' (revision 1).")
 
 
 def test_identify_turn_highlights_the_focus_turn(app):
@@ -227,18 +298,19 @@ def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
     at = app("judy")
     assert heading(at) == "Disagreement 1 of 1"
     assert shows_in_order(shown_unit(at), [TASKS[2].text])
-    table = at.table[0].value
-    assert list(table["coder"]) == ["coder 1", "coder 2"] and list(table["label"]) == ["yes", "no"]
-    assert list(table["unsure"]) == ["", "yes"] and list(table["note"]) == ["two sources named", ""]
+    assert table_rows(drawn(at)["context"]) == [
+        ["coder", "label", "first turn", "unsure", "note"],
+        ["coder 1", "yes", "", "", "two sources named"],
+        ["coder 2", "no", "", "yes", ""],
+    ]
     text = page_text(at)
     for secret in ("alice", "bob", *IDENTITY_MARKERS):
         assert secret not in text, secret
     assert "0 of 1 disagreements adjudicated" in text
-    choose(at, "yes")
-    at.text_area[0].input("sources named in the answer")
-    submit(at)
-    assert at.success[0].value == "Saved 'yes' (revision 1)."
-    assert "1 of 1 disagreements adjudicated" in page_text(at)
+    assert drawn(at)["form"]["heading"] == "Adjudicated label"
+    submit(at, label="yes", note="sources named in the answer")
+    assert message(at) == ("success", "Saved 'yes' (revision 1).")
+    assert drawn(at)["progress"]["detail"] == "1 of 1 disagreements adjudicated"
     (adjudication,) = store.labels(role="adjudication")
     assert (adjudication.task_id, adjudication.annotator, adjudication.label) == ("t_c3", "judy", "yes")
     assert {(r.annotator, r.label) for r in store.labels(role="independent")} == {("alice", "yes"), ("bob", "no")}
@@ -266,23 +338,27 @@ def test_annotator_without_an_order_is_told(app, loaded_study):
 
 
 def test_form_starts_empty_per_task_and_refills_from_the_store(app, loaded_study):
-    # The form's inputs keep one key per role (redrawn in place): the next task starts
-    # empty, and going back shows what was stored.
     at = app("alice")
     go_to(at, 2)
-    at.text_area[0].input("typed before choosing")
-    at.checkbox[0].check()
-    choose(at, "no")
-    submit(at)
-    assert at.success[0].value == "Saved 'no' (revision 1)."
+    submit(at, label="no", note="typed before choosing", unsure=True)
+    assert message(at) == ("success", "Saved 'no' (revision 1).")
     assert heading(at) == "Task 3 of 6"
-    assert at.text_area[0].value == "" and not at.checkbox[0].value and chosen(at) is None
+    assert shown(at) == {"label": None, "first_turn": None, "unsure": False, "note": ""}
     button(at, "◀ Previous").click().run()
     assert heading(at) == "Task 2 of 6"
-    assert at.text_area[0].value == "typed before choosing" and at.checkbox[0].value and chosen(at) == "no"
+    assert shown(at) == {"label": "no", "first_turn": None, "unsure": True, "note": "typed before choosing"}
     stored = loaded_study.store.label("alice", "t_b2")
     assert (stored.label, stored.note, stored.unsure) == ("no", "typed before choosing", True)
 
+
+def test_a_refused_submit_is_redrawn_on_its_own_form_only(app):
+    at = app("alice")
+    submit(at, label="yes", note="no first turn yet")  # refused: an Identify 'yes' needs its first turn
+    assert message(at)[0] == "error" and shown(at)["note"] == "no first turn yet"
+    button(at, "Next ▶").click().run()
+    button(at, "◀ Previous").click().run()
+    assert heading(at) == "Task 1 of 6"
+    assert shown(at) == {"label": None, "first_turn": None, "unsure": False, "note": ""}  # nothing was saved
 
 
 def test_go_to_a_disagreement_that_resolved_since_the_page_was_drawn(app, loaded_study):
@@ -295,6 +371,6 @@ def test_go_to_a_disagreement_that_resolved_since_the_page_was_drawn(app, loaded
     assert heading(at) == "Disagreement 1 of 2"
     store.submit(tokens["bob"], "t_c3", "yes", submission_id="gone-b-c3-edit")  # bob now agrees
     go_to(at, 2)
-    assert at.error[0].value == "Go to: the list now holds 1 disagreement(s); type a number from 1 to 1."
+    assert message(at) == ("error", "Go to: the list now holds 1 disagreement(s); type a number from 1 to 1.")
     assert heading(at) == "Disagreement 1 of 1"
 

@@ -22,12 +22,12 @@ def sign_in(page, url: str, token: str) -> None:
     page.get_by_role("button", name="Sign in").click()
     page.get_by_text(re.compile(r"^(Task|Disagreement) \d+ of \d+$")).wait_for(timeout=TIMEOUT_MS)
     page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
-    # Streamlit loads the label control's code on first use: keys pressed before it is drawn are lost.
-    page.locator('[class*="st-key-choice-"] button').first.wait_for(timeout=TIMEOUT_MS)
+    # The workspace's code loads on first use: keys pressed before its form is drawn are lost.
+    page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=TIMEOUT_MS)
 
 
 def label_button(page, label: str):
-    # The label control's options read "<label> (<key>)".
+    # The label options read "<label> (<key>)".
     return page.get_by_role("radio", name=re.compile(rf"^{re.escape(label)} \(\d\)$"))
 
 
@@ -51,15 +51,21 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         page = context.new_page()
         sign_in(page, running_app.url, study.tokens["alice"])
         expect_text(page, "Task 1 of 6")
+        # The codebook is one click away: closed, then open at a click.
+        codebook = page.get_by_role("heading", name="Identify: did the agent recognise a specific knowledge gap?")
+        assert not codebook.is_visible()
+        page.get_by_text("Show the codebook (how to label this unit)").click()
+        codebook.wait_for(timeout=TIMEOUT_MS)
         # Task 1 (Identify) with the mouse: "yes", first recognition turn 1, unsure, a note, Submit.
         label_button(page, "yes").click()
-        page.get_by_label("First recognition turn (for a 'yes')").click()
-        page.get_by_role("option", name="turn 1").click()
+        page.get_by_label("First recognition turn (for a 'yes')").select_option(label="turn 1")
         page.get_by_text("Unsure (a flag only; it does not change the label)").click()
-        page.get_by_role("textbox", name="Note").fill("turn 1 names both sources")
+        # Typed key by key: the label keys (1, 2) and S do nothing while typing in the note.
+        page.get_by_role("textbox", name="Note").press_sequentially("turn 1 names both sources")
         page.get_by_role("button", name=re.compile(r"^Submit")).click()
         expect_text(page, "Saved 'yes' (revision 1).")
         expect_text(page, "Task 2 of 6")
+        assert codebook.is_hidden() and page.get_by_role("heading", name=re.compile(r"^Escalate: ")).is_visible()  # stays open, for this kind
         # Task 2 (Escalate) with the keyboard only: 2 = "no", S = submit.
         page.keyboard.press("2")
         wait_chosen(page, "no")
@@ -114,7 +120,7 @@ def test_double_submit_in_the_browser_adds_one_row(running_app):
         page.wait_for_timeout(1000)
         page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
         # The second click carried the first task's values; the next task's form stays empty.
-        assert page.locator('[class*="st-key-choice-"] [aria-checked="true"]').count() == 0
+        assert page.locator('.accord-label-form [aria-checked="true"]').count() == 0
         assert page.get_by_role("textbox", name="Note").input_value() == ""
     assert rows(study.store.path, "SELECT task_id, label FROM submissions WHERE annotator='carol'") == [("t_b2", "no")]
 
