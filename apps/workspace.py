@@ -66,8 +66,8 @@ class FormValues:
 def sent_values(role: str, identity: str, labels: list[str], turns: list[int] | None) -> FormValues | None:
     """Inside the submit callback: the submitted values if the submit was drawn for the form
     ``identity``, None for a stale one; InputError when a value is not one the form offers."""
-    value = st.session_state[component_key(role)]
-    sent = value.get("submit") if isinstance(value, dict) else getattr(value, "submit", None)
+    value = st.session_state[component_key(role)]  # the component's state, its triggers merged in
+    sent = value.get("submit") if isinstance(value, dict) else None
     if not isinstance(sent, dict) or sent.get("form") != identity:
         return None
     label, first_turn, unsure, note = (sent.get(name) for name in ("label", "first_turn", "unsure", "note"))

@@ -112,6 +112,14 @@ def test_double_submit_in_the_browser_adds_one_row(running_app):
         page = context.new_page()
         sign_in(page, running_app.url, study.tokens["carol"])
         expect_text(page, "Task 1 of 3")
+        # A refused submit (no label yet) keeps what was typed.
+        note = page.get_by_role("textbox", name="Note")
+        note.fill("typed before choosing")
+        page.get_by_text("Unsure (a flag only; it does not change the label)").click()
+        page.keyboard.press("s")
+        expect_text(page, "Choose a label first (click it or press its number).")
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+        assert note.input_value() == "typed before choosing"
         label_button(page, "no").click()
         wait_chosen(page, "no")
         submit = page.get_by_role("button", name=re.compile(r"^Submit"))
@@ -119,10 +127,10 @@ def test_double_submit_in_the_browser_adds_one_row(running_app):
         expect_text(page, "Task 2 of 3")
         page.wait_for_timeout(1000)
         page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
-        # The second click carried the first task's values; the next task's form stays empty.
+        # The second click was drawn for the first task: ignored, the next task's form stays empty.
         assert page.locator('.accord-label-form [aria-checked="true"]').count() == 0
         assert page.get_by_role("textbox", name="Note").input_value() == ""
-    assert rows(study.store.path, "SELECT task_id, label FROM submissions WHERE annotator='carol'") == [("t_b2", "no")]
+    assert rows(study.store.path, "SELECT task_id, label, unsure, note FROM submissions WHERE annotator='carol'") == [("t_b2", "no", 1, "typed before choosing")]
 
 
 def test_adjudicator_page_in_the_browser(running_app):
