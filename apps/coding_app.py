@@ -260,8 +260,8 @@ def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
         return None
 
 
-# A fragment: a click inside it (submit, codebook) reruns only this function, so the
-# server skips the page set-up and the sidebar and the browser redraws only this part.
+# A fragment: a submit reruns only this function, so the server skips the page set-up and
+# the sidebar and the browser redraws only this part.
 @st.fragment
 def work(store: Store) -> None:
     session = signed_in(store)

@@ -1,6 +1,7 @@
 """The coding app's workspace as one Streamlit component (st.components.v2): the last click's
-message, progress, the codebook (one click away, opened in the browser), the unit (and, for the adjudicator, the independent labels) and the label
-form, drawn by the browser (apps/workspace.js) and updated in place from one task to the next.
+message, progress, the codebook (one click away, opened in the browser), the unit (and, for
+the adjudicator, the independent labels) and the label form, drawn by the browser
+(apps/workspace.js) and updated in place from one task to the next.
 
 Why not Streamlit's own elements: with five annotators labelling at once on two cores, the
 browser's work of re-rendering those elements and mounting a new set of form widgets for
@@ -17,11 +18,10 @@ like any other input.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 from markdown_it import MarkdownIt
@@ -50,7 +50,7 @@ def form_identity(role: str, task_id: str, base_revision: int) -> str:
     return f"{role}:{task_id}:{base_revision}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FormValues:
     """What the form shows or a submit sent."""
 
@@ -58,9 +58,6 @@ class FormValues:
     first_turn: int | None
     unsure: bool
     note: str
-
-    def as_data(self) -> dict[str, Any]:
-        return {"label": self.label, "first_turn": self.first_turn, "unsure": self.unsure, "note": self.note}
 
 
 def sent_values(role: str, identity: str, labels: list[str], turns: list[int] | None) -> FormValues | None:
@@ -129,7 +126,7 @@ def workspace(
             "context": context_html,
             "form": {
                 "id": identity, "heading": "Adjudicated label" if role == "adjudication" else "Your label",
-                "labels": labels, "turns": turns, "values": values.as_data(),
+                "labels": labels, "turns": turns, "values": dataclasses.asdict(values),
             },
         },
         on_submit_change=on_submit,
