@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from annotate.base import BackendStatus, PushReport, register_backend
-from annotate.codebook import codebook
+from annotate.codebook import codebook_html
 from annotate.export import export_labels
 from annotate.records import HumanLabel
 from annotate.store import IDENTIFY_KINDS
@@ -161,16 +161,6 @@ def display_payload(task: BlindTask) -> str:
             f'<div style="white-space:pre-wrap;font-family:monospace">{html.escape(turn)}</div></div>'
         )
     return "".join(blocks)
-
-
-def _instructions(scheme: str) -> str:
-    """The scheme's codebook as the project's instructions: Markdown rendered with raw HTML disabled.
-
-    markdown-it-py comes with rich (a core dependency), so no extra package is needed.
-    """
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False}).render(codebook(scheme))
 
 
 def _read_model(path: Path, model: type[BaseModel], what: str) -> Any:
@@ -449,7 +439,7 @@ class LabelStudioBackend:
         project = self._server.call(
             f"creating the {kind} project of annotator {annotator!r}",
             self._server.client.projects.create,
-            title=title, label_config=labeling_config(kind, scheme), expert_instruction=_instructions(scheme),
+            title=title, label_config=labeling_config(kind, scheme), expert_instruction=codebook_html(scheme),
             show_instruction=True, show_skip_button=False, show_collab_predictions=False,
             show_annotation_history=False, show_ground_truth_first=False, enable_empty_annotation=False,
             evaluate_predictions_automatically=False, maximum_annotations=1, sampling="Sequential sampling",

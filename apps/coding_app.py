@@ -8,6 +8,7 @@ order and labels and nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -149,7 +150,8 @@ def label_workspace(
     identity = form_identity(role, task.task_id, base_revision)
     state = st.session_state
     state.setdefault(f"t0:{identity}", time.monotonic())
-    labels = get_scheme(DEFAULT_SCHEME[task.kind]).labels
+    scheme = DEFAULT_SCHEME[task.kind]
+    labels = get_scheme(scheme).labels
     turns = list(range(len(task.turns or []))) if task.kind in IDENTIFY_KINDS else None
     stored = FormValues(
         label=current.label if current and current.label in labels else None,
@@ -175,14 +177,14 @@ def label_workspace(
         if sent.label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
-        first_turn = sent.first_turn if sent.label == "yes" else None
-        if current is not None and (current.label, current.first_turn, current.unsure, current.note) == (sent.label, first_turn, sent.unsure, sent.note):
+        sent = dataclasses.replace(sent, first_turn=sent.first_turn if sent.label == "yes" else None)
+        if current is not None and sent == stored:
             flash("success", f"Already saved as '{sent.label}'; nothing changed.")
             return
         try:
             result = session.submit(
                 task.task_id, sent.label, base_revision=base_revision,
-                first_turn=first_turn, unsure=sent.unsure, note=sent.note,
+                first_turn=sent.first_turn, unsure=sent.unsure, note=sent.note,
                 seconds_spent=round(time.monotonic() - state[f"t0:{identity}"], 3),
             )
         except InputError as error:
@@ -195,7 +197,7 @@ def label_workspace(
             state[state_key] = target  # a position, not a step: a repeated submit cannot skip an item
 
     workspace(
-        role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, kind=task.kind,
+        role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, scheme=scheme,
         unit_html=task_html(task), context_html=context_html, identity=identity, labels=labels, turns=turns,
         values=values, on_submit=submit,
     )

@@ -19,14 +19,13 @@ like any other input.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import html
+from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
-from markdown_it import MarkdownIt
 
-from annotate.codebook import codebook_for_kind
+from annotate.codebook import codebook_html
 from annotate.store import IDENTIFY_KINDS
 from samples.errors import InputError
 from samples.records import BlindTask
@@ -60,7 +59,7 @@ class FormValues:
     note: str
 
 
-def sent_values(role: str, identity: str, labels: list[str], turns: list[int] | None) -> FormValues | None:
+def sent_values(role: str, identity: str, labels: Sequence[str], turns: list[int] | None) -> FormValues | None:
     """Inside the submit callback: the submitted values if the submit was drawn for the form
     ``identity``, None for a stale one; InputError when a value is not one the form offers."""
     value = st.session_state[component_key(role)]  # the component's state, its triggers merged in
@@ -97,12 +96,6 @@ def task_html(task: BlindTask) -> str:
     return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + boxes + "</div>"
 
 
-@functools.cache
-def codebook_html(kind: str) -> str:
-    """The unit kind's codebook (Markdown) as HTML; raw HTML in it is escaped, not passed on."""
-    return MarkdownIt("commonmark", {"html": False}).render(codebook_for_kind(kind))
-
-
 def table_html(title: str, rows: list[dict[str, object]]) -> str:
     """A titled table with every cell escaped."""
     head = "".join(f"<th>{html.escape(str(name))}</th>" for name in rows[0]) if rows else ""
@@ -112,7 +105,7 @@ def table_html(title: str, rows: list[dict[str, object]]) -> str:
 
 def workspace(
     *, role: str, flash: tuple[str, list[str]] | None, heading: str, detail: str, fraction: float,
-    kind: str, unit_html: str, context_html: str, identity: str, labels: list[str], turns: list[int] | None,
+    scheme: str, unit_html: str, context_html: str, identity: str, labels: Sequence[str], turns: list[int] | None,
     values: FormValues, on_submit,
 ) -> None:
     """Draw the workspace; the form is refilled with ``values`` when it is new or they changed."""
@@ -121,12 +114,12 @@ def workspace(
         data={
             "flash": None if flash is None else {"kind": flash[0], "messages": flash[1]},
             "progress": {"heading": heading, "detail": detail, "fraction": fraction},
-            "codebook": codebook_html(kind),
+            "codebook": codebook_html(scheme),
             "unit": unit_html,
             "context": context_html,
             "form": {
                 "id": identity, "heading": "Adjudicated label" if role == "adjudication" else "Your label",
-                "labels": labels, "turns": turns, "values": dataclasses.asdict(values),
+                "labels": list(labels), "turns": turns, "values": dataclasses.asdict(values),
             },
         },
         on_submit_change=on_submit,

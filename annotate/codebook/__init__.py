@@ -8,6 +8,7 @@ human label and a judge label answer the same question. Every label scheme has o
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 
 from samples.errors import InputError
@@ -20,6 +21,15 @@ def codebook(scheme: str) -> str:
         return resources.files(__name__).joinpath(f"{scheme}.md").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"no codebook for label scheme {scheme!r}") from None
+
+
+@functools.cache
+def codebook_html(scheme: str) -> str:
+    """The codebook as HTML (Markdown rendered with raw HTML escaped, not passed on), for Label
+    Studio's instructions and the coding app. markdown-it-py comes with rich, a core dependency."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(codebook(scheme))
 
 
 def codebook_for_kind(kind: str) -> str:
