@@ -33,6 +33,7 @@ from scipy import stats
 
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate, check_level, cluster_ratio_estimate
+from samples.errors import InputError
 
 OBSERVATIONAL_NOTE = (
     "The family contrast is observational: models are not randomly assigned to families, so a contrast "
@@ -335,7 +336,6 @@ def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamp
 
 def read_audit_table(path: Any) -> pd.DataFrame:
     """An audit table from .csv or .jsonl; missing columns are an InputError naming them."""
-    from samples.errors import InputError
 
     if not path.is_file():
         raise InputError(f"{path}: file not found")
@@ -386,3 +386,29 @@ def format_audit(result: AuditResult, *, simulated: bool = False) -> str:
                          f"FN {e.false_negative_rate.format()}{flag}")
     lines.append(f"\n{result.note}")
     return "\n".join(lines)
+
+
+def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_policy: str, model_field: str,
+                n_resamples: int, n_permutations: int, seed: int, level: float,
+                judge_families: dict[str, str] | None) -> tuple[AuditResult, dict[str, Any]]:
+    """Audit one judge of a study folder (``agreement.study_io.Study``); return the result and its document.
+
+    The document carries the study's input fingerprints, so a later reader can tell
+    when the labels it was computed from have changed.
+    """
+    from agreement.study_io import labels_table
+    from agreement.validation import GateEvidence, audit_frame
+
+    table = labels_table(study)
+    judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
+    if judge is None and len(judges) != 1:
+        raise InputError(f"--judge: the study has judges {judges}; name the one to audit")
+    judge = judge or judges[0]
+    evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=level, n_resamples=0, seed=seed)
+    frame = audit_frame(evidence.table, evidence.section, judge, model_field=model_field)
+    try:
+        result = audit(frame, positive=positive, n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
+                       level=level, judge=judge, judge_families=judge_families or None)
+    except ValueError as error:
+        raise InputError(f"audit of {judge!r}: {error}") from None
+    return result, {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints}

@@ -17,16 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agreement.documents import (DOCUMENTS, AgreementRecord, AuditDocument, Interval, ScoreDocument, StageDocument,
+                                 ValidationDocument, VerdictDocument, read_document, stale_reasons)
 from agreement.panels import MAJORITY
-from agreement.study_io import SIMULATED_NOTE, VERDICT, read_json
+from agreement.study_io import SIMULATED_NOTE
 from samples.errors import InputError
+from samples.layout import StudyLayout
 
-SOURCES = {
-    "validation": Path("validation/validation.json"),
-    "audit": Path("audit/audit.json"),
-    "verdict": VERDICT,
-    "score": Path("score/score.json"),
-}
 TEMPLATES = Path(__file__).with_name("templates")
 
 
@@ -53,15 +50,17 @@ class Figure:
 class ReportContent:
     study: str
     banners: list[str]
-    verdict: dict[str, Any] | None
+    verdict: VerdictDocument | None
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     fingerprints: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
 
 
-def load_documents(root: Path) -> dict[str, Any]:
-    docs = {name: read_json(root / rel) for name, rel in SOURCES.items() if (root / rel).is_file()}
-    if "validation" not in docs and "score" not in docs:
+def load_documents(root: Path) -> dict[type[StageDocument], StageDocument]:
+    """Every stage document the study has, read through its model."""
+    docs = {model: doc for model in DOCUMENTS if (doc := read_document(model, root)) is not None}
+    if ValidationDocument not in docs and ScoreDocument not in docs:
         raise InputError(f"{root}: nothing to report; run `accord validate {root}` (and gate, audit, score) first")
     return docs
 
@@ -72,78 +71,66 @@ def fmt(value: Any, *, digits: int = 3, percent: bool = False) -> str:
     return f"{100 * value:.1f}" if percent else f"{value:.{digits}f}"
 
 
-def fmt_ci(block: dict[str, Any] | None, *, percent: bool = False, low: str = "ci_low", high: str = "ci_high") -> str:
-    if not block or block.get("statistic") is None:
-        reason = (block or {}).get("undefined_reason")
+def fmt_ci(block: Interval | AgreementRecord | None, *, percent: bool = False) -> str:
+    if isinstance(block, AgreementRecord):
+        block = block.interval()
+    if block is None or block.statistic is None:
+        reason = block.undefined_reason if block is not None else None
         return f"-- ({reason})" if reason else "--"
-    text = fmt(block["statistic"], percent=percent)
-    if block.get(low) is not None and block.get(high) is not None:
-        text += f" [{fmt(block[low], percent=percent)}, {fmt(block[high], percent=percent)}]"
+    text = fmt(block.statistic, percent=percent)
+    if block.ci_low is not None and block.ci_high is not None:
+        text += f" [{fmt(block.ci_low, percent=percent)}, {fmt(block.ci_high, percent=percent)}]"
     return text
 
 
-def _result_ci(result: dict[str, Any]) -> dict[str, Any]:
-    """An agreement result's statistic with its percentile (else t) interval (brief results pass through)."""
-    if "ci_low" in result:
-        return result
-    ci = result.get("ci_percentile") or result.get("ci_t") or [None, None]
-    return {"statistic": result.get("statistic"), "ci_low": ci[0], "ci_high": ci[1],
-            "undefined_reason": result.get("undefined_reason")}
-
-
-def validation_tables(doc: dict[str, Any]) -> tuple[list[Table], list[tuple[str, dict[str, Any]]]]:
-    """Agreement tables and the forest-plot rows (label, statistic/ci)."""
+def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[str, Interval]]]:
+    """Agreement tables and the forest-plot rows (label, statistic with interval)."""
     tables, forest = [], []
-    for section in doc["sections"]:
-        kind = section["kind"]
+    for section in doc.sections:
+        kind = section.kind
         rows = []
-        human = section.get("human_panel")
-        if human:
-            for name, result in human["results"].items():
-                rows.append(["human vs human", name, fmt_ci(_result_ci(result)), str(result.get("n_units"))])
+        if section.human_panel:
+            for name, result in section.human_panel.results.items():
+                rows.append(["human vs human", name, fmt_ci(result), str(result.n_units)])
                 if name in ("fleiss_kappa", "gwet_ac1"):
-                    forest.append((f"{kind}: humans {name}", _result_ci(result)))
-        for versus in section.get("judges_vs_humans", []):
-            judge = versus["judge"]
-            if versus.get("vs_majority"):
-                for name, result in versus["vs_majority"]["results"].items():
-                    rows.append([f"{judge} vs majority", name, fmt_ci(_result_ci(result)), str(result.get("n_units"))])
-                    forest.append((f"{kind}: {judge} {name}", _result_ci(result)))
-            for name, value in versus.get("mean_vs_annotators", {}).items():
+                    forest.append((f"{kind}: humans {name}", result.interval()))
+        for versus in section.judges_vs_humans:
+            judge = versus.judge
+            if versus.vs_majority:
+                for name, result in versus.vs_majority.results.items():
+                    rows.append([f"{judge} vs majority", name, fmt_ci(result), str(result.n_units)])
+                    forest.append((f"{kind}: {judge} {name}", result.interval()))
+            for name, value in versus.mean_vs_annotators.items():
                 rows.append([f"{judge} vs each annotator (mean)", name, fmt(value), ""])
-            for base, body in section.get("baselines", {}).get(judge, {}).items():
-                for name, result in body["results"].items():
-                    rows.append([f"baseline {base} (on {judge}'s units)", name, fmt_ci(result), ""])
+            for base, body in section.baselines.get(judge, {}).items():
+                for name, interval in body.results.items():
+                    rows.append([f"baseline {base} (on {judge}'s units)", name, fmt_ci(interval), ""])
                     if name == "gwet_ac1":
-                        forest.append((f"{kind}: baseline {base} AC1", result))
-        for group in (*section.get("judge_pairs", []), *section.get("subgroup_judge_pairs", [])):
-            for pair in group["pairs"]:
-                where = group.get("subgroup") or "all"
-                for name, result in pair["results"].items():
-                    rows.append([f"{pair['rater_a']} vs {pair['rater_b']} [{where}]", name,
-                                 fmt_ci(_result_ci(result)), str(pair["n_units"])])
-                dis = ", ".join(f"{d['a']}->{d['b']}: {d['count']}" for d in pair["disagreements"])
-                rows.append([f"{pair['rater_a']} vs {pair['rater_b']} [{where}]", "directional disagreements", dis, ""])
+                        forest.append((f"{kind}: baseline {base} AC1", interval))
+        for group in (*section.judge_pairs, *section.subgroup_judge_pairs):
+            for pair in group.pairs:
+                where = group.subgroup or "all"
+                for name, result in pair.results.items():
+                    rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", name, fmt_ci(result), str(pair.n_units)])
+                dis = ", ".join(f"{d.a}->{d.b}: {d.count}" for d in pair.disagreements)
+                rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", "directional disagreements", dis, ""])
         tables.append(Table(title=f"Agreement: {kind}", header=["comparison", "coefficient", "estimate [CI]", "n"],
-                            rows=rows, note="; ".join(section.get("notes", []))))
-        per_class = []
-        for ref in section.get("references", []):
-            for c in ref["per_class"]:
-                per_class.append([ref["rater"], str(c["label"]), fmt(c["precision"]), fmt(c["recall"]), fmt(c["f1"]),
-                                  str(c["support"]), c.get("undefined_reason") or ""])
+                            rows=rows, note="; ".join(section.notes)))
+        per_class = [[ref.rater, str(c.label), fmt(c.precision), fmt(c.recall), fmt(c.f1), str(c.support),
+                      c.undefined_reason or ""] for ref in section.references for c in ref.per_class]
         if per_class:
             tables.append(Table(title=f"Per-class precision, recall, F1 vs the human majority: {kind}",
                                 header=["judge", "class", "precision", "recall", "F1", "support", "note"],
                                 rows=per_class))
-        unscored = [[j, str(u["unscored"]), str(u["total"]), ", ".join(f"{k}: {v}" for k, v in u["reasons"].items())]
-                    for j, u in section.get("unscored", {}).items()]
+        unscored = [[j, str(u.unscored), str(u.total), ", ".join(f"{k}: {v}" for k, v in u.reasons.items())]
+                    for j, u in section.unscored.items()]
         if unscored:
             tables.append(Table(title=f"Unscored judge outputs: {kind}", header=["judge", "unscored", "rows", "reasons"],
                                 rows=unscored))
     return tables, forest
 
 
-def tracking_table(doc: dict[str, Any]) -> Table | None:
+def tracking_table(doc: ValidationDocument) -> Table | None:
     """Does each judge's verdict depend on the unit it reads? Its labels against the constant answers.
 
     A judge that gives every unit the same label, or agrees with the human majority no
@@ -152,21 +139,19 @@ def tracking_table(doc: dict[str, Any]) -> Table | None:
     agreement coefficients say, its verdicts carry no information about the units.
     """
     rows = []
-    for section in doc["sections"]:
-        baselines = section.get("baselines", {})
-        for ref in section.get("references", []):
-            agreement = ref["agreement"]
-            if agreement["rater_b"] != MAJORITY:
+    for section in doc.sections:
+        for ref in section.references:
+            if ref.agreement.rater_b != MAJORITY:
                 continue
-            judge = ref["rater"]
+            judge = ref.rater
             given: dict[str, int] = {}
-            for cell in agreement["confusion"]:
-                given[str(cell["a"])] = given.get(str(cell["a"]), 0) + cell["count"]
+            for cell in ref.agreement.confusion:
+                given[str(cell.a)] = given.get(str(cell.a), 0) + cell.count
             n = sum(given.values())
-            constants = {name: body["accuracy"] for name, body in baselines.get(judge, {}).items()
-                         if body.get("accuracy") is not None}
-            best = max(constants, key=constants.get) if constants else None
-            accuracy = ref["accuracy"]
+            constants = {name: body.accuracy for name, body in section.baselines.get(judge, {}).items()
+                         if body.accuracy is not None}
+            best = max(constants, key=constants.__getitem__) if constants else None
+            accuracy = ref.accuracy
             if n == 0:
                 finding = "undefined: no unit has both this judge's label and a human majority"
             elif sum(1 for count in given.values() if count) == 1:
@@ -179,7 +164,7 @@ def tracking_table(doc: dict[str, Any]) -> Table | None:
                            f"({fmt(accuracy)} vs {fmt(constants[best])})")
             else:
                 finding = f"more accurate than every constant answer ({fmt(accuracy)} vs {best} {fmt(constants[best])})"
-            rows.append([section["kind"], judge, str(n), ", ".join(f"{k}: {v}" for k, v in sorted(given.items())),
+            rows.append([section.kind, judge, str(n), ", ".join(f"{k}: {v}" for k, v in sorted(given.items())),
                          fmt(accuracy), f"{best} {fmt(constants[best])}" if best else "--", finding])
     if not rows:
         return None
@@ -190,25 +175,24 @@ def tracking_table(doc: dict[str, Any]) -> Table | None:
                       "a constant answer on the same units) cannot validate anything, whatever its coefficients say.")
 
 
-def audit_tables(doc: dict[str, Any]) -> list[Table]:
-    models = [[m["model"], m["family"], str(m["n"]), str(m["unscored"]), fmt_ci(m["judge_score"]),
-               fmt_ci(m["human_score"]), fmt_ci(m["bias"])] for m in doc["models"]]
-    contrasts = [[c["family"], str(c["n_models"]), fmt(c["contrast"]), fmt(c["p_value"], digits=4),
-                  fmt(c["p_holm"], digits=4), c["method"], fmt(c["partial_r_family"]), fmt(c["partial_r_human"]),
-                  c.get("undefined_reason") or ""] for c in doc["contrasts"]]
-    r = doc["ranks"]
-    ranks = [[str(r["n"]), fmt(r["spearman"]), fmt(r["kendall"]), fmt(r["max_rank_shift"], digits=1),
-              fmt(r["ratio_judge"]), fmt(r["ratio_human"]), "; ".join(sorted(set(r["reasons"].values())))]]
-    matrix = [[e["judge_family"], e["response_family"], fmt_ci(e["false_positive_rate"]),
-               fmt_ci(e["false_negative_rate"]), "self-family" if e["self_family"] else ""]
-              for e in doc["error_matrix"]]
+def audit_tables(doc: AuditDocument) -> list[Table]:
+    models = [[m.model, m.family, str(m.n), str(m.unscored), fmt_ci(m.judge_score), fmt_ci(m.human_score),
+               fmt_ci(m.bias)] for m in doc.models]
+    contrasts = [[c.family, str(c.n_models), fmt(c.contrast), fmt(c.p_value, digits=4), fmt(c.p_holm, digits=4),
+                  c.method, fmt(c.partial_r_family), fmt(c.partial_r_human), c.undefined_reason or ""]
+                 for c in doc.contrasts]
+    r = doc.ranks
+    ranks = [[str(r.n), fmt(r.spearman), fmt(r.kendall), fmt(r.max_rank_shift, digits=1), fmt(r.ratio_judge),
+              fmt(r.ratio_human), "; ".join(sorted(set(r.reasons.values())))]]
+    matrix = [[e.judge_family, e.response_family, fmt_ci(e.false_positive_rate), fmt_ci(e.false_negative_rate),
+               "self-family" if e.self_family else ""] for e in doc.error_matrix]
     return [
         Table(title="Family-bias audit: per evaluated model", header=["model", "family", "n", "unscored", "judge score",
                                                                       "human score", "bias"], rows=models,
-              note=f"score = share of labels in {doc['positive']}"),
+              note=f"score = share of labels in {doc.positive}"),
         Table(title="Family contrasts", header=["family", "models", "contrast", "p", "Holm p", "method",
                                                 "partial r (family | human)", "partial r (human | family)", "note"],
-              rows=contrasts, note=doc["note"]),
+              rows=contrasts, note=doc.note),
         Table(title="Rank preservation", header=["models", "Spearman", "Kendall", "max rank shift", "max/min judge",
                                                  "max/min human", "note"], rows=ranks),
         Table(title="Judge family x response family errors", header=["judge family", "response family",
@@ -217,34 +201,34 @@ def audit_tables(doc: dict[str, Any]) -> list[Table]:
     ]
 
 
-def verdict_tables(doc: dict[str, Any]) -> list[Table]:
+def verdict_tables(doc: VerdictDocument) -> list[Table]:
     tables = []
-    for judge, verdict in doc["judges"].items():
-        rows = [[c["name"], fmt(c["value"], digits=4),
-                 f"[{fmt(c['ci_low'], digits=4)}, {fmt(c['ci_high'], digits=4)}]" if c["ci_low"] is not None else "",
-                 c["threshold"], "PASS" if c["passed"] else "FAIL", c.get("reason") or ""] for c in verdict["criteria"]]
-        tables.append(Table(title=f"Gate: {verdict['verdict']} for {judge}",
+    for judge, verdict in doc.judges.items():
+        rows = [[c.name, fmt(c.value, digits=4),
+                 f"[{fmt(c.ci_low, digits=4)}, {fmt(c.ci_high, digits=4)}]" if c.ci_low is not None else "",
+                 c.threshold, "PASS" if c.passed else "FAIL", c.reason or ""] for c in verdict.criteria]
+        tables.append(Table(title=f"Gate: {verdict.verdict} for {judge}",
                             header=["criterion", "value", "CI", "threshold", "result", "reason"], rows=rows,
-                            note=f"policy {doc['policy']['name']} (sha256 {doc['policy']['sha256']})"))
+                            note=f"policy {doc.policy.name} (sha256 {doc.policy.sha256})"))
     return tables
 
 
-def score_tables(doc: dict[str, Any]) -> list[Table]:
+def score_tables(doc: ScoreDocument) -> list[Table]:
     rows, corrected = [], []
-    for row in doc["rows"]:
-        k = row["key"]
+    for row in doc.rows:
+        k = row.key
         head = [k["agent"], k["backbone"], k["dataset"], k["split"]]
-        contrast = row.get("contrast") or {}
-        p = contrast.get("p_value")
-        rows.append(head + [fmt_ci(row["accuracy"], percent=True), fmt_ci(row["identify_f1"], percent=True),
-                            fmt_ci(row["first_turn"]), fmt_ci(row["solve"], percent=True),
-                            fmt_ci(row["escalate"], percent=True),
-                            "" if p is None else f"{contrast['test']} p={p:.3g}",
-                            ", ".join(f"{m}: {n}" for m, n in row["unscored"].items() if n)])
-        for metric, methods in row.get("corrected", {}).items():
-            corrected.append(head[:3] + [metric, fmt_ci(row[metric], percent=True)]
-                             + [fmt_ci(methods[name], percent=True) for name in ("rogan_gladen", "ppi")])
-    note = "; ".join(doc.get("notes", []))
+        contrast = row.contrast
+        p = contrast.p_value if contrast else None
+        rows.append(head + [fmt_ci(row.accuracy, percent=True), fmt_ci(row.identify_f1, percent=True),
+                            fmt_ci(row.first_turn), fmt_ci(row.solve, percent=True),
+                            fmt_ci(row.escalate, percent=True),
+                            "" if contrast is None or p is None else f"{contrast.test} p={p:.3g}",
+                            ", ".join(f"{m}: {n}" for m, n in row.unscored.items() if n)])
+        for metric, methods in row.corrected.items():
+            corrected.append(head[:3] + [metric, fmt_ci(getattr(row, metric, None), percent=True)]
+                             + [fmt_ci(methods.get(name), percent=True) for name in ("rogan_gladen", "ppi")])
+    note = "; ".join(doc.notes)
     return [
         Table(title="Judge-scored benchmark (%; 95% percentile bootstrap CIs)",
               header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "first turn t*", "Solve",
@@ -276,18 +260,18 @@ def _pyplot():
     return plt
 
 
-def forest_figure(rows: list[tuple[str, dict[str, Any]]]) -> Figure | None:
-    rows = [(label, r) for label, r in rows if r.get("statistic") is not None]
+def forest_figure(rows: list[tuple[str, Interval]]) -> Figure | None:
+    rows = [(label, r) for label, r in rows if r.statistic is not None]
     if not rows:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
     for y, (label, r) in enumerate(reversed(rows)):
-        lo = r.get("ci_low") if r.get("ci_low") is not None else r["statistic"]
-        hi = r.get("ci_high") if r.get("ci_high") is not None else r["statistic"]
+        lo = r.ci_low if r.ci_low is not None else r.statistic
+        hi = r.ci_high if r.ci_high is not None else r.statistic
         color = "tab:gray" if "baseline" in label else ("tab:green" if "humans" in label else "tab:blue")
         ax.plot([lo, hi], [y, y], color=color)
-        ax.plot([r["statistic"]], [y], "o", color=color)
+        ax.plot([r.statistic], [y], "o", color=color)
     ax.set_yticks(range(len(rows)), [label for label, _ in reversed(rows)], fontsize=8)
     ax.axvline(0, color="black", lw=0.5)
     ax.set_xlabel("agreement (95% CI)")
@@ -295,14 +279,14 @@ def forest_figure(rows: list[tuple[str, dict[str, Any]]]) -> Figure | None:
     return Figure(name="forest", title="Agreement forest plot", png=_png(fig))
 
 
-def confusion_figures(doc: dict[str, Any]) -> list[Figure]:
+def confusion_figures(doc: ValidationDocument) -> list[Figure]:
     figures = []
     plt = None
-    for section in doc["sections"]:
-        for confusion in section.get("confusion_matrices", []):
+    for section in doc.sections:
+        for confusion in section.confusion_matrices:
             plt = plt or _pyplot()
-            counts = confusion["counts"]
-            labels = confusion["labels"]
+            counts = confusion.counts
+            labels = confusion.labels
             fig, ax = plt.subplots(figsize=(3.2 + 0.4 * len(labels), 2.8 + 0.4 * len(labels)))
             ax.imshow(counts, cmap="Blues")
             for i, row in enumerate(counts):
@@ -310,40 +294,40 @@ def confusion_figures(doc: dict[str, Any]) -> list[Figure]:
                     ax.text(j, i, str(value), ha="center", va="center")
             ax.set_xticks(range(len(labels)), labels)
             ax.set_yticks(range(len(labels)), labels)
-            ax.set_ylabel(confusion["rows"])
-            ax.set_xlabel(confusion["columns"])
-            ax.set_title(f"{section['kind']}: {confusion['rater']}", fontsize=9)
-            figures.append(Figure(name=f"confusion-{len(figures)}", title=f"Confusion: {confusion['rater']} vs "
-                                  f"majority ({section['kind']})", png=_png(fig)))
+            ax.set_ylabel(confusion.rows)
+            ax.set_xlabel(confusion.columns)
+            ax.set_title(f"{section.kind}: {confusion.rater}", fontsize=9)
+            figures.append(Figure(name=f"confusion-{len(figures)}", title=f"Confusion: {confusion.rater} vs "
+                                  f"majority ({section.kind})", png=_png(fig)))
     return figures
 
 
-def bias_figure(doc: dict[str, Any]) -> Figure | None:
-    models = [m for m in doc["models"] if m["bias"]["statistic"] is not None]
+def bias_figure(doc: AuditDocument) -> Figure | None:
+    models = [m for m in doc.models if m.bias.statistic is not None]
     if not models:
         return None
     plt = _pyplot()
-    families = sorted({m["family"] for m in models})
+    families = sorted({m.family for m in models})
     colors = {f: plt.cm.tab10(i % 10) for i, f in enumerate(families)}
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(models) + 1.2))
     for y, m in enumerate(models):
-        b = m["bias"]
-        lo = b["ci_low"] if b["ci_low"] is not None else b["statistic"]
-        hi = b["ci_high"] if b["ci_high"] is not None else b["statistic"]
-        ax.plot([lo, hi], [y, y], color=colors[m["family"]])
-        ax.plot([b["statistic"]], [y], "o", color=colors[m["family"]], label=m["family"])
+        b = m.bias
+        lo = b.ci_low if b.ci_low is not None else b.statistic
+        hi = b.ci_high if b.ci_high is not None else b.statistic
+        ax.plot([lo, hi], [y, y], color=colors[m.family])
+        ax.plot([b.statistic], [y], "o", color=colors[m.family], label=m.family)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     ax.legend(unique.values(), unique.keys(), fontsize=8)
-    ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
+    ax.set_yticks(range(len(models)), [m.model for m in models], fontsize=8)
     ax.axvline(0, color="black", lw=0.5)
     ax.set_xlabel("bias = judge score - human score (95% CI)")
     ax.set_title("Family-bias audit (observational)")
     return Figure(name="family-bias", title="Bias per evaluated model", png=_png(fig))
 
 
-def scatter_figure(doc: dict[str, Any]) -> Figure | None:
-    rows = [r for r in doc["rows"] if r["key"]["split"] == "conflict" and r["accuracy"]["statistic"] is not None]
+def scatter_figure(doc: ScoreDocument) -> Figure | None:
+    rows = [r for r in doc.rows if r.key["split"] == "conflict" and r.accuracy.statistic is not None]
     if not rows:
         return None
     plt = _pyplot()
@@ -351,10 +335,11 @@ def scatter_figure(doc: dict[str, Any]) -> Figure | None:
     for ax, (metric, title) in zip(axes, (("identify_f1", "Identify F1"), ("solve", "Solve"),
                                           ("escalate", "Escalate"))):
         for r in rows:
-            if r[metric]["statistic"] is None:
+            value = getattr(r, metric).statistic
+            if value is None:
                 continue
-            ax.plot(100 * r["accuracy"]["statistic"], 100 * r[metric]["statistic"], "o")
-            ax.annotate(r["key"]["agent"][:14], (100 * r["accuracy"]["statistic"], 100 * r[metric]["statistic"]),
+            ax.plot(100 * r.accuracy.statistic, 100 * value, "o")
+            ax.annotate(r.key["agent"][:14], (100 * r.accuracy.statistic, 100 * value),
                         fontsize=7)
         ax.set_xlabel("accuracy on conflict (%)")
         ax.set_ylabel(f"{title} (%)")
@@ -368,33 +353,40 @@ def build_report(root: str | Path) -> ReportContent:
     root = Path(root)
     docs = load_documents(root)
     banners: list[str] = []
-    if any(d.get("simulated") for d in docs.values()):
+    stale = sorted({line for doc in docs.values() for line in stale_reasons(doc, root)})
+    if stale:
+        banners.append("STALE: some results below were computed from inputs that have changed since: "
+                       + "; ".join(stale))
+    if any(d.simulated for d in docs.values()):
         banners.append(SIMULATED_NOTE)
-    if "score" in docs and not docs["score"].get("accepted", False):
+    score = docs.get(ScoreDocument)
+    if isinstance(score, ScoreDocument) and not score.accepted:
         banners.append("UNACCEPTED: the benchmark scores below were computed with --force; the gate did not accept "
                        "every judge they use.")
     tables: list[Table] = []
     figures: list[Figure] = []
     fingerprints: dict[str, str] = {}
-    verdict = docs.get("verdict")
-    if verdict:
+    verdict = docs.get(VerdictDocument)
+    if isinstance(verdict, VerdictDocument):
         tables += verdict_tables(verdict)
-        fingerprints.update(verdict.get("fingerprints", {}))
-        fingerprints["gate policy"] = verdict["policy"]["sha256"]
-    if "validation" in docs:
-        more, forest = validation_tables(docs["validation"])
-        tables += [t for t in [tracking_table(docs["validation"])] if t] + more
-        figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(docs["validation"])
-        fingerprints.update(docs["validation"].get("fingerprints", {}))
-    if "audit" in docs:
-        tables += audit_tables(docs["audit"])
-        figures += [f for f in [bias_figure(docs["audit"])] if f]
-    if "score" in docs:
-        tables += score_tables(docs["score"])
-        figures += [f for f in [scatter_figure(docs["score"])] if f]
-        fingerprints.update(docs["score"].get("fingerprints", {}))
-    return ReportContent(study=str(root), banners=banners, verdict=verdict, tables=tables, figures=figures,
-                         fingerprints=dict(sorted(fingerprints.items())))
+        fingerprints.update(verdict.fingerprints)
+        fingerprints["gate policy"] = verdict.policy.sha256
+    validation = docs.get(ValidationDocument)
+    if isinstance(validation, ValidationDocument):
+        more, forest = validation_tables(validation)
+        tables += [t for t in [tracking_table(validation)] if t] + more
+        figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(validation)
+        fingerprints.update(validation.fingerprints)
+    audit = docs.get(AuditDocument)
+    if isinstance(audit, AuditDocument):
+        tables += audit_tables(audit)
+        figures += [f for f in [bias_figure(audit)] if f]
+    if isinstance(score, ScoreDocument):
+        tables += score_tables(score)
+        figures += [f for f in [scatter_figure(score)] if f]
+        fingerprints.update(score.fingerprints)
+    return ReportContent(study=str(root), banners=banners, verdict=verdict if isinstance(verdict, VerdictDocument) else None,
+                         tables=tables, figures=figures, fingerprints=dict(sorted(fingerprints.items())), stale=stale)
 
 
 def render(content: ReportContent) -> tuple[str, str]:
@@ -414,15 +406,16 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def write_report(root: str | Path, out: str | Path | None = None) -> dict[str, Path]:
-    """Write report.html, report.md and the PNG plots; return their paths."""
+def write_report(root: str | Path, out: str | Path | None = None, *,
+                 content: ReportContent | None = None) -> dict[str, Path]:
+    """Write report.html, report.md and the PNG plots (``content`` when already built); return their paths."""
     from samples.jsonl import atomic_writer
 
-    root = Path(root)
-    out = Path(out) if out else root / "report"
-    content = build_report(root)
+    layout = StudyLayout.of(root)
+    out = Path(out) if out else layout.report_dir
+    content = content or build_report(layout.root)
     html, md = render(content)
-    paths = {"html": out / "report.html", "markdown": out / "report.md"}
+    paths = {"html": out / layout.report_html.name, "markdown": out / layout.report_markdown.name}
     for figure in content.figures:
         path = out / f"{figure.name}.png"
         with atomic_writer(path) as handle:

@@ -17,12 +17,14 @@ from pathlib import Path
 
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
+from annotate.export import export_labels
 from annotate.records import HumanLabel
 from annotate.store import Revision, Store, SubmitResult
 from annotate.tasks import load_orders
 from annotate.tasks import load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.layout import StudyLayout
 from samples.records import BlindTask
 
 
@@ -132,6 +134,7 @@ class AppBackend:
         if (study is None) == (store_path is None):
             raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
+        self.labels_path = StudyLayout.of(study).app_labels if study is not None else None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport:
         report = self.store.load_tasks(tasks, orders)
@@ -144,13 +147,19 @@ class AppBackend:
         return self.push(tasks, load_orders(blind_dir / "orders.json", tasks))
 
     def pull(self) -> list[HumanLabel]:
-        return self.store.labels()
+        """Every label in the store; saved as the study's coding-app labels file when there is a study."""
+        labels = self.store.labels()
+        if self.labels_path is not None:
+            export_labels(labels, self.labels_path, format="jsonl")
+        return labels
 
     def status(self) -> BackendStatus:
         orders = self.store.orders()
+        labelled = {name: len(set(order) & self.store.labelled_task_ids(name)) for name, order in orders.items()}
         return BackendStatus(
-            backend=self.name, n_tasks=self.store.n_tasks(), labelled=self.store.counts(),
-            details={"assigned": {name: len(order) for name, order in orders.items()}, "disagreements": len(self.store.disagreements())},
+            backend=self.name, n_tasks=self.store.n_tasks(), labelled=labelled,
+            assigned={name: len(order) for name, order in orders.items()},
+            details={"disagreements": len(self.store.disagreements())},
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from annotate.records import HumanLabel
@@ -31,14 +32,26 @@ class BackendStatus:
     backend: str
     n_tasks: int
     labelled: Mapping[str, int]
+    assigned: Mapping[str, int] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+
+    def missing(self) -> dict[str, int]:
+        """Annotator -> tasks assigned but not yet labelled (only annotators with some left)."""
+        return {name: n - self.labelled.get(name, 0) for name, n in sorted(self.assigned.items())
+                if n > self.labelled.get(name, 0)}
 
 
 @runtime_checkable
 class AnnotationBackend(Protocol):
-    """Push blinded tasks to annotators, pull their labels, report progress."""
+    """Push blinded tasks to annotators, pull their labels, report progress.
+
+    ``pull`` returns the backend's current labels and, when the backend belongs to a
+    study folder, saves them to ``labels_path`` (one of the study's human label files,
+    ``StudyLayout.human_label_files``), so every later stage reads them with no extra step.
+    """
 
     name: str
+    labels_path: Path | None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport: ...
 
@@ -57,6 +70,11 @@ def register_backend(name: str, factory: Callable[..., AnnotationBackend]) -> No
     if name in _BACKENDS and _BACKENDS[name] is not factory:
         raise ValueError(f"annotation backend {name!r} is already registered")
     _BACKENDS[name] = factory
+
+
+def backend_names() -> list[str]:
+    """Every backend a study may name: the registered ones and the built-ins (imported on first use)."""
+    return sorted(set(_BACKENDS) | set(_BUILTIN_MODULES))
 
 
 def get_backend(name: str, **options: Any) -> AnnotationBackend:

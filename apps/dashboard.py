@@ -28,10 +28,14 @@ def cached_report(folder: str, stamp: tuple[tuple[str, float], ...]):
 
 
 def stamp_of(folder: str) -> tuple[tuple[str, float], ...]:
-    from agreement.report import SOURCES
+    """Modification times of the stage documents and of every input they record (so staleness shows at once)."""
+    from agreement.documents import DOCUMENTS
+    from samples.layout import StudyLayout
 
-    root = Path(folder)
-    return tuple((str(rel), (root / rel).stat().st_mtime) for rel in SOURCES.values() if (root / rel).is_file())
+    layout = StudyLayout(Path(folder))
+    paths = [model.path(layout) for model in DOCUMENTS]
+    paths += [layout.key, layout.judge_labels, layout.units, layout.trajectories, *layout.human_label_files()]
+    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
 
 
 def main() -> None:
@@ -51,9 +55,8 @@ def main() -> None:
         st.warning(banner)
     if content.verdict:
         verdict = content.verdict
-        show = st.success if verdict["verdict"] == "ACCEPT" else st.error
-        show(f"Gate verdict: {verdict['verdict']} (policy {verdict['policy']['name']}, "
-             f"sha256 {verdict['policy']['sha256'][:12]})")
+        show = st.success if verdict.verdict == "ACCEPT" else st.error
+        show(f"Gate verdict: {verdict.verdict} (policy {verdict.policy.name}, sha256 {verdict.policy.sha256[:12]})")
     else:
         st.info("Gate verdict: not run")
     titles = [t.title for t in content.tables]

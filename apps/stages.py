@@ -24,14 +24,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
+from samples.layout import StudyLayout
 
 from apps.study import Source, StudyFile
 
-STATE_FILE = "state.json"
-RESOLVED_STUDY_FILE = "study.json"
 STATE_VERSION = 1
+
+
+class StageRecord(BaseModel):
+    """What `accord run` recorded for one finished stage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fingerprint: str = Field(description="sha256 of the stage's material (settings + input sha256s).")
+    outputs: dict[str, str | None] = Field(default_factory=dict, description="Study-relative output -> sha256.")
+    summary: dict[str, Any] = Field(default_factory=dict, description="What the stage did (shown by status).")
+    seconds: float = Field(description="Wall time of the stage.")
+    finished_at: str = Field(description="UTC time the stage finished.")
+
+
+class StudyState(BaseModel):
+    """``STUDY/state.json``: each finished stage's fingerprint and outputs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=STATE_VERSION, description="State format version.")
+    simulate: bool | None = Field(default=None, description="Annotation mode of the last run (None before any run).")
+    stages: dict[str, StageRecord] = Field(default_factory=dict, description="Stage name -> its record.")
 
 
 def accord_version() -> str:
@@ -55,11 +78,15 @@ class Context:
     def root(self) -> Path:
         return self.study.output
 
-    def path(self, relative: str) -> Path:
-        return self.root / relative
+    @property
+    def layout(self) -> StudyLayout:
+        return StudyLayout(self.study.output)
 
-    def sha(self, relative: str) -> str | None:
-        path = self.path(relative)
+    def rel(self, path: Path) -> str:
+        """A study path's name in the state file (study-relative)."""
+        return self.layout.relative(path)
+
+    def sha(self, path: Path) -> str | None:
         return file_sha256(path) if path.is_file() else None
 
     def model_url(self) -> str:
@@ -97,7 +124,7 @@ class Stage:
     name: str
     title: str
     material: Callable[[Context], dict[str, Any]]
-    outputs: Callable[[Context], list[str]]
+    outputs: Callable[[Context], list[Path]]
     run: Callable[[Context], Outcome]
 
 
@@ -124,7 +151,8 @@ def _fixture_rows(source: Source) -> list[Any]:
 
 
 def _generate_stage(source: Source) -> Stage:
-    out = f"sources/{source.name}.jsonl"
+    def out(ctx: Context) -> Path:
+        return ctx.layout.source_file(source.name)
 
     def material(ctx: Context) -> dict[str, Any]:
         return {"generator": source.generate, "fixture": file_sha256(source.fixture),
@@ -151,12 +179,12 @@ def _generate_stage(source: Source) -> Stage:
             task = bar.add_task(f"{source.generate} ({len(models)} models)", total=len(rows) * len(models))
             records, report = generate(rows, base_url=url, models=models, config=config,
                                        progress=lambda done, total: bar.update(task, completed=done))
-        write_jsonl(ctx.path(out), records)
+        write_jsonl(out(ctx), records)
         return Outcome(summary={"records": report.n_records, "requests": report.n_requests,
                                 "truncated": report.truncated, "wall_s": round(report.wall_s, 2)})
 
     return Stage(name=f"generate:{source.name}", title=f"generate {source.name} (demo fixture, local models)",
-                 material=material, outputs=lambda ctx: [out], run=run)
+                 material=material, outputs=lambda ctx: [out(ctx)], run=run)
 
 
 # --- ingest -------------------------------------------------------------------------------------
@@ -166,7 +194,7 @@ def _source_files(ctx: Context, source: Source) -> list[Path]:
     from samples.ingest import expand_inputs
 
     if source.generate is not None:
-        return [ctx.path(f"sources/{source.name}.jsonl")]
+        return [ctx.layout.source_file(source.name)]
     return expand_inputs(source.path)
 
 
@@ -191,7 +219,7 @@ def _concatenate(parts: list[Path], target: Path) -> None:
 
 
 def _ingest_run(ctx: Context) -> Outcome:
-    from samples.ingest import MANIFEST_FILE, TRAJECTORIES_FILE, UNITS_FILE, ingest
+    from samples.ingest import ingest
     from samples.jsonl import decode_json_line, iter_jsonl_lines, write_json
     from samples.records import UNIT_KINDS
 
@@ -200,24 +228,24 @@ def _ingest_run(ctx: Context) -> Outcome:
     seen: dict[str, str] = {}
     units: dict[str, int] = {}
     for source in ctx.study.source:
-        folder = ctx.path(f"ingest/{source.name}")
+        folder = ctx.layout.ingest_dir(source.name)
         result = ingest(_source_files(ctx, source), folder, adapter=source.adapter, options=source.options,
                         kinds=tuple(source.kinds) if source.kinds else UNIT_KINDS,
                         metadata_strata=source.metadata_strata, skip_bad=source.skip_bad)
-        manifests[source.name] = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        manifests[source.name] = json.loads(StudyLayout(folder).ingest_manifest.read_text(encoding="utf-8"))
         skipped += [f"{source.name}: {problem}" for problem in result.bad_records]
         for kind, count in result.units_by_kind.items():
             units[kind] = units.get(kind, 0) + count
-        for _, line in iter_jsonl_lines(folder / TRAJECTORIES_FILE):
+        for _, line in iter_jsonl_lines(StudyLayout(folder).trajectories):
             trajectory_id = decode_json_line(line)["id"]
             if trajectory_id in seen:
                 raise InputError(f"{ctx.study.path}: trajectory id {trajectory_id!r} appears in sources "
                                  f"{seen[trajectory_id]!r} and {source.name!r}; trajectory ids must be unique across sources")
             seen[trajectory_id] = source.name
-    folders = [ctx.path(f"ingest/{s.name}") for s in ctx.study.source]
-    _concatenate([f / TRAJECTORIES_FILE for f in folders], ctx.path(TRAJECTORIES_FILE))
-    _concatenate([f / UNITS_FILE for f in folders], ctx.path(UNITS_FILE))
-    write_json(ctx.path(MANIFEST_FILE), {"sources": manifests,
+    folders = [StudyLayout(ctx.layout.ingest_dir(s.name)) for s in ctx.study.source]
+    _concatenate([f.trajectories for f in folders], ctx.layout.trajectories)
+    _concatenate([f.units for f in folders], ctx.layout.units)
+    write_json(ctx.layout.ingest_manifest, {"sources": manifests,
                                          "bad_records": {"count": len(skipped), "skipped": skipped}})
     return Outcome(summary={"trajectories": len(seen), "units_by_kind": dict(sorted(units.items())),
                             "bad_records_skipped": len(skipped)})
@@ -228,7 +256,7 @@ def _ingest_run(ctx: Context) -> Outcome:
 
 def _judge_material(ctx: Context) -> dict[str, Any]:
     version = accord_version()
-    return {"units": ctx.sha("units.jsonl"),
+    return {"units": ctx.sha(ctx.layout.units),
             "judges": [spec.fingerprint_parts("", version) for spec in ctx.study.judge_specs()]}
 
 
@@ -243,7 +271,7 @@ def _judge_run(ctx: Context) -> Outcome:
         if spec.provider == "local" and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
-    summary = run_judges(read_units(ctx.path("units.jsonl")), specs, StudyPaths.in_dir(ctx.path("judges")), progress=True)
+    summary = run_judges(read_units(ctx.layout.units), specs, StudyPaths.in_dir(ctx.layout.judges_dir), progress=True)
     return Outcome(summary={"run_id": summary.run_id, "calls": summary.calls,
                             "judges": {j.judge: {"units": j.units, "calls": j.calls, "cache_hits": j.cache_hits,
                                                  "ok": j.ok, "unscored": j.unscored} for j in summary.judges}})
@@ -253,9 +281,9 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
     from samples.plans import load_plan
 
     plan, plan_sha = load_plan(ctx.study.sampling.plan)
-    return {"units": ctx.sha("units.jsonl"), "trajectories": ctx.sha("trajectories.jsonl"), "plan": plan_sha,
+    return {"units": ctx.sha(ctx.layout.units), "trajectories": ctx.sha(ctx.layout.trajectories), "plan": plan_sha,
             "seed": ctx.study.sampling.seed,
-            "judge_labels": ctx.sha("judges/labels.jsonl") if plan.judges_needed() else None}
+            "judge_labels": ctx.sha(ctx.layout.judge_labels) if plan.judges_needed() else None}
 
 
 def _sample_run(ctx: Context) -> Outcome:
@@ -276,17 +304,21 @@ def _blind_run(ctx: Context) -> Outcome:
 
 # --- the human stage ----------------------------------------------------------------------------
 
-HUMAN_LABELS = "labels/human.jsonl"
-STORE = "labels/store.sqlite"
+
+def annotation_backend(ctx: Context) -> Any:
+    """The study's annotation backend, built through the registry (``[annotation] backend``)."""
+    from annotate.base import get_backend
+
+    return get_backend(ctx.study.annotation.backend, study=ctx.root, **ctx.study.annotation.backend_options())
 
 
 def store_labels_digest(ctx: Context) -> str | None:
-    """sha256 of the store's current labels (read only; None before the store exists)."""
-    if not ctx.path(STORE).is_file():
+    """sha256 of the coding-app store's current labels (read only; None before the store exists)."""
+    if not ctx.layout.store.is_file():
         return None
     from annotate.store import Store
 
-    store = Store.open(ctx.path(STORE))
+    store = Store.open(ctx.layout.store)
     try:
         return sha256_hex([row.model_dump(mode="json") for row in store.labels()])
     finally:
@@ -295,49 +327,53 @@ def store_labels_digest(ctx: Context) -> str | None:
 
 def _annotate_material(ctx: Context) -> dict[str, Any]:
     annotation = ctx.study.annotation
-    return {"tasks": ctx.sha("blind/tasks.jsonl"), "orders": ctx.sha("blind/orders.json"),
+    return {"tasks": ctx.sha(ctx.layout.tasks), "orders": ctx.sha(ctx.layout.orders), "backend": annotation.backend,
             "simulate": ctx.simulate, "panel": annotation.simulated_panel if ctx.simulate else None,
-            "panel_seed": annotation.panel_seed if ctx.simulate else None, "labels": store_labels_digest(ctx)}
-
-
-def missing_labels(store: Any) -> dict[str, int]:
-    """Tasks in each annotator's order that they have not labelled yet."""
-    return {name: len(set(order) - store.labelled_task_ids(name)) for name, order in store.orders().items()}
+            "panel_seed": annotation.panel_seed if ctx.simulate else None,
+            "labels": store_labels_digest(ctx) if annotation.backend == "app" else None}
 
 
 def _annotate_run(ctx: Context) -> Outcome:
-    from annotate.app_backend import AppBackend
-    from annotate.export import export_labels
+    from annotate.tasks import load_orders, load_tasks
 
-    backend = AppBackend(study=ctx.root)
+    tasks = load_tasks(ctx.layout.tasks)
+    backend = annotation_backend(ctx)
     try:
-        pushed = backend.push_files(ctx.path("blind"))
-        summary: dict[str, Any] = {"tasks": pushed.n_tasks, "annotators": list(pushed.annotators)}
+        pushed = backend.push(tasks, load_orders(ctx.layout.orders, tasks))
+        summary: dict[str, Any] = {"backend": backend.name, "tasks": pushed.n_tasks, "annotators": list(pushed.annotators)}
         if ctx.simulate:
             from apps.demo.panel import SIMULATED_NOTICE, SimulatedAnnotator, run_panel
 
+            if backend.name != "app":
+                raise InputError(f"{ctx.study.path}: the simulated panel labels through the coding app's store; "
+                                 f"annotation.backend is {backend.name!r}")
             panel = [SimulatedAnnotator(name=n, flip_prob=p) for n, p in ctx.study.annotation.simulated_panel.items()]
             report = run_panel(backend.store, annotators=panel, seed=ctx.study.annotation.panel_seed)
             summary.update(simulated=True, submitted=dict(report.submitted), notice=SIMULATED_NOTICE)
             ctx.console.print(f"  [bold yellow]{SIMULATED_NOTICE}[/]")
-        missing = {name: n for name, n in missing_labels(backend.store).items() if n}
-        if missing:
-            return Outcome(summary=summary, waiting=_instructions(ctx, missing))
-        labels = backend.store.labels()
-        export_labels(labels, ctx.path(HUMAN_LABELS), format="jsonl")
+        labels = backend.pull()
+        missing = backend.status().missing()
     finally:
-        backend.store.close()
+        close = getattr(backend, "close", None)
+        if close is not None:
+            close()
     summary["labels"] = len(labels)
+    if missing:
+        return Outcome(summary=summary, waiting=_instructions(ctx, missing))
     return Outcome(summary=summary)
 
 
 def _instructions(ctx: Context, missing: dict[str, int]) -> str:
     study, root = ctx.study.path, ctx.root
-    lines = ["waiting for human labels: " + ", ".join(f"{name} has {n} task(s) to label" for name, n in sorted(missing.items())),
-             "  1. give each annotator a token (once):  " + "; ".join(
-                 f"accord annotators add {name} --study {root}" for name in sorted(missing)),
-             f"  2. start the coding app:                 accord app --study {root}",
-             f"  3. when everyone has finished, run again: accord run {study}"]
+    lines = ["waiting for human labels: " + ", ".join(f"{name} has {n} task(s) to label" for name, n in sorted(missing.items()))]
+    if ctx.study.annotation.backend == "app":
+        lines += ["  1. give each annotator a token (once):  " + "; ".join(
+                      f"accord annotators add {name} --study {root}" for name in sorted(missing)),
+                  f"  2. start the coding app:                 accord app --study {root}"]
+    else:
+        lines += [f"  1. hand out the logins in {ctx.layout.labelstudio_credentials} (accord ls status --study {root})",
+                  "  2. annotators label their own projects in Label Studio"]
+    lines.append(f"  3. when everyone has finished, run again: accord run {study}")
     if ctx.study.annotation.simulated_panel:
         lines.append(f"  (or let the simulated panel label:       accord run {study} --simulate-annotators)")
     return "\n".join(lines)
@@ -345,15 +381,17 @@ def _instructions(ctx: Context, missing: dict[str, int]) -> str:
 
 # --- agreement stages ---------------------------------------------------------------------------
 
-_TABLES = ("sealed/key.jsonl", HUMAN_LABELS, "judges/labels.jsonl")
-
 
 def _tables(ctx: Context) -> dict[str, str | None]:
-    return {name: ctx.sha(name) for name in _TABLES}
+    """sha256 of the tables agreement reads: the key, judge labels and every backend's human labels."""
+    layout = ctx.layout
+    files = [layout.key, layout.judge_labels, *layout.human_label_files()]
+    return {ctx.rel(path): ctx.sha(path) for path in files}
 
 
 def _validate_run(ctx: Context) -> Outcome:
-    from agreement.study_io import load_study, write_result
+    from agreement.documents import ValidationDocument, write_document
+    from agreement.study_io import load_study
     from agreement.validation import validate_study
 
     v = ctx.study.validation
@@ -361,46 +399,41 @@ def _validate_run(ctx: Context) -> Outcome:
     with ctx.console.status(f"  validating ({v.n_resamples} cluster-bootstrap resamples) ..."):
         result = validate_study(study, tie_policy=v.tie_policy, weighted=v.weighted, n_resamples=v.n_resamples,
                                 seed=v.seed, level=v.level)
-    write_result(ctx.path("validation/validation.json"), result.to_dict())
+    write_document(ValidationDocument, ctx.layout, result.to_dict())
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
                             "simulated": result.simulated})
 
 
 def _audit_run(ctx: Context) -> Outcome:
-    from agreement.audit import audit
-    from agreement.study_io import labels_table, load_study, write_result
-    from agreement.validation import GateEvidence, audit_frame
+    from agreement.audit import audit_study
+    from agreement.documents import AuditDocument, write_document
+    from agreement.study_io import load_study
 
     a = ctx.study.audit
     study = load_study(ctx.root)
-    evidence = GateEvidence(labels_table(study), judge=a.judge, tie_policy=a.tie_policy, level=a.level, n_resamples=0,
-                            seed=a.seed)
-    frame = audit_frame(evidence.table, evidence.section, a.judge, model_field=a.model_field)
     with ctx.console.status("  auditing (cluster bootstrap and permutations) ..."):
-        try:
-            result = audit(frame, positive=a.positive, n_resamples=a.n_resamples, n_permutations=a.n_permutations,
-                           seed=a.seed, level=a.level, judge=a.judge, judge_families=a.judge_families or None)
-        except ValueError as error:
-            raise InputError(f"audit of {a.judge!r}: {error}") from None
-    write_result(ctx.path("audit/audit.json"), {**result.to_dict(), "simulated": study.simulated})
+        _, body = audit_study(study, judge=a.judge, positive=a.positive, tie_policy=a.tie_policy,
+                              model_field=a.model_field, n_resamples=a.n_resamples, n_permutations=a.n_permutations,
+                              seed=a.seed, level=a.level, judge_families=a.judge_families or None)
+    write_document(AuditDocument, ctx.layout, body)
     return Outcome(summary={"judge": a.judge, "simulated": study.simulated})
 
 
 def _gate_run(ctx: Context) -> Outcome:
+    from agreement.documents import VerdictDocument, write_document
     from agreement.gate import gate_study
-    from agreement.study_io import VERDICT, load_study, write_result
+    from agreement.study_io import load_study
 
     study = load_study(ctx.root)
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
         document, _ = gate_study(study, ctx.study.gate.policy, judges=ctx.study.gate.judges or None)
-    write_result(ctx.path(str(VERDICT)), document)
-    return Outcome(summary={"verdict": document["verdict"],
-                            "judges": {j: v["verdict"] for j, v in document["judges"].items()}})
+    verdict = write_document(VerdictDocument, ctx.layout, document)
+    return Outcome(summary={"verdict": verdict.verdict, "judges": {j: v.verdict for j, v in verdict.judges.items()}})
 
 
 def _score_run(ctx: Context) -> Outcome:
+    from agreement.documents import ScoreDocument, write_document
     from agreement.scoring import GateRefusal, score_study
-    from agreement.study_io import write_result
 
     s = ctx.study.score
     try:
@@ -410,13 +443,10 @@ def _score_run(ctx: Context) -> Outcome:
                                    force=s.force, tie_policy=s.tie_policy, n_resamples=s.n_resamples, seed=s.seed,
                                    level=s.level)
     except GateRefusal as refusal:
-        ctx.path("score/score.json").unlink(missing_ok=True)
+        ctx.layout.score.unlink(missing_ok=True)
         return Outcome(summary={"scored": False, "refused": str(refusal)})
-    write_result(ctx.path("score/score.json"), document)
-    return Outcome(summary={"scored": True, "accepted": document["accepted"], "rows": len(document["rows"])})
-
-
-_RESULTS = ("validation/validation.json", "audit/audit.json", "gate/verdict.json", "score/score.json")
+    score = write_document(ScoreDocument, ctx.layout, document)
+    return Outcome(summary={"scored": True, "accepted": score.accepted, "rows": len(score.rows)})
 
 
 def _report_run(ctx: Context) -> Outcome:
@@ -427,6 +457,12 @@ def _report_run(ctx: Context) -> Outcome:
     return Outcome(summary={"html": str(paths["html"]), "markdown": str(paths["markdown"])})
 
 
+def _documents(ctx: Context) -> dict[str, str | None]:
+    from agreement.documents import DOCUMENTS
+
+    return {model.STAGE: ctx.sha(model.path(ctx.layout)) for model in DOCUMENTS}
+
+
 # --- the pipeline -------------------------------------------------------------------------------
 
 
@@ -435,67 +471,70 @@ def build_stages(study: StudyFile) -> list[Stage]:
     stages = [_generate_stage(s) for s in study.source if s.generate is not None]
     stages += [
         Stage(name="ingest", title="ingest sources into trajectories and units", material=_ingest_material,
-              outputs=lambda ctx: ["trajectories.jsonl", "units.jsonl", "ingest_manifest.json"], run=_ingest_run),
+              outputs=lambda ctx: [ctx.layout.trajectories, ctx.layout.units, ctx.layout.ingest_manifest],
+              run=_ingest_run),
         Stage(name="judge", title="run the judges over every unit (cached, resumable)", material=_judge_material,
-              outputs=lambda ctx: ["judges/labels.jsonl"], run=_judge_run),
+              outputs=lambda ctx: [ctx.layout.judge_labels], run=_judge_run),
         Stage(name="sample", title="draw the stratified sample", material=_sample_material,
-              outputs=lambda ctx: ["sample/sample.jsonl", "sample/manifest.json"], run=_sample_run),
+              outputs=lambda ctx: [ctx.layout.sample, ctx.layout.sample_manifest], run=_sample_run),
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",
-              material=lambda ctx: {"sample": ctx.sha("sample/sample.jsonl"),
+              material=lambda ctx: {"sample": ctx.sha(ctx.layout.sample),
                                     "annotators": ctx.study.blinding.annotators, "seed": ctx.study.blinding.seed},
-              outputs=lambda ctx: ["blind/tasks.jsonl", "blind/orders.json", "blind/audit.json", "sealed/key.jsonl"],
+              outputs=lambda ctx: [ctx.layout.tasks, ctx.layout.orders, ctx.layout.blind_audit, ctx.layout.key],
               run=_blind_run),
-        Stage(name="annotate", title="human labels (coding app store)", material=_annotate_material,
-              outputs=lambda ctx: [HUMAN_LABELS], run=_annotate_run),
+        Stage(name="annotate", title=f"human labels ({study.annotation.backend} backend)", material=_annotate_material,
+              outputs=lambda ctx: ctx.layout.human_label_files(), run=_annotate_run),
         Stage(name="validate", title="validate judges against the annotators",
               material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.validation.model_dump(mode="json")},
-              outputs=lambda ctx: ["validation/validation.json"], run=_validate_run),
+              outputs=lambda ctx: [ctx.layout.validation], run=_validate_run),
     ]
     if study.audit is not None:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},
-                            outputs=lambda ctx: ["audit/audit.json"], run=_audit_run))
+                            outputs=lambda ctx: [ctx.layout.audit], run=_audit_run))
     stages.append(Stage(name="gate", title="acceptance gate",
                         material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
                                               "judges": ctx.study.gate.judges},
-                        outputs=lambda ctx: ["gate/verdict.json"], run=_gate_run))
+                        outputs=lambda ctx: [ctx.layout.verdict], run=_gate_run))
     if study.score is not None:
         stages.append(Stage(name="score", title="judge-scored benchmark",
-                            material=lambda ctx: {"tables": _tables(ctx), "verdict": ctx.sha("gate/verdict.json"),
-                                                  "trajectories": ctx.sha("trajectories.jsonl"),
-                                                  "units": ctx.sha("units.jsonl"),
+                            material=lambda ctx: {"tables": _tables(ctx), "verdict": ctx.sha(ctx.layout.verdict),
+                                                  "trajectories": ctx.sha(ctx.layout.trajectories),
+                                                  "units": ctx.sha(ctx.layout.units),
                                                   "settings": ctx.study.score.model_dump(mode="json")},
-                            outputs=lambda ctx: ["score/score.json"] if ctx.path("score/score.json").is_file() else [],
+                            outputs=lambda ctx: [ctx.layout.score] if ctx.layout.score.is_file() else [],
                             run=_score_run))
-    stages.append(Stage(name="report", title="HTML and Markdown report",
-                        material=lambda ctx: {name: ctx.sha(name) for name in _RESULTS},
-                        outputs=lambda ctx: ["report/report.html", "report/report.md"], run=_report_run))
+    stages.append(Stage(name="report", title="HTML and Markdown report", material=_documents,
+                        outputs=lambda ctx: [ctx.layout.report_html, ctx.layout.report_markdown], run=_report_run))
     return stages
 
 
-def read_state(root: Path) -> dict[str, Any]:
-    path = root / STATE_FILE
+def read_state(root: Path) -> StudyState:
+    path = StudyLayout(root).state
     if not path.is_file():
-        return {"version": STATE_VERSION, "stages": {}}
+        return StudyState()
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path}: not valid JSON ({error.msg} at line {error.lineno}); delete it to rerun every stage")
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION or not isinstance(state.get("stages"), dict):
-        raise InputError(f"{path}: not an accord state file of version {STATE_VERSION}; delete it to rerun every stage")
-    return state
+        return StudyState.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(file)"
+        raise InputError(f"{path}: not an accord state file of version {STATE_VERSION} ({where}: {first['msg']}); "
+                         f"delete it to rerun every stage") from None
 
 
-def stage_status(ctx: Context, stage: Stage, state: dict[str, Any]) -> tuple[str, str]:
+def stage_status(ctx: Context, stage: Stage, state: StudyState) -> tuple[str, str]:
     """(fingerprint, 'done' | 'stale' | 'pending') of a stage against the recorded state."""
     fingerprint = sha256_hex(stage.material(ctx))
-    recorded = state["stages"].get(stage.name)
+    recorded = state.stages.get(stage.name)
     if recorded is None:
         return fingerprint, "pending"
-    if recorded.get("fingerprint") != fingerprint:
+    if recorded.fingerprint != fingerprint:
         return fingerprint, "stale"
-    for relative, digest in recorded.get("outputs", {}).items():
-        if ctx.sha(relative) != digest:
+    current = {ctx.rel(path) for path in stage.outputs(ctx)}
+    if current - set(recorded.outputs):
+        return fingerprint, "stale"
+    for relative, digest in recorded.outputs.items():
+        if ctx.sha(ctx.root / relative) != digest:
             return fingerprint, "stale"
     return fingerprint, "done"
 
@@ -509,23 +548,25 @@ class RunResult:
     verdict: str | None
 
 
-def _write_state(root: Path, state: dict[str, Any]) -> None:
+def _write_state(root: Path, state: StudyState) -> None:
     from samples.jsonl import write_json
 
-    write_json(root / STATE_FILE, state)
+    write_json(StudyLayout(root).state, state.model_dump(mode="json"))
 
 
 def run_study(ctx: Context) -> RunResult:
     """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
+    from agreement.documents import VerdictDocument, read_document
     from samples.jsonl import write_json
 
     root = ctx.root
     root.mkdir(parents=True, exist_ok=True)
     resolved = ctx.study.model_dump(mode="json")
-    if not (root / RESOLVED_STUDY_FILE).is_file() or json.loads((root / RESOLVED_STUDY_FILE).read_text()) != resolved:
-        write_json(root / RESOLVED_STUDY_FILE, resolved)
+    resolved_path = ctx.layout.resolved_study
+    if not resolved_path.is_file() or json.loads(resolved_path.read_text()) != resolved:
+        write_json(resolved_path, resolved)
     state = read_state(root)
-    state["simulate"] = ctx.simulate
+    state.simulate = ctx.simulate
     stages = build_stages(ctx.study)
     done: list[dict[str, Any]] = []
     waiting = None
@@ -542,25 +583,23 @@ def run_study(ctx: Context) -> RunResult:
             outcome = stage.run(ctx)
             seconds = round(time.monotonic() - started, 3)
             if outcome.waiting is not None:
-                state["stages"].pop(stage.name, None)
+                state.stages.pop(stage.name, None)
                 _write_state(root, state)
                 done.append({"stage": stage.name, "status": "waiting", "summary": outcome.summary, "seconds": seconds})
                 waiting = outcome.waiting
                 ctx.console.print(outcome.waiting, style="bold yellow", soft_wrap=True, markup=False)
                 break
             fingerprint = sha256_hex(stage.material(ctx)) if stage.name == "annotate" else fingerprint
-            state["stages"][stage.name] = {
-                "fingerprint": fingerprint, "outputs": {r: ctx.sha(r) for r in stage.outputs(ctx)},
-                "summary": outcome.summary, "seconds": seconds, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
+            state.stages[stage.name] = StageRecord(
+                fingerprint=fingerprint, outputs={ctx.rel(p): ctx.sha(p) for p in stage.outputs(ctx)},
+                summary=outcome.summary, seconds=seconds, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             _write_state(root, state)
             done.append({"stage": stage.name, "status": "ran", "summary": outcome.summary, "seconds": seconds})
             ctx.console.print(f"{label}: [bold]done[/] in {seconds:.1f} s  {_brief(outcome.summary)}")
     finally:
         ctx.close()
-    verdict_path = root / "gate" / "verdict.json"
-    verdict = json.loads(verdict_path.read_text())["verdict"] if waiting is None and verdict_path.is_file() else None
-    return RunResult(stages=done, waiting=waiting, verdict=verdict)
+    verdict = read_document(VerdictDocument, root) if waiting is None else None
+    return RunResult(stages=done, waiting=waiting, verdict=verdict.verdict if verdict else None)
 
 
 def _brief(summary: dict[str, Any]) -> str:
@@ -582,23 +621,30 @@ def _count_by(path: Path, field_name: str) -> dict[str, int]:
 
 
 def _labels_status(ctx: Context) -> dict[str, Any]:
+    """Per annotator: tasks assigned and labelled in the study's backend, and which backends their labels came from."""
+    from annotate.records import HumanLabel
     from apps.demo.panel import SIMULATED_NOTICE
+    from samples.jsonl import read_models
 
-    body: dict[str, Any] = {"tasks": 0, "annotators": {}, "simulated": False, "notice": None}
-    if not ctx.path(STORE).is_file():
-        return body
-    from annotate.store import Store
-
-    store = Store.open(ctx.path(STORE))
-    try:
-        orders = store.orders()
-        labels = store.labels(role="independent")
-        body["tasks"] = store.n_tasks()
-    finally:
-        store.close()
-    for name in sorted(set(orders) | {row.annotator for row in labels}):
+    body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": 0, "annotators": {}, "simulated": False,
+                            "notice": None}
+    labels = [row for path in ctx.layout.human_label_files() for row in read_models(path, HumanLabel)
+              if row.role == "independent"]
+    assigned: dict[str, int] = {}
+    labelled: dict[str, int] = {}
+    if ctx.layout.tasks.is_file() and (ctx.study.annotation.backend != "app" or ctx.layout.store.is_file()):
+        backend = annotation_backend(ctx)
+        try:
+            status = backend.status()
+        finally:
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
+        body["tasks"] = status.n_tasks
+        assigned, labelled = dict(status.assigned), dict(status.labelled)
+    for name in sorted(set(assigned) | {row.annotator for row in labels}):
         mine = [row for row in labels if row.annotator == name]
-        body["annotators"][name] = {"assigned": len(orders.get(name, [])), "labelled": len(mine),
+        body["annotators"][name] = {"assigned": assigned.get(name, 0), "labelled": labelled.get(name, len(mine)),
                                     "backends": sorted({row.backend for row in mine})}
     if any(row.backend == "simulated" for row in labels):
         body.update(simulated=True, notice=SIMULATED_NOTICE)
@@ -609,11 +655,11 @@ def _judges_status(ctx: Context) -> dict[str, Any]:
     from samples.jsonl import decode_json_line, iter_jsonl_lines
 
     runs = 0
-    if ctx.path("judges/runs.jsonl").is_file():
-        runs = sum(1 for _, line in iter_jsonl_lines(ctx.path("judges/runs.jsonl")) if decode_json_line(line).get("event") == "end")
+    if ctx.layout.judge_runs.is_file():
+        runs = sum(1 for _, line in iter_jsonl_lines(ctx.layout.judge_runs) if decode_json_line(line).get("event") == "end")
     per_judge: dict[str, dict[str, int]] = {}
-    if ctx.path("judges/labels.jsonl").is_file():
-        for _, line in iter_jsonl_lines(ctx.path("judges/labels.jsonl")):
+    if ctx.layout.judge_labels.is_file():
+        for _, line in iter_jsonl_lines(ctx.layout.judge_labels):
             row = decode_json_line(line)
             counts = per_judge.setdefault(row["judge"], {"rows": 0, "ok": 0, "unscored": 0})
             counts["rows"] += 1
@@ -621,34 +667,47 @@ def _judges_status(ctx: Context) -> dict[str, Any]:
     return {"runs": runs, "labels": dict(sorted(per_judge.items()))}
 
 
+def _documents_status(ctx: Context) -> dict[str, list[str]]:
+    """Each saved stage document's stale lines (empty when its inputs are unchanged)."""
+    from agreement.documents import DOCUMENTS, read_document, stale_reasons
+
+    found = {model.STAGE: read_document(model, ctx.layout) for model in DOCUMENTS}
+    return {stage: stale_reasons(doc, ctx.layout) for stage, doc in found.items() if doc is not None}
+
+
 def study_status(study: StudyFile) -> dict[str, Any]:
     """Where the study stands, computed from its folder without running anything."""
     from rich.console import Console
 
+    from agreement.documents import VerdictDocument, read_document
+
     root = study.output
-    state = read_state(root) if root.is_dir() else {"version": STATE_VERSION, "stages": {}}
+    state = read_state(root) if root.is_dir() else StudyState()
     # The annotation mode of the last run (--simulate-annotators / --interactive), else the study's.
-    ctx = Context(study=study, console=Console(stderr=True), simulate=state.get("simulate", study.annotation.simulate))
+    simulate = state.simulate if state.simulate is not None else study.annotation.simulate
+    ctx = Context(study=study, console=Console(stderr=True), simulate=simulate)
     stages = []
     for stage in build_stages(study):
         _, current = stage_status(ctx, stage, state)
-        recorded = state["stages"].get(stage.name, {})
-        stages.append({"stage": stage.name, "state": current, "seconds": recorded.get("seconds"),
-                       "finished_at": recorded.get("finished_at"), "summary": recorded.get("summary")})
+        recorded = state.stages.get(stage.name)
+        stages.append({"stage": stage.name, "state": current, "seconds": recorded.seconds if recorded else None,
+                       "finished_at": recorded.finished_at if recorded else None,
+                       "summary": recorded.summary if recorded else None})
     verdict = None
-    if ctx.path("gate/verdict.json").is_file():
-        document = json.loads(ctx.path("gate/verdict.json").read_text(encoding="utf-8"))
-        verdict = {"verdict": document["verdict"], "policy": document["policy"]["name"],
-                   "judges": {j: v["verdict"] for j, v in document["judges"].items()}, "simulated": document["simulated"]}
+    document = read_document(VerdictDocument, ctx.layout) if root.is_dir() else None
+    if document is not None:
+        verdict = {"verdict": document.verdict, "policy": document.policy.name,
+                   "judges": {j: v.verdict for j, v in document.judges.items()}, "simulated": document.simulated}
     labels = _labels_status(ctx)
     missing = {name: row["assigned"] - row["labelled"] for name, row in labels["annotators"].items()
                if row["assigned"] > row["labelled"]}
     return {
         "study": study.study.name, "study_file": str(study.path), "output": str(root), "stages": stages,
-        "units": {"total": sum(_count_by(ctx.path("units.jsonl"), "kind").values()),
-                  "by_kind": _count_by(ctx.path("units.jsonl"), "kind")},
-        "sample": {"sampled": sum(_count_by(ctx.path("sample/sample.jsonl"), "kind").values()),
-                   "by_kind": _count_by(ctx.path("sample/sample.jsonl"), "kind")},
+        "units": {"total": sum(_count_by(ctx.layout.units, "kind").values()),
+                  "by_kind": _count_by(ctx.layout.units, "kind")},
+        "sample": {"sampled": sum(_count_by(ctx.layout.sample, "kind").values()),
+                   "by_kind": _count_by(ctx.layout.sample, "kind")},
         "labels": labels, "judges": _judges_status(ctx), "verdict": verdict,
+        "stale": _documents_status(ctx) if root.is_dir() else {},
         "waiting": _instructions(ctx, missing) if missing else None,
     }

@@ -7,7 +7,7 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [[source]]       data: adapter + path (files or folders), or a demo generator
     [sampling]       plan (a sampling-plan TOML, see data/plans/README.md), seed
     [blinding]       annotators (their names), seed
-    [annotation]     backend ("app"), simulate, simulated_panel {name = flip_prob}
+    [annotation]     backend ("app" or "labelstudio"), options {backend settings}, simulate, simulated_panel
     [local_models]?  llama-server instance name for `local` judges and demo generators
     [[judge]]        judge tables exactly as in a judges config (judges/spec.py)
     [validation]     tie_policy, n_resamples, seed, level, weighted
@@ -76,11 +76,27 @@ class Blinding(_Section):
 
 
 class Annotation(_Section):
-    backend: Literal["app"] = Field(default="app", description="Where people label: the coding app's store.")
+    backend: str = Field(default="app", description="Where people label: a registered annotation backend "
+                                                    "(\"app\": the coding app's store; \"labelstudio\": a Label Studio server).")
+    options: dict[str, Any] = Field(default_factory=dict, description="The backend's settings (e.g. labelstudio: url, "
+                                                                      "token_env); never credentials themselves.")
     simulate: bool = Field(default=False, description="Let the simulated panel label (demo only; never human labels).")
     simulated_panel: dict[str, float] = Field(
         default_factory=dict, description="Simulated annotator name -> label-flip probability (apps/demo/panel.py).")
     panel_seed: int = Field(default=DEFAULT_SEED, description="Seed of the simulated panel's draws.")
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from annotate.base import backend_names
+
+        if name not in backend_names():
+            raise ValueError(f"unknown annotation backend {name!r}; registered: {backend_names()}")
+        return name
+
+    def backend_options(self) -> dict[str, Any]:
+        """Keyword options for the backend's factory (``annotate.base.get_backend``)."""
+        return dict(self.options)
 
 
 class LocalModels(_Section):

@@ -46,10 +46,10 @@ def _families(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.audit import audit, format_audit, read_audit_table
-    from agreement.study_io import labels_table, load_study, publish, status
-    from agreement.validation import GateEvidence, audit_frame
+    from agreement.audit import audit, audit_study, format_audit, read_audit_table
+    from agreement.study_io import load_study, publish, status
     from samples.errors import InputError
+    from samples.layout import StudyLayout
 
     if (args.study is None) == (args.table is None):
         raise InputError("give a study folder or --table FILE (not both)")
@@ -57,29 +57,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--n-resamples and --n-permutations: expected at least 100")
     families = _families(args.judge_family)
     settings = dict(positive=args.positive, n_resamples=args.n_resamples, n_permutations=args.n_permutations,
-                    seed=args.seed, level=args.level, judge=args.judge, judge_families=families or None)
-    simulated = False
-    if args.table:
-        frame = read_audit_table(Path(args.table))
-        out = Path(args.table).with_suffix(".audit.json")
-    else:
-        study = load_study(args.study)
-        table = labels_table(study)
-        judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
-        if args.judge is None and len(judges) != 1:
-            raise InputError(f"--judge: the study has judges {judges}; name the one to audit")
-        judge = args.judge or judges[0]
-        evidence = GateEvidence(table, judge=judge, tie_policy=args.tie_policy, level=args.level, n_resamples=0,
-                                seed=args.seed)
-        frame = audit_frame(evidence.table, evidence.section, judge, model_field=args.model_field)
-        settings["judge"] = judge
-        simulated = study.simulated
-        out = study.root / "audit" / "audit.json"
-    try:
-        with status("auditing (cluster bootstrap and permutations) ..."):
-            result = audit(frame, **settings)
-    except ValueError as error:
-        raise InputError(str(error)) from None
-    body = {**result.to_dict(), "simulated": simulated}
-    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=simulated))
+                    seed=args.seed, level=args.level, judge_families=families or None)
+    with status("auditing (cluster bootstrap and permutations) ..."):
+        if args.table:
+            try:
+                result = audit(read_audit_table(Path(args.table)), judge=args.judge, **settings)
+            except ValueError as error:
+                raise InputError(str(error)) from None
+            body, out = {**result.to_dict(), "simulated": False}, Path(args.table).with_suffix(".audit.json")
+        else:
+            study = load_study(args.study)
+            result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
+                                       model_field=args.model_field, **settings)
+            out = StudyLayout.of(study.root).audit
+    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=body["simulated"]))
     return 0

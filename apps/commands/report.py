@@ -16,15 +16,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.report import write_report
+    import sys
+
+    from agreement.report import build_report, write_report
     from agreement.study_io import status
 
     with status("rendering the report and its plots ..."):
-        paths = write_report(args.study, args.out)
+        content = build_report(args.study)
+        paths = write_report(args.study, args.out, content=content)
+    for line in content.stale:
+        print(line, file=sys.stderr)
     if args.json:
         import json
 
-        print(json.dumps({k: str(v) for k, v in paths.items()}, indent=2, sort_keys=True))
+        body = {"paths": {k: str(v) for k, v in paths.items()}, "stale": content.stale}
+        print(json.dumps(body, indent=2, sort_keys=True))
     else:
         print(f"wrote {paths['html']} and {paths['markdown']} ({len(paths) - 2} plots)")
     return 0

@@ -68,5 +68,7 @@ def _print(status: dict) -> None:
     else:
         console.print(f"verdict: [bold]{verdict['verdict']}[/] under policy {verdict['policy']!r}: "
                       + ", ".join(f"{j} {v}" for j, v in verdict["judges"].items()))
+    for line in sorted({line for lines in status["stale"].values() for line in lines}):
+        console.print(line, style="yellow", soft_wrap=True, markup=False)
     if status["waiting"]:
         console.print(status["waiting"], style="yellow", soft_wrap=True, markup=False)

@@ -51,6 +51,27 @@ def test_report_is_byte_identical_when_rerun(finished, tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
+def test_report_flags_documents_whose_inputs_changed(finished, tmp_path, capsys):
+    import shutil
+
+    study = tmp_path / "study"
+    shutil.copytree(finished, study)
+    labels = study / "labels" / "human.jsonl"
+    lines = labels.read_text().splitlines(keepends=True)
+    labels.write_text("".join(lines[:-1]))  # one human label withdrawn after validate, gate and score
+    capsys.readouterr()
+    assert main(["report", str(study), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    for stage, command in (("validation", "validate"), ("gate", "gate"), ("score", "score")):
+        line = f"stale: labels/human.jsonl changed after {stage}; rerun accord {command} {study}"
+        assert line in err
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "STALE" in html and "labels/human.jsonl changed after validation" in html
+    assert main(["report", str(finished), "--out", str(tmp_path / "fresh")]) == 0
+    assert "stale:" not in capsys.readouterr().err
+    assert "STALE" not in (tmp_path / "fresh" / "report.html").read_text()
+
+
 def test_report_without_results_is_an_input_error(tmp_path, capsys):
     write_ise_study(tmp_path)
     assert main(["report", str(tmp_path)]) == 2
@@ -138,7 +159,9 @@ def test_tracking_table_separates_constant_uninformative_and_tracking_judges():
         _reference("noise", {("yes", "yes"): 3, ("no", "yes"): 3, ("yes", "no"): 2, ("no", "no"): 2}),  # 0.5 < 0.6
         _reference("tracks", {("yes", "yes"): 6, ("no", "no"): 3, ("yes", "no"): 1}),           # 0.9 > 0.6
     ], "baselines": {j: _constants({"yes": 6, "no": 4}) for j in ("constant", "noise", "tracks")}}
-    table = tracking_table({"sections": [section]})
+    from agreement.documents import ValidationDocument
+
+    table = tracking_table(ValidationDocument.model_validate({"sections": [section]}))
     findings = {row[1]: row[-1] for row in table.rows}
     assert findings["constant"] == "does not track the input: the same label (yes) for all 10 units"
     assert findings["noise"] == ("does not track the input: no more accurate than the constant answer "

@@ -229,7 +229,8 @@ def test_backend_registered_pull_status_and_export_round_trip(loaded_study, tmp_
     backend = get_backend("app", study=loaded_study.root)
     assert isinstance(backend, AnnotationBackend)
     status = backend.status()
-    assert (status.n_tasks, dict(status.labelled), status.details["disagreements"]) == (6, {"alice": 1, "bob": 1}, 1)
+    assert (status.n_tasks, dict(status.labelled), status.details["disagreements"]) == (6, {"alice": 1, "bob": 1, "carol": 0}, 1)
+    assert status.missing() == {name: n - status.labelled[name] for name, n in status.assigned.items()}
     pulled = backend.pull()
     assert backend.pull() == pulled and len(pulled) == 3
     for fmt in ("csv", "parquet", "jsonl"):

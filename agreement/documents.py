@@ -1,0 +1,370 @@
+"""Typed stage documents: what validate, audit, gate and score save, read back through the same types.
+
+Every reader (gate, score, report, dashboard, status) goes through these models
+instead of looking keys up in another stage's JSON. Models allow extra fields, so
+a stage may add a figure without breaking readers of an older document; a field
+the readers use is declared here, so a rename breaks loudly at read time.
+
+Each document records the sha256 of the study files it was computed from
+(``fingerprints``: study-relative path -> sha256). ``stale_reasons`` compares them
+with the files now on disk, so an output built from inputs that changed since says
+so ("stale: labels/human.jsonl changed after validation; rerun accord validate").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from samples.canonical import file_sha256
+from samples.errors import InputError
+from samples.layout import StudyLayout
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+
+class Interval(_Doc):
+    """A statistic with its interval (``ci_low``/``ci_high``), or None plus the reason it is undefined."""
+
+    statistic: float | None = Field(default=None, description="Point estimate; None when undefined.")
+    ci_low: float | None = Field(default=None, description="Lower confidence bound.")
+    ci_high: float | None = Field(default=None, description="Upper confidence bound.")
+    undefined_reason: str | None = Field(default=None, description="Why the statistic is undefined, if it is.")
+
+
+class AgreementRecord(_Doc):
+    """One coefficient's result as ``agreement.results.AgreementResult.to_dict`` writes it."""
+
+    statistic: float | None = Field(default=None, description="The coefficient; None when undefined.")
+    ci_percentile: list[float | None] | None = Field(default=None, description="Percentile bootstrap interval.")
+    ci_t: list[float | None] | None = Field(default=None, description="t interval on the analytic SE.")
+    n_units: int | None = Field(default=None, description="Units the coefficient was computed on.")
+    undefined_reason: str | None = Field(default=None, description="Why the statistic is undefined, if it is.")
+    ci_low: float | None = Field(default=None, description="Brief results: lower bound.")
+    ci_high: float | None = Field(default=None, description="Brief results: upper bound.")
+
+    def interval(self) -> Interval:
+        """The statistic with its percentile (else t) interval."""
+        if self.ci_low is not None or self.ci_high is not None:
+            low, high = self.ci_low, self.ci_high
+        else:
+            low, high = (self.ci_percentile or self.ci_t or [None, None])[:2]
+        return Interval(statistic=self.statistic, ci_low=low, ci_high=high, undefined_reason=self.undefined_reason)
+
+
+class Count(_Doc):
+    a: str | int | bool | None = Field(description="Label of the first rater.")
+    b: str | int | bool | None = Field(description="Label of the second rater.")
+    count: int = Field(description="Units with this pair of labels.")
+
+
+class StageDocument(_Doc):
+    """What every stage document carries: its inputs' fingerprints, simulation flag and notes."""
+
+    STAGE: ClassVar[str] = ""
+    COMMAND: ClassVar[str] = ""
+
+    fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="Study-relative input path -> sha256 of its bytes when this was written.")
+    simulated: bool = Field(default=False, description="Some 'human' labels came from the simulator.")
+    notes: list[str] = Field(default_factory=list, description="Notes every reader shows.")
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        raise NotImplementedError
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+class HumanPanel(_Doc):
+    results: dict[str, AgreementRecord] = Field(default_factory=dict, description="Coefficient -> human-human result.")
+
+
+class VersusMajority(_Doc):
+    results: dict[str, AgreementRecord] = Field(default_factory=dict, description="Coefficient -> result.")
+
+
+class JudgeVersusHumans(_Doc):
+    judge: str = Field(description="Judge name.")
+    vs_majority: VersusMajority | None = Field(default=None, description="Judge against the human majority.")
+    mean_vs_annotators: dict[str, float | None] = Field(
+        default_factory=dict, description="Coefficient -> mean of judge-vs-each-annotator values.")
+
+
+class PerClass(_Doc):
+    label: str | int | bool = Field(description="The class.")
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    support: int = Field(default=0, description="Reference units of this class.")
+    undefined_reason: str | None = None
+
+
+class ReferenceAgreement(_Doc):
+    rater_b: str = Field(description="The reference rater (the human majority or the resolved reference).")
+    confusion: list[Count] = Field(default_factory=list, description="(judge label, reference label) counts.")
+
+
+class JudgeAgainstReference(_Doc):
+    rater: str = Field(description="Judge name.")
+    accuracy: float | None = None
+    per_class: list[PerClass] = Field(default_factory=list)
+    agreement: ReferenceAgreement
+
+
+class Baseline(_Doc):
+    accuracy: float | None = None
+    results: dict[str, Interval] = Field(default_factory=dict)
+
+
+class Pair(_Doc):
+    rater_a: str
+    rater_b: str
+    n_units: int = 0
+    results: dict[str, AgreementRecord] = Field(default_factory=dict)
+    disagreements: list[Count] = Field(default_factory=list)
+
+
+class PairGroup(_Doc):
+    subgroup: str | None = Field(default=None, description="Subgroup the pairs are computed on (None = all units).")
+    pairs: list[Pair] = Field(default_factory=list)
+
+
+class Unscored(_Doc):
+    unscored: int
+    total: int
+    reasons: dict[str, int] = Field(default_factory=dict)
+
+
+class Confusion(_Doc):
+    rater: str
+    rows: str
+    columns: str
+    labels: list[str]
+    counts: list[list[int]]
+
+
+class ValidationSection(_Doc):
+    kind: str = Field(description="Unit kind this section validates.")
+    human_panel: HumanPanel | None = None
+    judges_vs_humans: list[JudgeVersusHumans] = Field(default_factory=list)
+    baselines: dict[str, dict[str, Baseline]] = Field(default_factory=dict, description="judge -> baseline -> result.")
+    judge_pairs: list[PairGroup] = Field(default_factory=list)
+    subgroup_judge_pairs: list[PairGroup] = Field(default_factory=list)
+    references: list[JudgeAgainstReference] = Field(default_factory=list)
+    unscored: dict[str, Unscored] = Field(default_factory=dict)
+    confusion_matrices: list[Confusion] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class ValidationDocument(StageDocument):
+    STAGE: ClassVar[str] = "validation"
+    COMMAND: ClassVar[str] = "accord validate"
+
+    sections: list[ValidationSection] = Field(default_factory=list, description="One section per unit kind.")
+    judges: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.validation
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+class AuditModel(_Doc):
+    model: str
+    family: str
+    n: int
+    unscored: int = 0
+    judge_score: Interval
+    human_score: Interval
+    bias: Interval
+
+
+class FamilyContrast(_Doc):
+    family: str
+    n_models: int
+    contrast: float | None = None
+    p_value: float | None = None
+    p_holm: float | None = None
+    method: str = ""
+    partial_r_family: float | None = None
+    partial_r_human: float | None = None
+    undefined_reason: str | None = None
+
+
+class Ranks(_Doc):
+    n: int
+    spearman: float | None = None
+    kendall: float | None = None
+    max_rank_shift: float | None = None
+    ratio_judge: float | None = None
+    ratio_human: float | None = None
+    reasons: dict[str, str] = Field(default_factory=dict)
+
+
+class ErrorCell(_Doc):
+    judge_family: str
+    response_family: str
+    false_positive_rate: Interval
+    false_negative_rate: Interval
+    self_family: bool = False
+
+
+class AuditDocument(StageDocument):
+    STAGE: ClassVar[str] = "audit"
+    COMMAND: ClassVar[str] = "accord audit"
+
+    positive: list[str] | str = Field(default_factory=list, description="Labels counted as the judged score.")
+    note: str = ""
+    models: list[AuditModel] = Field(default_factory=list)
+    contrasts: list[FamilyContrast] = Field(default_factory=list)
+    ranks: Ranks
+    error_matrix: list[ErrorCell] = Field(default_factory=list)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.audit
+
+
+# --- verdict ------------------------------------------------------------------------------------
+
+
+class Criterion(_Doc):
+    name: str = Field(description="What the criterion measures, in words.")
+    type: str = Field(default="", description="Registered criterion type.")
+    value: float | None = Field(default=None, description="The measured value; None when unmeasurable.")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    threshold: str = Field(default="", description="The bound, in words.")
+    passed: bool = Field(description="True only when the evidence shows the bound holds.")
+    reason: str | None = Field(default=None, description="Why it failed or is unmeasurable.")
+
+
+class PolicyRecord(_Doc):
+    name: str
+    sha256: str = Field(description="sha256 of the policy file's bytes.")
+    path: str | None = Field(default=None, description="Where the policy file was read from.")
+    description: str = Field(default="", description="What the policy is for.")
+
+
+class JudgeVerdict(_Doc):
+    verdict: str = Field(description="ACCEPT or REJECT.")
+    criteria: list[Criterion] = Field(default_factory=list)
+
+
+class VerdictDocument(StageDocument):
+    STAGE: ClassVar[str] = "gate"
+    COMMAND: ClassVar[str] = "accord gate"
+
+    verdict: str = Field(description="ACCEPT when every gated judge is accepted, else REJECT.")
+    judges: dict[str, JudgeVerdict] = Field(default_factory=dict)
+    policy: PolicyRecord
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.verdict
+
+
+# --- score --------------------------------------------------------------------------------------
+
+
+class Contrast(_Doc):
+    test: str = Field(description="The conflict-vs-control test used.")
+    p_value: float | None = Field(default=None, description="Its p-value; None when it could not be run.")
+
+
+class ScoreRow(_Doc):
+    key: dict[str, str] = Field(description="agent, backbone, dataset, split.")
+    accuracy: Interval
+    identify_f1: Interval
+    identify_precision: Interval | None = None
+    identify_recall: Interval | None = None
+    first_turn: Interval
+    solve: Interval
+    escalate: Interval
+    contrast: Contrast | None = None
+    unscored: dict[str, int] = Field(default_factory=dict)
+    corrected: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+
+
+class ScoreDocument(StageDocument):
+    STAGE: ClassVar[str] = "score"
+    COMMAND: ClassVar[str] = "accord score"
+
+    accepted: bool = Field(description="False when scored with --force past a gate that did not accept.")
+    rows: list[ScoreRow] = Field(default_factory=list)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.score
+
+
+DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, AuditDocument, VerdictDocument, ScoreDocument)
+D = TypeVar("D", bound=StageDocument)
+
+
+def parse_document(model: type[D], body: dict[str, Any], *, where: Path | str) -> D:
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(document)"
+        raise InputError(f"{where}: not an accord {model.STAGE} document: field {field}: {first['msg']}; "
+                         f"rerun {model.COMMAND}") from None
+
+
+def read_document(model: type[D], study: str | Path | StudyLayout) -> D | None:
+    """The study's document of this type, or None when it has not been written."""
+    from agreement.study_io import read_json
+
+    path = model.path(StudyLayout.of(study))
+    if not path.is_file():
+        return None
+    body = read_json(path)
+    if not isinstance(body, dict):
+        raise InputError(f"{path}: expected a JSON object; rerun {model.COMMAND}")
+    return parse_document(model, body, where=path)
+
+
+def write_document(model: type[D], study: str | Path | StudyLayout, body: dict[str, Any]) -> D:
+    """Check ``body`` against its model, then write it atomically (sorted keys, no NaN)."""
+    from agreement.study_io import write_result
+
+    path = model.path(StudyLayout.of(study))
+    parse_document(model, _clean(body), where=path)
+    return parse_document(model, write_result(path, body), where=path)
+
+
+def _clean(body: dict[str, Any]) -> dict[str, Any]:
+    from agreement.study_io import jsonable
+
+    return jsonable(body)
+
+
+def stale_reasons(doc: StageDocument, study: str | Path | StudyLayout) -> list[str]:
+    """One line per input that changed, vanished or appeared since ``doc`` was written."""
+    layout = StudyLayout.of(study)
+    stage, command = doc.STAGE, f"{doc.COMMAND} {layout.root}"
+    reasons = []
+    for relative, digest in sorted(doc.fingerprints.items()):
+        path = layout.root / relative
+        if not path.is_file():
+            reasons.append(f"stale: {relative} was removed after {stage}; rerun {command}")
+        elif file_sha256(path) != digest:
+            reasons.append(f"stale: {relative} changed after {stage}; rerun {command}")
+    if doc.fingerprints:
+        for path in layout.human_label_files():
+            relative = layout.relative(path)
+            if relative not in doc.fingerprints:
+                reasons.append(f"stale: {relative} appeared after {stage}; rerun {command}")
+    return reasons
