@@ -44,7 +44,7 @@ def adjudication_queue(store: Store) -> list[Disagreement]:
             adjudicated[label.task_id] = label
     queue = []
     for task_id in task_ids:
-        labels = sorted(independent[task_id], key=lambda row: (row.created_at, row.annotator))
+        labels = sorted(independent[task_id], key=lambda row: (row.created_at or "", row.annotator))
         coders = tuple(
             CoderLabel(coder=number, label=row.label, first_turn=row.first_turn, unsure=row.unsure, note=row.note)
             for number, row in enumerate(labels, start=1)

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 LabelRole = Literal["independent", "adjudication"]
-Backend = Literal["app", "labelstudio", "simulated"]
+Backend = Literal["app", "labelstudio", "import", "simulated"]
 
 
 class HumanLabel(BaseModel):
@@ -19,8 +19,9 @@ class HumanLabel(BaseModel):
     first_turn: int | None = Field(default=None, description="Identify: first recognition turn; None otherwise.")
     unsure: bool = Field(default=False, description="Annotator flagged uncertainty; does not change the label.")
     note: str = Field(default="", description="Free note.")
-    created_at: str = Field(description="ISO-8601 UTC time of the first submit.")
-    updated_at: str = Field(description="ISO-8601 UTC time of the latest edit (the one that counts).")
+    created_at: str | None = Field(description="ISO-8601 UTC time of the first submit; None when unknown (imports).")
+    updated_at: str | None = Field(description="ISO-8601 UTC time of the latest edit (the one that counts); None when unknown.")
     seconds_spent: float | None = Field(default=None, description="Time on the task before submit, if known.")
     backend: Backend = Field(description="Where the label came from; 'simulated' labels are never human.")
     role: LabelRole = Field(default="independent", description="Independent label, or an adjudication kept apart.")
+    source: str | None = Field(default=None, description="Imported labels: the file they came from and its sha256.")

@@ -379,13 +379,67 @@ def _instructions(ctx: Context, missing: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+# --- imported labels ----------------------------------------------------------------------------
+
+
+def _import_material(ctx: Context) -> dict[str, Any]:
+    study = ctx.study
+    tables = ([study.units] if study.units else []) + list(study.human_labels) + list(study.imported_judges())
+    return {"tables": [[t.model_dump(mode="json"), file_sha256(t.path) if t.path.is_file() else None] for t in tables],
+            "accord": accord_version()}
+
+
+def _import_outputs(ctx: Context) -> list[Path]:
+    layout = ctx.layout
+    files = [layout.units, layout.key] if ctx.study.labels_only else []
+    files += [layout.imported_labels_dir / f"{h.name}.jsonl" for h in ctx.study.human_labels]
+    files += [layout.imported_judge_labels_dir / f"{j.name}.jsonl" for j in ctx.study.imported_judges()]
+    return files
+
+
+def _import_run(ctx: Context) -> Outcome:
+    """Register a labels-only study's units, then import every table the study file names (replacing earlier ones)."""
+    from annotate.imports import HumanColumns, import_human_labels
+    from judges.imports import import_judge_labels
+    from samples.imports import MatchColumns, read_table, register_units, select
+
+    study, layout = ctx.study, ctx.layout
+    summary: dict[str, Any] = {}
+    if study.units is not None:
+        u = study.units
+        registered = register_units(layout, select(read_table(u.path, format=u.format), u.where),
+                                    unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
+                                    strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
+        summary.update(units=registered.units)
+    wanted = set(_import_outputs(ctx))
+    for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir):
+        for old in folder.glob("*.jsonl") if folder.is_dir() else ():
+            if old not in wanted:
+                old.unlink()  # an import the study file no longer names
+    for h in study.human_labels:
+        match = MatchColumns(unit=h.unit_column, task=h.task_column, trajectory=h.trajectory_column,
+                             kind=h.kind_column, turn=h.turn_column)
+        columns = HumanColumns(annotator=h.annotator_column, label=h.label_column,
+                               annotators=tuple(h.annotator_columns), first_turn=h.first_turn_column)
+        report = import_human_labels(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
+                                     name=h.name, where=h.where)
+        summary[f"human:{h.name}"] = report.labels
+    for j in study.imported_judges():
+        match = MatchColumns(unit=j.unit_column, trajectory=j.trajectory_column, kind=j.kind_column, turn=j.turn_column)
+        judged = import_judge_labels(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
+                                     output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
+                                     format=j.format, where=j.where)
+        summary[f"judge:{j.name}"] = judged.ok
+    return Outcome(summary=summary)
+
+
 # --- agreement stages ---------------------------------------------------------------------------
 
 
 def _tables(ctx: Context) -> dict[str, str | None]:
     """sha256 of the tables agreement reads: the key, judge labels and every backend's human labels."""
     layout = ctx.layout
-    files = [layout.key, layout.judge_labels, *layout.human_label_files()]
+    files = [layout.key, *layout.judge_label_files(), *layout.human_label_files()]
     return {ctx.rel(path): ctx.sha(path) for path in files}
 
 
@@ -467,9 +521,26 @@ def _documents(ctx: Context) -> dict[str, str | None]:
 
 
 def build_stages(study: StudyFile) -> list[Stage]:
-    """Every stage of the study, in order."""
+    """Every stage of the study, in order (a labels-only study starts at the import)."""
     stages = [_generate_stage(s) for s in study.source if s.generate is not None]
-    stages += [
+    imports = Stage(name="import", title="import the labels people already have", material=_import_material,
+                    outputs=_import_outputs, run=_import_run)
+    if study.labels_only:
+        stages.append(imports)
+    else:
+        stages += _trajectory_stages(study)
+        if study.human_labels or study.imported_judges():
+            stages.append(imports)
+    stages.append(Stage(name="validate", title="validate judges against the annotators",
+                        material=lambda ctx: {"tables": _tables(ctx),
+                                              "settings": ctx.study.validation.model_dump(mode="json")},
+                        outputs=lambda ctx: [ctx.layout.validation], run=_validate_run))
+    return stages + _verdict_stages(study)
+
+
+def _trajectory_stages(study: StudyFile) -> list[Stage]:
+    """From sources to human labels: ingest, judge, sample, blind, annotate."""
+    return [
         Stage(name="ingest", title="ingest sources into trajectories and units", material=_ingest_material,
               outputs=lambda ctx: [ctx.layout.trajectories, ctx.layout.units, ctx.layout.ingest_manifest],
               run=_ingest_run),
@@ -483,11 +554,14 @@ def build_stages(study: StudyFile) -> list[Stage]:
               outputs=lambda ctx: [ctx.layout.tasks, ctx.layout.orders, ctx.layout.blind_audit, ctx.layout.key],
               run=_blind_run),
         Stage(name="annotate", title=f"human labels ({study.annotation.backend} backend)", material=_annotate_material,
-              outputs=lambda ctx: ctx.layout.human_label_files(), run=_annotate_run),
-        Stage(name="validate", title="validate judges against the annotators",
-              material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.validation.model_dump(mode="json")},
-              outputs=lambda ctx: [ctx.layout.validation], run=_validate_run),
+              outputs=lambda ctx: [p for p in ctx.layout.human_label_files()
+                                   if p.parent != ctx.layout.imported_labels_dir], run=_annotate_run),
     ]
+
+
+def _verdict_stages(study: StudyFile) -> list[Stage]:
+    """From the labels to the verdict: audit, gate, score, report."""
+    stages = []
     if study.audit is not None:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},

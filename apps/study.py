@@ -99,6 +99,56 @@ class Annotation(_Section):
         return dict(self.options)
 
 
+class Units(_Section):
+    """``[units]``: a study that starts from labels: its units known only by id (no trajectories)."""
+
+    path: Path = Field(description="Table listing the units (csv, jsonl, parquet, or a named format).")
+    format: str | None = Field(default=None, description="Table format (accord import --format); default by suffix.")
+    unit_column: str = Field(description="Column holding the unit id.")
+    kind: str | None = Field(default=None, description="Unit kind of every unit (or kind_column).")
+    kind_column: str | None = Field(default=None, description="Column holding each unit's kind.")
+    strata_columns: list[str] = Field(default_factory=list, description="Columns offered as strata.")
+    cluster_column: str | None = Field(default=None, description="Column grouping units for the bootstrap.")
+    where: dict[str, str] = Field(default_factory=dict, description="Only rows whose columns hold these values.")
+
+
+class HumanImport(_Section):
+    """``[[human_labels]]``: a table of human labels to import (accord import human-labels)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$", description="Import name (labels/imported/NAME.jsonl).")
+    path: Path = Field(description="The table.")
+    format: str | None = Field(default=None, description="Table format; default by suffix.")
+    unit_column: str | None = Field(default=None, description="Column holding the unit id.")
+    task_column: str | None = Field(default=None, description="Or: column holding the blinded task id.")
+    trajectory_column: str | None = Field(default=None, description="Or: column holding the trajectory id.")
+    kind_column: str | None = Field(default=None, description="With trajectory_column: the unit kind.")
+    turn_column: str | None = Field(default=None, description="With trajectory_column: the focus turn.")
+    annotator_column: str | None = Field(default=None, description="Long tables: the annotator's name.")
+    label_column: str | None = Field(default=None, description="Long tables: the label.")
+    annotator_columns: list[str] = Field(default_factory=list, description="Wide tables: one column per annotator.")
+    first_turn_column: str | None = Field(default=None, description="The first recognition turn (Identify).")
+    scheme: str | None = Field(default=None, description="Label scheme (default: the unit kind's); 'any'.")
+    where: dict[str, str] = Field(default_factory=dict, description="Only rows whose columns hold these values.")
+
+
+class JudgeImport(_Section):
+    """A ``[[judge]]`` table with ``provider = "import"``: verdicts that already exist (accord import judge-labels)."""
+
+    provider: Literal["import"] = Field(description="import: read the verdicts from a table.")
+    name: str = Field(description="The judge's name in the study.")
+    path: Path = Field(description="The table.")
+    format: str | None = Field(default=None, description="Table format; default by suffix.")
+    unit_column: str | None = Field(default=None, description="Column holding the unit id.")
+    trajectory_column: str | None = Field(default=None, description="Or: column holding the trajectory id.")
+    kind_column: str | None = Field(default=None, description="With trajectory_column: the unit kind.")
+    turn_column: str | None = Field(default=None, description="With trajectory_column: the focus turn.")
+    output_column: str = Field(description="Column holding the raw output or the label.")
+    output_kind: str | None = Field(default=None, description="Parse raw outputs with this output kind.")
+    parse_mode: Literal["strict", "lenient"] = Field(default="strict", description="Reported parse mode.")
+    scheme: str | None = Field(default=None, description="Scheme of canonical labels (default: the kind's); 'any'.")
+    where: dict[str, str] = Field(default_factory=dict, description="Only rows whose columns hold these values.")
+
+
 class LocalModels(_Section):
     server_name: str = Field(default="llama-server", description="llama-server instance (.run/NAME.pid) to use or start.")
     parallel: int = Field(default=4, ge=1, description="Concurrent slots per model when accord starts the server.")
@@ -154,12 +204,15 @@ class StudyFile(_Section):
     path: Path = Field(description="The study file (set by load_study_file, not written in it).")
     study: StudyInfo
     output: Path = Field(description="Study folder every stage writes into.")
-    source: list[Source] = Field(min_length=1, description="[[source]] tables.")
-    sampling: Sampling
-    blinding: Blinding
-    annotation: Annotation
+    source: list[Source] = Field(default_factory=list, description="[[source]] tables (a study of trajectories).")
+    units: Units | None = Field(default=None, description="[units]: a study that starts from labels (no sources).")
+    human_labels: list[HumanImport] = Field(default_factory=list, description="[[human_labels]] tables to import.")
+    sampling: Sampling | None = None
+    blinding: Blinding | None = None
+    annotation: Annotation = Field(default_factory=Annotation)
     local_models: LocalModels = Field(default_factory=LocalModels)
-    judge: list[dict[str, Any]] = Field(min_length=1, description="[[judge]] tables (judges/spec.py fields).")
+    judge: list[dict[str, Any]] = Field(min_length=1, description="[[judge]] tables (judges/spec.py fields, or "
+                                                                  "provider = \"import\" with JudgeImport fields).")
     validation: Validation
     audit: Audit | None = None
     gate: Gate
@@ -174,12 +227,30 @@ class StudyFile(_Section):
             raise ValueError(f"source names must be unique; repeated: {repeated}")
         return sources
 
+    def model_post_init(self, _: Any) -> None:
+        if bool(self.source) == (self.units is not None):
+            raise ValueError("give [[source]] tables (a study of trajectories) or [units] (a study that starts "
+                             "from labels), not both")
+        if self.source and (self.sampling is None or self.blinding is None):
+            raise ValueError("a study of trajectories needs [sampling] and [blinding]")
+
+    @property
+    def labels_only(self) -> bool:
+        """The study starts from labels people already have: no sources, sample, blinding or annotation."""
+        return self.units is not None
+
+    def imported_judges(self) -> list[JudgeImport]:
+        """The ``[[judge]]`` tables whose verdicts are imported from a table."""
+        return [JudgeImport.model_validate(t) for t in self.judge if t.get("provider") == "import"]
+
     def judge_specs(self) -> list[Any]:
-        """The validated judges (judges.spec.JudgeSpec), prompt files resolved against the study folder."""
+        """The judges that are called (judges.spec.JudgeSpec), prompt files resolved against the study folder."""
         from judges.spec import build_judge
 
         specs = []
         for index, table in enumerate(self.judge, start=1):
+            if table.get("provider") == "import":
+                continue
             data = dict(table)
             prompt = data.get("prompt")
             if isinstance(prompt, str) and (prompt.endswith(".toml") or "/" in prompt):
@@ -192,7 +263,7 @@ class StudyFile(_Section):
         return specs
 
     def judge_names(self) -> list[str]:
-        return [s.name for s in self.judge_specs()]
+        return [s.name for s in self.judge_specs()] + [j.name for j in self.imported_judges()]
 
 
 def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -239,15 +310,39 @@ def _problem(error: dict[str, Any]) -> str:
     return f"key '{key}': {message}"
 
 
+SHARED_PREFIX = "shared:"
+
+
+def shared_folder() -> Path:
+    """The shared data folder: $ACCORD_SHARED, else ``shared/`` beside the repository."""
+    import os
+
+    return Path(os.environ.get("ACCORD_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+
+
+def _path(base: Path, value: Any) -> Any:
+    """A study-file path made absolute: relative to the study file, or ``shared:REL`` inside the shared folder."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(SHARED_PREFIX):
+        return (shared_folder() / value.removeprefix(SHARED_PREFIX)).resolve()
+    return (base / value).resolve()
+
+
 def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Study-relative paths made absolute; the checks that they exist come after parsing."""
     data = dict(data)
     if isinstance(data.get("output"), str):
         data["output"] = (base / data["output"]).resolve()
-    for section, key in (("sampling", "plan"), ("gate", "policy")):
+    for section, key in (("sampling", "plan"), ("gate", "policy"), ("units", "path")):
         table = data.get(section)
         if isinstance(table, dict) and isinstance(table.get(key), str):
-            data[section] = {**table, key: (base / table[key]).resolve()}
+            data[section] = {**table, key: _path(base, table[key])}
+    for section in ("human_labels", "judge"):
+        tables = data.get(section)
+        if isinstance(tables, list):
+            data[section] = [{**t, "path": _path(base, t["path"])} if isinstance(t, dict) and "path" in t else t
+                             for t in tables]
     sources = data.get("source")
     if isinstance(sources, list):
         fixed = []
@@ -257,19 +352,34 @@ def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(table.get("path"), str):
                     table["path"] = [table["path"]]
                 if isinstance(table.get("path"), list):
-                    table["path"] = [(base / p).resolve() if isinstance(p, str) else p for p in table["path"]]
+                    table["path"] = [_path(base, p) for p in table["path"]]
                 if isinstance(table.get("fixture"), str):
-                    table["fixture"] = (base / table["fixture"]).resolve()
+                    table["fixture"] = _path(base, table["fixture"])
             fixed.append(table)
         data["source"] = fixed
     return data
 
 
+def _missing(key: str, path: Path) -> str:
+    shared = shared_folder()
+    if path.is_relative_to(shared.resolve()) and not shared.is_dir():
+        return (f"key '{key}': {path} not found: the shared data folder {shared} is absent; "
+                f"point ACCORD_SHARED at the folder holding data/ (a copy of the project's shared/)")
+    return f"key '{key}': {path} not found"
+
+
 def _check_paths(study: StudyFile) -> list[str]:
     problems = []
-    for key, path in (("sampling.plan", study.sampling.plan), ("gate.policy", study.gate.policy)):
+    files = [("gate.policy", study.gate.policy)]
+    if study.sampling is not None:
+        files.append(("sampling.plan", study.sampling.plan))
+    if study.units is not None:
+        files.append(("units.path", study.units.path))
+    files += [(f"human_labels[{i}].path", h.path) for i, h in enumerate(study.human_labels)]
+    files += [(f"judge[{j.name}].path", j.path) for j in study.imported_judges()]
+    for key, path in files:
         if not path.is_file():
-            problems.append(f"key '{key}': file {path} not found")
+            problems.append(_missing(key, path))
     for index, source in enumerate(study.source):
         for path in source.path:
             if not path.exists():
@@ -284,7 +394,10 @@ def _check_paths(study: StudyFile) -> list[str]:
 def _check_names(study: StudyFile) -> list[str]:
     """Cross-references: judges named in audit/gate/score exist; the panel matches the annotators."""
     problems = []
-    names = study.judge_names()
+    try:
+        names = study.judge_names()
+    except ValidationError as error:
+        return [f"[[judge]] with provider = \"import\": {_problem(e)}" for e in error.errors()]
     refs = [("gate.judges", j) for j in study.gate.judges]
     if study.audit is not None:
         refs.append(("audit.judge", study.audit.judge))
@@ -295,9 +408,9 @@ def _check_names(study: StudyFile) -> list[str]:
         if name not in names:
             problems.append(f"key '{key}': judge {name!r} is not a [[judge]] name; judges: {names}")
     panel = study.annotation.simulated_panel
-    if panel and sorted(panel) != sorted(study.blinding.annotators):
+    if panel and (study.blinding is None or sorted(panel) != sorted(study.blinding.annotators)):
         problems.append(f"key 'annotation.simulated_panel': names {sorted(panel)} must be the blinding annotators "
-                        f"{sorted(study.blinding.annotators)}")
+                        f"{sorted(study.blinding.annotators) if study.blinding else []}")
     if study.annotation.simulate and not panel:
         problems.append("key 'annotation.simulate': true needs annotation.simulated_panel {name = flip_prob}")
     for name, prob in panel.items():

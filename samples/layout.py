@@ -123,6 +123,18 @@ class StudyLayout:
         return self.judges_dir / "labels.jsonl"
 
     @property
+    def imported_judge_labels_dir(self) -> Path:
+        """JudgeLabel rows imported from files (one JSONL per imported judge)."""
+        return self.judges_dir / "imported"
+
+    def judge_label_files(self) -> list[Path]:
+        """The judge labels table's files that exist: the runner's, then every imported judge's."""
+        files = [self.judge_labels]
+        if self.imported_judge_labels_dir.is_dir():
+            files += sorted(self.imported_judge_labels_dir.glob("*.jsonl"))
+        return [path for path in files if path.is_file()]
+
+    @property
     def judge_runs(self) -> Path:
         return self.judges_dir / "runs.jsonl"
 

@@ -238,8 +238,9 @@ def test_backend_registered_pull_status_and_export_round_trip(loaded_study, tmp_
         if fmt == "jsonl":
             back = [HumanLabel.model_validate_json(line) for line in path.read_text().splitlines()]
         else:
-            frame = pd.read_csv(path, keep_default_na=False, na_values={"first_turn": [""], "seconds_spent": [""]}) if fmt == "csv" else pd.read_parquet(path)
-            back = [HumanLabel.model_validate({k: (None if pd.isna(v) else v) if k in ("first_turn", "seconds_spent") else v
+            nullable = ("first_turn", "seconds_spent", "source", "created_at", "updated_at")
+            frame = pd.read_csv(path, keep_default_na=False, na_values={k: [""] for k in nullable}) if fmt == "csv" else pd.read_parquet(path)
+            back = [HumanLabel.model_validate({k: (None if pd.isna(v) else v) if k in nullable else v
                                                for k, v in row.items()}) for row in frame.to_dict("records")]
         assert back == sorted(pulled, key=lambda r: (r.task_id, r.role, r.annotator)), fmt
         assert export_labels(pulled, tmp_path / f"again.{fmt}", format=fmt).read_bytes() == path.read_bytes()

@@ -1,0 +1,151 @@
+"""Importing human labels people already have (CSV, JSONL, Parquet or a named format) into a study.
+
+Rows are matched to units (``samples.imports.UnitMatcher``: unit id, task id, or
+trajectory + kind + turn), checked against the unit kind's label scheme (unless the
+study says ``scheme = "any"``), and written as ``HumanLabel`` rows (backend
+``import``, with the source file's name and sha256) to
+``labels/imported/NAME.jsonl``, one of the study's human label files, so validate,
+audit, gate and report read them like the coding app's and Label Studio's. Either
+every row imports or nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotate.records import HumanLabel
+from samples.errors import InputError
+from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_label_types, collect, label_text, read_table,
+                             select, table_source)
+from samples.layout import StudyLayout
+
+ANY_SCHEME = "any"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanColumns:
+    """Where a table keeps its labels: long (one annotator column) or wide (one column per annotator)."""
+
+    annotator: str | None = None
+    label: str | None = None
+    annotators: tuple[str, ...] = ()
+    first_turn: str | None = None
+    unsure: str | None = None
+    note: str | None = None
+    role: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.annotators) == (self.annotator is not None):
+            raise InputError("give --annotator-column with --label-column (one row per label), or "
+                             "--annotator-columns A,B,... (one label column per annotator), not both")
+        if self.annotator is not None and self.label is None:
+            raise InputError("--annotator-column needs --label-column")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportReport:
+    path: Path
+    written: Path
+    labels: int
+    annotators: tuple[str, ...]
+    units: int
+
+
+def _name(value: str, where: str) -> str:
+    import re
+
+    if not re.match(NAME_PATTERN, value):
+        raise InputError(f"{where}: annotator name {value!r}: expected letters, digits and _ . @ - "
+                         f"(starting with a letter or digit)")
+    return value
+
+
+def _check_label(label: str, kind: str, scheme: str | None, where: str) -> str:
+    from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+    name = scheme or DEFAULT_SCHEME[kind]
+    if name != ANY_SCHEME:
+        get_scheme(name).check(label, where=where)
+    return label
+
+
+def _flag(value: object, where: str, column: str) -> bool:
+    text = label_text(value).lower() if value is not None else ""
+    if text in ("", "0", "no", "false"):
+        return False
+    if text in ("1", "yes", "true"):
+        return True
+    raise InputError(f"{where}: column {column!r}: {value!r} is not a yes/no flag")
+
+
+def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, match: MatchColumns,
+                           columns: HumanColumns, scheme: str | None, source: str) -> list[HumanLabel]:
+    """HumanLabel rows from table rows; every bad row is listed in one InputError."""
+    cells = [(row.where, row.values.get(c)) for row in rows for c in (columns.annotators or (columns.label,))]
+    check_label_types([(w, v) for w, v in cells if v not in (None, "")], column=columns.label or "annotator columns")
+
+    def convert(row: TableRow) -> list[HumanLabel]:
+        unit = matcher.unit_of(row, match)
+        task = matcher.task_of(unit)
+        if task is None:
+            raise InputError(f"{row.where}: unit {unit!r} is not in the sealed key (not sampled); human labels "
+                             f"belong to sampled units")
+        kind = matcher.kinds[unit]
+        if columns.annotators:
+            pairs = [(name, row.get(name, required=False)) for name in columns.annotators]
+            pairs = [(name, value) for name, value in pairs if value is not None]
+        else:
+            pairs = [(_name(label_text(row.get(columns.annotator)), row.where), row.get(columns.label))]
+        first = row.get(columns.first_turn, required=False)
+        if first is not None:
+            try:
+                first = int(first)
+            except (TypeError, ValueError):
+                raise InputError(f"{row.where}: column {columns.first_turn!r}: {first!r} is not a turn number") from None
+        role = label_text(row.get(columns.role)) if columns.role else "independent"
+        if role not in ("independent", "adjudication"):
+            raise InputError(f"{row.where}: column {columns.role!r}: {role!r}; expected independent or adjudication")
+        out = []
+        for annotator, value in pairs:
+            label = _check_label(label_text(value), kind, scheme, row.where)
+            out.append(HumanLabel(task_id=task, annotator=annotator, label=label, first_turn=first,
+                                  unsure=_flag(row.get(columns.unsure, required=False), row.where, columns.unsure or ""),
+                                  note=str(row.get(columns.note, required=False) or ""), created_at=None,
+                                  updated_at=None, backend="import", role=role, source=source))
+        return out
+
+    groups = collect(rows, convert)
+    seen: dict[tuple[str, str, str], str] = {}
+    problems = []
+    for row, group in zip(rows, groups):
+        for label in group:
+            key = (label.task_id, label.annotator, label.role)
+            if key in seen:
+                problems.append(f"{row.where}: annotator {label.annotator!r} labels the same unit as {seen[key]}")
+            seen.setdefault(key, row.where)
+    if problems:
+        raise InputError("duplicate labels; nothing was written", problems=problems)
+    return [label for group in groups for label in group]
+
+
+def import_human_labels(path: str | Path, study: str | Path, *, match: MatchColumns, columns: HumanColumns,
+                        scheme: str | None = None, format: str | None = None, name: str | None = None,
+                        where: dict[str, str] | None = None) -> ImportReport:
+    """Import a table of human labels into ``study`` (replacing an earlier import of the same name)."""
+    from samples.jsonl import write_jsonl
+
+    path, layout = Path(path), StudyLayout.of(study)
+    name = _name(name or path.stem, "--name")
+    rows = select(read_table(path, format=format), where)
+    if not rows:
+        raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    labels = human_labels_from_rows(rows, UnitMatcher.for_study(layout), match=match, columns=columns, scheme=scheme,
+                                    source=table_source(path))
+    labels.sort(key=lambda r: (r.task_id, r.role, r.annotator))
+    target = layout.imported_labels_dir / f"{name}.jsonl"
+    write_jsonl(target, labels, mode=0o600)
+    return ImportReport(path=path, written=target, labels=len(labels),
+                        annotators=tuple(sorted({r.annotator for r in labels})), units=len({r.task_id for r in labels}))

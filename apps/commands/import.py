@@ -1,0 +1,203 @@
+"""Import labels people already have: units known only by id, human labels, judge verdicts, or one table of all three.
+
+  accord import units FILE --study S --unit-column ID --kind KIND [--strata-columns A,B] [--cluster-column C]
+  accord import human-labels FILE --study S (--unit-column|--task-column|--trajectory-column ...) \\
+        (--annotator-column A --label-column L | --annotator-columns A1,A2,...) [--scheme NAME|any]
+  accord import judge-labels FILE --study S --judge NAME (--unit-column ...) --output-column O \\
+        [--output-kind identify_json|yes_no|...] [--parse-mode strict|lenient]
+  accord import table FILE --study S --unit-column ID --kind KIND --annotator-columns A1,A2 --judge-columns J1,J2
+
+FILE is CSV, JSONL or Parquet (by suffix), or a named --format (rater-maps: {rater:
+{instance: label}}; mast-findings: mast-lint raw_findings.json). Units are matched by
+unit id, by task id (human labels), or by trajectory id + kind (+ turn). Raw judge
+outputs go through the same parsers as live judges; unparseable ones are kept as
+unscored with their reason. Every row that does not match is listed with its line;
+nothing is half-imported. `import table` registers the units of an empty study folder
+and imports both kinds of labels, so `accord gate S --policy P` gives a verdict next.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _columns(value: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected comma-separated column names")
+    return names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{units,human-labels,judge-labels,table}")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("file", type=Path, help="the table (.csv, .jsonl, .parquet, or --format)")
+        p.add_argument("--study", type=Path, required=True, help="study folder")
+        p.add_argument("--format", help="table format (default: by suffix); e.g. rater-maps, mast-findings")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def match(p: argparse.ArgumentParser, *, tasks: bool) -> None:
+        p.add_argument("--unit-column", help="column holding the unit id")
+        if tasks:
+            p.add_argument("--task-column", help="column holding the blinded task id")
+        p.add_argument("--trajectory-column", help="column holding the trajectory id (with --kind-column)")
+        p.add_argument("--kind-column", help="column holding the unit kind")
+        p.add_argument("--turn-column", help="column holding the focus turn (identify_turn)")
+
+    units = sub.add_parser("units", help="register the units of a labels-only study (no trajectories)")
+    common(units)
+    units.add_argument("--unit-column", required=True, help="column holding the unit id")
+    _unit_options(units)
+
+    human = sub.add_parser("human-labels", help="import human labels")
+    common(human)
+    match(human, tasks=True)
+    _human_options(human)
+    human.add_argument("--name", help="name of this import (default: the file's stem); re-importing replaces it")
+
+    judge = sub.add_parser("judge-labels", help="import one judge's verdicts")
+    common(judge)
+    match(judge, tasks=False)
+    judge.add_argument("--judge", required=True, help="the judge's name in the study")
+    judge.add_argument("--output-column", required=True, help="column holding the judge's raw output or label")
+    _judge_options(judge)
+
+    table = sub.add_parser("table", help="units, human labels and judge verdicts from one wide table")
+    common(table)
+    table.add_argument("--unit-column", required=True, help="column holding the unit id")
+    _unit_options(table)
+    table.add_argument("--annotator-columns", type=_columns, required=True, help="one label column per annotator")
+    table.add_argument("--judge-columns", type=_columns, required=True, help="one output column per judge")
+    table.add_argument("--scheme", help="label scheme (default: the kind's); 'any' accepts labels as found")
+    _judge_options(table, scheme=False)
+
+
+def _unit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kind", help="unit kind of every row (or --kind-column)")
+    p.add_argument("--kind-column", help="column holding each unit's kind")
+    p.add_argument("--strata-columns", type=_columns, default=(), help="columns offered as strata (e.g. family,model)")
+    p.add_argument("--cluster-column", help="column grouping units for the bootstrap (default: each unit alone)")
+
+
+def _human_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--annotator-column", help="long tables: column naming the annotator")
+    p.add_argument("--label-column", help="long tables: column holding the label")
+    p.add_argument("--annotator-columns", type=_columns, default=(), help="wide tables: one label column per annotator")
+    p.add_argument("--first-turn-column", help="column holding the first recognition turn (Identify)")
+    p.add_argument("--unsure-column", help="column flagging an unsure label (yes/no, 1/0)")
+    p.add_argument("--note-column", help="column holding a note")
+    p.add_argument("--role-column", help="column holding independent/adjudication")
+    p.add_argument("--scheme", help="label scheme (default: the unit kind's); 'any' accepts labels as found")
+
+
+def _judge_options(p: argparse.ArgumentParser, *, scheme: bool = True) -> None:
+    p.add_argument("--output-kind", help="parse raw outputs with this output kind (accord judge list); default: "
+                                         "the cells are already canonical labels")
+    p.add_argument("--parse-mode", default="strict", choices=("strict", "lenient"), help="reported parse mode")
+    if scheme:
+        p.add_argument("--scheme", help="label scheme for canonical labels (default: the unit kind's); 'any'")
+
+
+def _match(args: argparse.Namespace):
+    from samples.imports import MatchColumns
+
+    return MatchColumns(unit=args.unit_column, task=getattr(args, "task_column", None),
+                        trajectory=args.trajectory_column, kind=args.kind_column if args.trajectory_column else None,
+                        turn=args.turn_column)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from samples.errors import InputError
+
+    if not args.study.is_dir():
+        if args.action not in ("units", "table") or args.study.exists():
+            raise InputError(f"--study {str(args.study)!r}: not a study folder")
+        args.study.mkdir(parents=True)
+    report = {"units": _units, "human-labels": _human, "judge-labels": _judge, "table": _table}[args.action](args)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        for line in report["lines"]:
+            print(line)
+    return 0
+
+
+def _register(args: argparse.Namespace, rows) -> dict:
+    from samples.imports import register_units
+
+    registered = register_units(args.study, rows, unit_column=args.unit_column, kind=args.kind,
+                                kind_column=args.kind_column, strata_columns=args.strata_columns,
+                                cluster_column=args.cluster_column)
+    return {"units": registered.units, "kinds": registered.kinds, "strata": list(registered.strata)}
+
+
+def _units(args: argparse.Namespace) -> dict:
+    from samples.imports import read_table
+
+    body = _register(args, read_table(args.file, format=args.format))
+    body["lines"] = [f"registered {body['units']} units ({', '.join(f'{k} {n}' for k, n in body['kinds'].items())}) "
+                     f"in {args.study}"]
+    return body
+
+
+def _human(args: argparse.Namespace) -> dict:
+    from annotate.imports import HumanColumns, import_human_labels
+
+    columns = HumanColumns(annotator=args.annotator_column, label=args.label_column, annotators=args.annotator_columns,
+                           first_turn=args.first_turn_column, unsure=args.unsure_column, note=args.note_column,
+                           role=args.role_column)
+    report = import_human_labels(args.file, args.study, match=_match(args), columns=columns, scheme=args.scheme,
+                                 format=args.format, name=args.name)
+    return {"labels": report.labels, "units": report.units, "annotators": list(report.annotators),
+            "written": str(report.written),
+            "lines": [f"imported {report.labels} human labels from {len(report.annotators)} annotator(s) on "
+                      f"{report.units} units into {report.written}"]}
+
+
+def _judge_report(report) -> dict:
+    unscored = ", ".join(f"{k} {n}" for k, n in report.unscored.items())
+    return {"judge": report.judge, "rows": report.rows, "ok": report.ok, "unscored": report.unscored,
+            "written": str(report.written),
+            "line": f"imported {report.rows} verdicts of judge {report.judge!r} ({report.ok} labelled"
+                    + (f"; unscored: {unscored}" if unscored else "") + f") into {report.written}"}
+
+
+def _judge(args: argparse.Namespace) -> dict:
+    from judges.imports import import_judge_labels
+
+    report = import_judge_labels(args.file, args.study, judge=args.judge, match=_match(args),
+                                 output_column=args.output_column, output_kind=args.output_kind,
+                                 parse_mode=args.parse_mode, scheme=args.scheme, format=args.format)
+    body = _judge_report(report)
+    body["lines"] = [body.pop("line")]
+    return body
+
+
+def _table(args: argparse.Namespace) -> dict:
+    from annotate.imports import HumanColumns, import_human_labels
+    from judges.imports import import_judge_labels
+    from samples.imports import MatchColumns, read_table
+
+    rows = read_table(args.file, format=args.format)
+    overlap = sorted(set(args.annotator_columns) & set(args.judge_columns))
+    if overlap:
+        from samples.errors import InputError
+
+        raise InputError(f"columns {overlap} are named both as annotators and as judges")
+    body = _register(args, rows)
+    match = MatchColumns(unit=args.unit_column)
+    human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
+                                columns=HumanColumns(annotators=args.annotator_columns))
+    judges = [_judge_report(import_judge_labels(args.file, args.study, judge=name, match=match, output_column=name,
+                                                output_kind=args.output_kind, parse_mode=args.parse_mode,
+                                                scheme=args.scheme, format=args.format))
+              for name in args.judge_columns]
+    body.update(human_labels=human.labels, judges=judges)
+    body["lines"] = [f"registered {body['units']} units in {args.study}",
+                     f"imported {human.labels} human labels from {len(human.annotators)} annotator(s)",
+                     *[j.pop("line") for j in judges]]
+    return body

@@ -1,0 +1,113 @@
+"""Importing judge verdicts people already have into a study's judge labels table.
+
+A raw output (a cell such as ``YES``, or ``{"flag": 1, "first_recognition_turn": 3}``
+from a JSONL file) goes through the same registered output parsers as a live
+judge's reply (``judges.parsers``); without an output kind the cell must already be
+one of the scheme's canonical labels. Anything unparseable is kept as an unscored
+row with its reason, counted like any other. Rows are written as ``JudgeLabel``
+rows to ``judges/imported/JUDGE.jsonl`` (one of the study's judge label files) with
+a fingerprint naming the source file's sha256, so a changed file is a different
+import. Either every row imports or nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judges.records import JudgeLabel
+from samples.canonical import file_sha256, sha256_hex
+from samples.errors import InputError
+from samples.imports import MatchColumns, TableRow, UnitMatcher, collect, label_text, read_table, select
+from samples.layout import StudyLayout
+
+JUDGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]*$"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeImportReport:
+    path: Path
+    written: Path
+    judge: str
+    rows: int
+    ok: int
+    unscored: dict[str, int]
+
+
+def _raw_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return label_text(value)
+
+
+def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, judge: str, match: MatchColumns,
+                           output_column: str, output_kind: str | None, parse_mode: str, scheme: str | None,
+                           fingerprint: str) -> list[JudgeLabel]:
+    from judges.parsers import get_output_kind, parse_output
+    from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+    if output_kind is not None:
+        get_output_kind(output_kind)
+    if parse_mode not in ("strict", "lenient"):
+        raise InputError(f"--parse-mode {parse_mode!r}: expected strict or lenient")
+
+    def convert(row: TableRow) -> JudgeLabel:
+        unit = matcher.unit_of(row, match)
+        raw = _raw_text(row.get(output_column, required=False))
+        base: dict[str, Any] = dict(unit_id=unit, judge=judge, fingerprint=fingerprint, raw_output=raw)
+        if output_kind is not None:
+            outcome = parse_output(output_kind, raw, mode=parse_mode)  # type: ignore[arg-type]
+            return JudgeLabel(**base, label=outcome.label, label_strict=outcome.strict.label,
+                              label_lenient=outcome.lenient.label, first_turn=outcome.first_turn,
+                              parse_status=outcome.status, unscored_reason=outcome.reason)
+        if raw is None or not raw.strip():
+            return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason="empty")
+        name = scheme or DEFAULT_SCHEME[matcher.kinds[unit]]
+        if name != "any" and raw not in get_scheme(name).labels:
+            return JudgeLabel(**base, label=None, parse_status="unscored",
+                              unscored_reason=f"wrong_format: {raw!r} is not a {name} label {list(get_scheme(name).labels)}")
+        return JudgeLabel(**base, label=raw, label_strict=raw, label_lenient=raw, parse_status="ok")
+
+    labels = collect(rows, convert)
+    seen: dict[str, str] = {}
+    problems = [f"{row.where}: a second verdict for unit {label.unit_id!r} (first at {seen[label.unit_id]})"
+                for row, label in zip(rows, labels) if seen.setdefault(label.unit_id, row.where) != row.where]
+    if problems:
+        raise InputError(f"judge {judge!r}: duplicate verdicts; nothing was written", problems=problems)
+    return labels
+
+
+def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, match: MatchColumns, output_column: str,
+                        output_kind: str | None = None, parse_mode: str = "strict", scheme: str | None = None,
+                        format: str | None = None, where: dict[str, str] | None = None) -> JudgeImportReport:
+    """Import one judge's verdicts from a table into ``study`` (replacing an earlier import of that judge)."""
+    import re
+
+    from samples.jsonl import write_jsonl
+
+    if not re.match(JUDGE_NAME, judge):
+        raise InputError(f"--judge {judge!r}: expected letters, digits and _ . @ : + - (starting with a letter or digit)")
+    path, layout = Path(path), StudyLayout.of(study)
+    rows = select(read_table(path, format=format), where)
+    if not rows:
+        raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    fingerprint = sha256_hex(["import", judge, file_sha256(path), format, output_column, output_kind, parse_mode, scheme,
+                              dict(sorted((where or {}).items()))])
+    labels = judge_labels_from_rows(rows, UnitMatcher.for_study(layout), judge=judge, match=match,
+                                    output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
+                                    scheme=scheme, fingerprint=fingerprint)
+    labels.sort(key=lambda r: r.unit_id)
+    target = layout.imported_judge_labels_dir / f"{judge}.jsonl"
+    write_jsonl(target, labels, mode=0o600)
+    unscored: dict[str, int] = {}
+    for label in labels:
+        if label.parse_status != "ok":
+            reason = (label.unscored_reason or "unknown").split(":")[0]
+            unscored[reason] = unscored.get(reason, 0) + 1
+    return JudgeImportReport(path=path, written=target, judge=judge, rows=len(labels),
+                             ok=sum(label.parse_status == "ok" for label in labels), unscored=dict(sorted(unscored.items())))

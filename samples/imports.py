@@ -1,0 +1,372 @@
+"""Bringing labels people already have into a study: their tables, and the units they are about.
+
+A label table is read through a registered table format (CSV, JSONL, Parquet by
+suffix; named formats such as the alt-test panels or the mast-lint findings for data
+that comes in its own shape), as rows that each know where they came from
+(``file:line``). A ``UnitMatcher`` finds the unit a row is about: by unit id, by
+(trajectory id, kind, turn) through ``units.jsonl``, or by task id through the
+sealed key. A study can also start from labels alone: ``register_units`` writes the
+units (known only by id, with strata columns) and a sealed key for them, so
+validate, audit, gate and report run with no trajectories at all.
+
+Every problem is collected and reported together (one line each, with its row's
+place); nothing is written unless every row is good.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from samples.canonical import file_sha256
+from samples.errors import InputError
+from samples.layout import StudyLayout
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row of a label table and where it came from (``file:line`` or ``file[key]``)."""
+
+    where: str
+    values: Mapping[str, Any]
+
+    def get(self, column: str | None, *, required: bool = True) -> Any:
+        """The cell of ``column``; a missing or empty required cell is an InputError naming the row."""
+        if column is None:
+            return None
+        value = self.values.get(column)
+        empty = value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+        if empty and required:
+            if column not in self.values:
+                raise InputError(f"{self.where}: no column {column!r}; columns: {sorted(self.values)}")
+            raise InputError(f"{self.where}: column {column!r} is empty")
+        return None if empty else value
+
+
+TableReader = Callable[[Path], list[TableRow]]
+_FORMATS: dict[str, TableReader] = {}
+
+
+def register_table_format(name: str, reader: TableReader) -> None:
+    """Add a label-table format (built-ins register through here like third-party ones)."""
+    if name in _FORMATS and _FORMATS[name] is not reader:
+        raise ValueError(f"table format {name!r} is already registered")
+    _FORMATS[name] = reader
+
+
+def table_formats() -> list[str]:
+    return sorted(_FORMATS)
+
+
+def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]:
+    """The rows of a label table; ``format`` defaults to the file's suffix (csv, jsonl, parquet)."""
+    path = Path(path)
+    name = format or {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}.get(
+        path.suffix.lower())
+    if name is None:
+        raise InputError(f"{path}: unknown table suffix {path.suffix!r}; expected .csv, .jsonl or .parquet, "
+                         f"or name a format ({table_formats()})")
+    if name not in _FORMATS:
+        raise InputError(f"--format {name!r}: unknown table format; known: {table_formats()}")
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a label table file")
+    try:
+        return _FORMATS[name](path)
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def _csv_rows(path: Path) -> list[TableRow]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, strict=True)
+        try:
+            header = next(reader, None)
+            if not header:
+                raise InputError(f"{path}: empty; expected a header row")
+            repeated = sorted({h for h in header if header.count(h) > 1})
+            if repeated:
+                raise InputError(f"{path}:1: column(s) {repeated} appear twice in the header")
+            rows = []
+            for record in reader:
+                line = reader.line_num
+                if not record:
+                    continue
+                if len(record) != len(header):
+                    raise InputError(f"{path}:{line}: {len(record)} fields; the header has {len(header)}")
+                rows.append(TableRow(f"{path}:{line}", dict(zip(header, record))))
+        except csv.Error as error:
+            raise InputError(f"{path}:{reader.line_num}: malformed CSV ({error})") from None
+    return rows
+
+
+def _jsonl_rows(path: Path) -> list[TableRow]:
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    rows = []
+    for number, line in iter_jsonl_lines(path):
+        try:
+            value = decode_json_line(line)
+        except ValueError as error:
+            raise InputError(f"{path}:{number}: {error}") from None
+        if not isinstance(value, dict):
+            raise InputError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+        rows.append(TableRow(f"{path}:{number}", value))
+    return rows
+
+
+def _parquet_rows(path: Path) -> list[TableRow]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as error:
+        raise InputError(f"{path}: not a Parquet file ({error})") from None
+    return [TableRow(f"{path}[row {i + 1}]", row) for i, row in enumerate(table.to_pylist())]
+
+
+def _json_document(path: Path) -> Any:
+    from samples.jsonl import decode_json_line
+
+    try:
+        return decode_json_line(path.read_bytes())
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def _rater_maps(path: Path) -> list[TableRow]:
+    """``{rater: {instance: label}}`` (the alt-test panels) as rows (instance, rater, label)."""
+    document = _json_document(path)
+    if not isinstance(document, dict) or not all(isinstance(v, dict) for v in document.values()):
+        raise InputError(f"{path}: expected a JSON object {{rater: {{instance: label}}}}")
+    return [TableRow(f"{path}[{rater!r}][{instance!r}]", {"instance": instance, "rater": rater, "label": label})
+            for rater, labels in document.items() for instance, label in labels.items()]
+
+
+def _mast_findings(path: Path) -> list[TableRow]:
+    """mast-lint ``raw_findings.json``: one row per (trace, failure mode) with the three votes and the judge's call."""
+    document = _json_document(path)
+    if not isinstance(document, list):
+        raise InputError(f"{path}: expected a JSON list of mast-lint evaluation records")
+    rows = []
+    for index, record in enumerate(document):
+        where = f"{path}[{index}]"
+        try:
+            gold, report = record["gold"], record["report"]
+            trace, votes, fired = gold["trace_id"], gold["votes"], set(report["modes_fired"])
+        except (KeyError, TypeError):
+            raise InputError(f"{where}: expected gold.trace_id, gold.votes and report.modes_fired") from None
+        for mode, trio in votes.items():
+            values: dict[str, Any] = {"item": f"{trace}|{mode}", "trace": trace, "mode": mode,
+                                      "mas": gold.get("mas_name", "unknown"), "judge": "yes" if mode in fired else "no"}
+            values.update({f"annotator_{k}": "yes" if vote else "no" for k, vote in enumerate(trio, start=1)})
+            rows.append(TableRow(f"{where}.gold.votes[{mode!r}]", values))
+    return rows
+
+
+for _name, _reader in (("csv", _csv_rows), ("jsonl", _jsonl_rows), ("parquet", _parquet_rows),
+                       ("rater-maps", _rater_maps), ("mast-findings", _mast_findings)):
+    register_table_format(_name, _reader)
+
+
+def select(rows: Sequence[TableRow], where: Mapping[str, str] | None) -> list[TableRow]:
+    """The rows whose columns hold the given values (``{"rater": "gpt-4o"}``); all rows when ``where`` is empty."""
+    if not where:
+        return list(rows)
+    return [row for row in rows if all(label_text(row.values.get(k)) == v for k, v in where.items())]
+
+
+def table_source(path: Path) -> str:
+    """Provenance of imported labels: the file's name and sha256."""
+    return f"{path.name} sha256:{file_sha256(path)}"
+
+
+# --- matching rows to units -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatchColumns:
+    """Which columns identify a row's unit: a unit id, a task id, or (trajectory, kind, turn)."""
+
+    unit: str | None = None
+    task: str | None = None
+    trajectory: str | None = None
+    kind: str | None = None
+    turn: str | None = None
+
+    def __post_init__(self) -> None:
+        ways = [self.unit is not None, self.task is not None, self.trajectory is not None]
+        if sum(ways) != 1:
+            raise InputError("match rows to units by exactly one of --unit-column, --task-column or "
+                             "--trajectory-column (with --kind-column and, for identify_turn, --turn-column)")
+        if self.trajectory is not None and self.kind is None:
+            raise InputError("--trajectory-column needs --kind-column (the unit kind of each row)")
+
+
+@dataclass
+class UnitMatcher:
+    """The study's units as the import sees them (ids, kinds, trajectories, task ids from the key)."""
+
+    layout: StudyLayout
+    kinds: dict[str, str] = field(default_factory=dict)
+    by_place: dict[tuple[str, str, int | None], str] = field(default_factory=dict)
+    task_unit: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_study(cls, study: str | Path | StudyLayout) -> UnitMatcher:
+        from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+        layout = StudyLayout.of(study)
+        matcher = cls(layout=layout)
+        for source in (layout.units, layout.key):
+            if not source.is_file():
+                continue
+            for number, line in iter_jsonl_lines(source):
+                row = decode_json_line(line)
+                try:
+                    unit, kind, trajectory = row["unit_id"], row["kind"], row["trajectory_id"]
+                except (KeyError, TypeError):
+                    raise InputError(f"{source}:{number}: expected unit_id, kind and trajectory_id") from None
+                matcher.kinds[unit] = kind
+                if source == layout.units:
+                    matcher.by_place[(trajectory, kind, row.get("focus_turn"))] = unit
+                else:
+                    matcher.task_unit[row["task_id"]] = unit
+        if not matcher.kinds:
+            raise InputError(f"{layout.root}: the study has no units ({layout.units.name}) and no sealed key; "
+                             f"import units first (accord import units) or ingest trajectories")
+        return matcher
+
+    def unit_of(self, row: TableRow, columns: MatchColumns) -> str:
+        """The unit id a row is about; an InputError naming the row when no unit matches."""
+        if columns.unit is not None:
+            unit = str(row.get(columns.unit))
+            if unit not in self.kinds:
+                raise InputError(f"{row.where}: unit {unit!r} is not a unit of the study")
+            return unit
+        if columns.task is not None:
+            task = str(row.get(columns.task))
+            if task not in self.task_unit:
+                raise InputError(f"{row.where}: task {task!r} is not in the sealed key {self.layout.key}")
+            return self.task_unit[task]
+        trajectory, kind = str(row.get(columns.trajectory)), str(row.get(columns.kind))
+        turn = row.get(columns.turn, required=False)
+        if turn is not None:
+            try:
+                turn = int(turn)
+            except (TypeError, ValueError):
+                raise InputError(f"{row.where}: column {columns.turn!r}: {turn!r} is not a turn number") from None
+        unit = self.by_place.get((trajectory, kind, turn))
+        if unit is None:
+            raise InputError(f"{row.where}: no {kind} unit of trajectory {trajectory!r}"
+                             + (f" at turn {turn}" if turn is not None else ""))
+        return unit
+
+    def task_of(self, unit: str) -> str | None:
+        """The blinded task id of a sampled unit (None when the unit was not sampled)."""
+        if not hasattr(self, "_unit_task"):
+            self._unit_task = {u: t for t, u in self.task_unit.items()}
+        return self._unit_task.get(unit)
+
+
+def collect(rows: Iterable[TableRow], convert: Callable[[TableRow], Any]) -> list[Any]:
+    """``convert`` every row; every failing row is listed (with its place) in one InputError."""
+    out, problems = [], []
+    for row in rows:
+        try:
+            out.append(convert(row))
+        except InputError as error:
+            problems.append(str(error))
+    if problems:
+        raise InputError(f"{len(problems)} row(s) could not be imported; nothing was written", problems=problems)
+    return out
+
+
+def label_text(value: Any) -> str:
+    """A label cell as the canonical string labels are compared by (1 and 1.0 both read "1")."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def check_label_types(rows: Sequence[tuple[str, Any]], *, column: str) -> None:
+    """Refuse a label column that mixes numbers and words (``1`` beside ``"yes"``): say which rows."""
+    numeric = [where for where, v in rows if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    textual = [where for where, v in rows if isinstance(v, str)]
+    if numeric and textual:
+        raise InputError(f"column {column!r} mixes numbers ({numeric[0]}) and text ({textual[0]}); "
+                         f"give every label in one form")
+
+
+# --- labels-only studies ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitRegistration:
+    units: int
+    kinds: dict[str, int]
+    strata: tuple[str, ...]
+
+
+def register_units(study: str | Path | StudyLayout, rows: Sequence[TableRow], *, unit_column: str, kind: str | None,
+                   kind_column: str | None = None, strata_columns: Sequence[str] = (),
+                   cluster_column: str | None = None, replace: bool = False) -> UnitRegistration:
+    """Units known only by id (with strata columns) and their sealed key: a study that starts from labels.
+
+    ``replace`` (``accord run`` on a labels-only study, whose units come from its table
+    alone) rewrites them. Each distinct unit id becomes a ``Unit`` with no text (nobody reads it here: the
+    labels already exist) and a ``KeyEntry`` whose task id is derived from the unit id,
+    inclusion probability 1 (every unit is in the "sample"), cluster = the cluster
+    column (e.g. the trace a turn belongs to) or the unit itself.
+    """
+    from samples.jsonl import write_jsonl
+    from samples.records import UNIT_KINDS, KeyEntry, Unit
+
+    layout = StudyLayout.of(study)
+    if not replace and (layout.units.exists() or layout.key.exists()):
+        raise InputError(f"{layout.root}: the study already has units ({layout.units.name} or the sealed key); "
+                         f"a labels-only study registers its units once, into an empty study folder")
+    if (kind is None) == (kind_column is None):
+        raise InputError("give exactly one of --kind (one unit kind for every row) or --kind-column")
+    units: dict[str, Unit] = {}
+
+    def convert(row: TableRow) -> None:
+        unit_id = str(row.get(unit_column))
+        unit_kind = kind if kind is not None else str(row.get(kind_column))
+        if unit_kind not in UNIT_KINDS:
+            raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
+        strata = {name: label_text(row.get(name)) for name in strata_columns}
+        cluster = str(row.get(cluster_column)) if cluster_column else unit_id
+        unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)
+        known = units.setdefault(unit_id, unit)
+        if known != unit:
+            raise InputError(f"{row.where}: unit {unit_id!r} appears with another kind, cluster or strata "
+                             f"than on an earlier row")
+
+    collect(rows, convert)
+    salt = hashlib.sha256(b"accord labels-only study").digest()
+    from samples.blind import task_id
+
+    ordered = sorted(units.values(), key=lambda u: u.unit_id)
+    key = [KeyEntry(task_id=task_id(salt, u.unit_id), unit_id=u.unit_id, trajectory_id=u.trajectory_id, kind=u.kind,
+                    strata=u.strata, stratum="|".join(f"{k}={v}" for k, v in sorted(u.strata.items())) or "all",
+                    inclusion_prob=1.0) for u in ordered]
+    write_jsonl(layout.units, ordered)
+    layout.sealed_dir.mkdir(parents=True, exist_ok=True)
+    layout.sealed_dir.chmod(0o700)
+    write_jsonl(layout.key, key, mode=0o600)
+    kinds: dict[str, int] = {}
+    for unit in ordered:
+        kinds[unit.kind] = kinds.get(unit.kind, 0) + 1
+    return UnitRegistration(units=len(ordered), kinds=dict(sorted(kinds.items())), strata=tuple(strata_columns))
