@@ -516,7 +516,8 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         chosen = vote.codes if reference == "human_majority" else resolved
         given = adjudicated.notna().to_numpy() & (reference == "resolved")
         frames.append(pd.DataFrame({"unit": units, "kind": kind,
-                                    "label": [categories[c] if c >= 0 else None for c in chosen],
+                                    "label": pd.Series([categories[c] if c >= 0 else None for c in chosen],
+                                                       dtype=object),
                                     "tied": vote.tied, "adjudicated": given}))
     if not frames:
         return pd.DataFrame({"unit": [], "kind": [], "label": [], "tied": [], "adjudicated": []})
