@@ -18,11 +18,12 @@ from pathlib import Path
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.records import HumanLabel
-from annotate.store import Revision, Store, SubmitResult
+from annotate.store import Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders
 from annotate.tasks import load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.layout import StudyLayout
 from samples.records import BlindTask
 
 
@@ -133,15 +134,18 @@ class AppBackend:
             raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
 
-    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport:
-        report = self.store.load_tasks(tasks, orders)
+    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
+             late_seed: int | None = None) -> PushReport:
+        report = self.store.load_tasks(tasks, orders, late_seed=late_seed)
         return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
 
     def push_files(self, blind_dir: str | Path) -> PushReport:
-        """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records)."""
+        """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
+        annotators added after blinding get their seeded order (``Store.load_tasks``)."""
         blind_dir = Path(blind_dir)
         tasks = load_tasks(blind_dir / "tasks.jsonl")
-        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks))
+        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks),
+                         late_seed=blinding_seed(StudyLayout(blind_dir.parent)))
 
     def pull(self) -> list[HumanLabel]:
         return self.store.labels()
