@@ -105,7 +105,7 @@ def fingerprint_files(root: Path, names: Iterable[Path | str]) -> dict[str, str]
 
 
 def read_human_labels(layout: StudyLayout, key: pd.DataFrame) -> pd.DataFrame:
-    """Every backend's HumanLabel file as one table (columns HUMAN_COLUMNS + unit_id).
+    """Every backend's HumanLabel file as one table (the files' fields, at least HUMAN_COLUMNS, + unit_id).
 
     A task not in the sealed key, a role other than independent/adjudication, or
     one annotator with two labels of one role for one unit (within a file or across
@@ -148,7 +148,7 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame) -> pd.DataFrame:
             f"{first['unit_id']!r} (task {human.at[a, 'task_id']!r}"
             + (f", in backends {backends}); keep one backend's label for this person and unit" if across
                else "); export the latest edit only (accord labels export)"))
-    return human[[*HUMAN_COLUMNS, "unit_id"]]
+    return human
 
 
 def load_study(root: str | Path) -> Study:

@@ -342,3 +342,15 @@ def test_a_gate_criterion_chooses_its_reference(tmp_path, capsys):
     assert [(c["name"], c["details"]["n_units"]) for c in criteria] == [
         ("cohen_kappa vs human majority, lower bound", 6), ("cohen_kappa vs resolved, lower bound", 9)]
     assert [c["value"] for c in criteria] == pytest.approx([1 / 3, 0.55])  # the hand derivation above
+
+
+def test_a_kind_without_human_labels_is_named_not_fatal(study, tmp_path, capsys):
+    table = labels_table(load_study(study))
+    unlabelled = table[~((table["kind"] == "correctness") & (table["source"] == "human"))]
+    result = validate_table(unlabelled, tie_policy="exclude", n_resamples=200)
+    assert {s.kind for s in result.sections} == {"identify_trajectory", "escalate_final"}
+    assert "kind correctness: no human labels, so its judges are not validated" in result.notes
+    write_ise_study(tmp_path)
+    StudyLayout.of(tmp_path).app_labels.unlink()
+    assert main(["validate", str(tmp_path), "--n-resamples", "200"]) == 2
+    assert "no human labels on the sampled units; human labels come from labels/human.jsonl" in capsys.readouterr().err
