@@ -134,11 +134,11 @@ class AgreementFloor:
         _unknown(table, {"coefficient", "reference", "min_lower_bound"}, where)
         self.coefficient = _param(table, "coefficient", where, str, check=lambda v: v in PAIR_COEFFICIENTS,
                                   allowed=f"one of {list(PAIR_COEFFICIENTS)}")
-        self.reference = _param(table, "reference", where, str, check=lambda v: v == "human_majority",
-                                allowed="'human_majority'")
+        self.reference = _param(table, "reference", where, str, check=lambda v: v in ("human_majority", "resolved"),
+                                allowed="'human_majority' or 'resolved' (the adjudicated label, else the majority)")
         self.floor = float(_param(table, "min_lower_bound", where, _number, check=lambda v: -1 <= v <= 1,
                                   allowed="a number in [-1, 1]"))
-        self.name = table.get("name", f"{self.coefficient} vs human majority, lower bound")
+        self.name = table.get("name", f"{self.coefficient} vs {self.reference.replace('_', ' ')}, lower bound")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         threshold = f"lower CI bound >= {self.floor}"

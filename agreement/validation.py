@@ -10,13 +10,20 @@ against the human majority, unscored counts per judge, and degenerate baselines
 each judge, so a judge's number is read against what a judge with no
 understanding would score (Aggarwal et al., section 2). ``weighted=True``
 reweights every estimate by 1/inclusion probability.
+
+Each judge is also scored against the resolved reference (EHQ section 6.1): per
+unit the adjudicated label where one exists, else the independent majority under
+the tie policy, side by side with the initial majority; initial human-human
+agreement always uses independent labels only. The adjudication counts (units
+adjudicated, changed, ties resolved, still tied) travel in every section.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,22 +31,26 @@ import pandas as pd
 
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate
+from agreement.majority import MajorityVote, majority_vote
 from agreement.panels import (
     MAJORITY,
     JudgePairTable,
     PanelReport,
-    ReferenceReport,
     PanelSettings,
+    ReferenceReport,
     compare_pairs,
     panel_report,
     reference_report,
     report_to_dict,
 )
-from agreement.study_io import SIMULATED_NOTE, Study, labels_table
+from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, labels_table
 from samples.errors import InputError
 from samples.schemes import DEFAULT_SCHEME, SCHEMES
 
 SUBGROUP_FIELDS = ("setting", "split")
+RESOLVED = "resolved reference"
+REFERENCES = ("human_majority", "resolved")
+"""What a judge can be scored against: the initial independent majority, or the resolved reference."""
 
 
 def scheme_of(kinds: list[str], labels: pd.Series) -> tuple[tuple[str, ...] | None, str | None]:
@@ -65,6 +76,54 @@ def rating_data(table: pd.DataFrame, *, weighted: bool, categories: tuple[str, .
 
 
 @dataclass(frozen=True, kw_only=True)
+class AdjudicationCounts:
+    """How adjudication moved the reference away from the initial independent majority."""
+
+    n_adjudicated: int
+    """Units with an adjudicated label (the latest adjudication counts)."""
+    n_changed: int
+    """Adjudicated units whose initial majority was a different label."""
+    n_confirmed: int
+    """Adjudicated units whose initial majority was the same label."""
+    n_resolved_ties: int
+    """Adjudicated units whose initial vote was tied."""
+    n_still_tied: int
+    """Tied units without an adjudication (the tie policy decides them)."""
+    n_without_votes: int
+    """Adjudicated units no annotator labelled independently."""
+
+    def to_dict(self) -> dict[str, int]:
+        return {"n_adjudicated": self.n_adjudicated, "n_changed": self.n_changed, "n_confirmed": self.n_confirmed,
+                "n_resolved_ties": self.n_resolved_ties, "n_still_tied": self.n_still_tied,
+                "n_without_votes": self.n_without_votes}
+
+
+def resolve(majority: MajorityVote, adjudicated: Sequence[Any], *, units: Sequence[Any], categories: Sequence[Any],
+            where: Sequence[Any] | None = None) -> tuple[np.ndarray, AdjudicationCounts]:
+    """Resolved reference codes (-1: none): the adjudicated label where one exists, else the majority.
+
+    ``adjudicated`` holds one label or None per unit of ``majority`` (in ``units``
+    order); ``where`` the rows' ``file:line``, named when a label is outside ``categories``.
+    """
+    cats = list(categories)
+    given = np.array([a is not None and not (isinstance(a, float) and math.isnan(a)) for a in adjudicated], dtype=bool)
+    codes = np.full(len(given), -1, dtype=np.int64)
+    for i in np.flatnonzero(given):
+        if adjudicated[i] not in cats:
+            place = f"{where[i]}: " if where is not None else ""
+            raise InputError(f"{place}adjudicated label {adjudicated[i]!r} of unit {units[i]!r} is not in the "
+                             f"scheme's labels {cats}")
+        codes[i] = cats.index(adjudicated[i])
+    initial = np.where(majority.tied, -1, majority.codes)
+    voted = initial >= 0
+    counts = AdjudicationCounts(
+        n_adjudicated=int(given.sum()), n_changed=int((given & voted & (codes != initial)).sum()),
+        n_confirmed=int((given & voted & (codes == initial)).sum()), n_resolved_ties=int((given & majority.tied).sum()),
+        n_still_tied=int((~given & majority.tied).sum()), n_without_votes=int((given & ~voted & ~majority.tied).sum()))
+    return np.where(given, codes, majority.codes), counts
+
+
+@dataclass(frozen=True, kw_only=True)
 class Section:
     """Validation of the units of one kind (or all units: kind 'all')."""
 
@@ -79,6 +138,17 @@ class Section:
     units_per_stratum: dict[str, int]
     units: tuple[str, ...]
     """Unit ids in the order of the report's majority codes."""
+    adjudication: AdjudicationCounts | None = None
+    """None when the section has no human majority (no human labels)."""
+    resolved: tuple[ReferenceReport, ...] = ()
+    """Each judge against the resolved reference (``rater_b`` = RESOLVED), beside ``report.references``."""
+
+    def versus(self, judge: str, reference: str) -> ReferenceReport | None:
+        """The judge scored against ``reference`` ("human_majority" or "resolved"), None if unmeasured."""
+        if reference not in REFERENCES:
+            raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
+        reports = self.report.references if reference == "human_majority" else self.resolved
+        return next((r for r in reports if r.rater == judge), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,9 +199,28 @@ def section_to_dict(section: Section, level: float) -> dict[str, Any]:
         {"rater": r.rater, "reference": r.reference, "labels": [str(c) for c in section.categories],
          "rows": r.reference, "columns": r.rater, "counts": np.asarray(r.confusion).tolist()}
         for r in section.report.references]
+    body["adjudication"] = None if section.adjudication is None else section.adjudication.to_dict()
+    # The same serializer as the majority's reference reports: one shape for both references.
+    body["resolved_references"] = report_to_dict(replace(section.report, references=section.resolved),
+                                                 level=level)["references"]
+    body["judges_vs_references"] = [
+        {"judge": judge, **{name: _reference_brief(section.versus(judge, name), level) for name in REFERENCES}}
+        for judge in section.report.judges]
     body.update(kind=section.kind, unscored=section.unscored, positive=section.positive,
                 units_per_stratum=section.units_per_stratum)
     return body
+
+
+def _reference_brief(ref: ReferenceReport | None, level: float) -> dict[str, Any] | None:
+    """Accuracy, macro F1, coefficients with intervals and per-class P/R/F1 against one reference."""
+    if ref is None:
+        return None
+    return {"reference": ref.reference, "n_units": ref.agreement.n_units, "accuracy": _num(ref.accuracy),
+            "macro_f1": _num(ref.macro_f1),
+            "results": {k: _result_brief(v, level) for k, v in ref.agreement.results.items()},
+            "per_class": [{"label": c.label, "support": c.support, "precision": _num(c.precision),
+                           "recall": _num(c.recall), "f1": _num(c.f1), "undefined_reason": c.undefined_reason}
+                          for c in ref.per_class]}
 
 
 def _num(x: Any) -> float | None:
@@ -201,7 +290,7 @@ def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     for judge, group in judges.groupby("rater", sort=True):
         missing = group[group["label"].isna()]
         reasons = Counter(str(r).split(":")[0] if r else "unknown" for r in missing["unscored_reason"])
-        out[str(judge)] = {"unscored": int(len(missing)), "total": int(len(group)), "reasons": dict(sorted(reasons.items()))}
+        out[str(judge)] = {"unscored": len(missing), "total": len(group), "reasons": dict(sorted(reasons.items()))}
     return out
 
 
@@ -220,6 +309,7 @@ def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: s
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
                 subgroup_tables.append(_pair_table(data, kind_judges, values == value, f"{name}={value}", settings))
+    adjudication, resolved = _resolved(data, report, unit_info, kind_judges, settings)
     per_stratum: dict[str, int] = {}
     if report.majority is not None:
         with_majority = report.majority.codes >= 0
@@ -233,7 +323,28 @@ def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: s
                    subgroup_pairs=tuple(subgroup_tables),
                    baselines=_baselines(data, report, binary_positive, settings),
                    unscored=_unscored(table), n_units=int(data.n_units), units_per_stratum=per_stratum,
-                   units=tuple(str(u) for u in data.units))
+                   units=tuple(str(u) for u in data.units), adjudication=adjudication, resolved=resolved)
+
+
+def _resolved(data: Any, report: PanelReport, unit_info: pd.DataFrame, judges: list[str], settings: PanelSettings
+              ) -> tuple[AdjudicationCounts | None, tuple[ReferenceReport, ...]]:
+    """Adjudication counts and each judge against the resolved reference (same settings as the majority's)."""
+    if report.majority is None:
+        return None, ()
+    if RESOLVED in data.raters:
+        raise InputError(f"{data.source}: the rater name {RESOLVED!r} is reserved for the resolved reference")
+    units = list(data.units)
+    adjudicated = unit_info["adjudicated"].reindex(units) if "adjudicated" in unit_info else pd.Series(None, units)
+    where = unit_info["adjudicated_where"].reindex(units).tolist() if "adjudicated_where" in unit_info else None
+    codes, counts = resolve(report.majority, adjudicated.tolist(), units=units, categories=data.categories,
+                            where=where)
+    if not judges:
+        return counts, ()
+    table = type(data)(units=data.units, raters=(*judges, RESOLVED), categories=data.categories,
+                       codes=np.column_stack([data.codes[:, data.rater_index(j)] for j in judges] + [codes]),
+                       clusters=data.clusters, unit_weights=data.unit_weights, source=data.source)
+    panels = compare_pairs(table, [(j, RESOLVED) for j in judges], settings=settings)
+    return counts, tuple(reference_report(panels[(j, RESOLVED)]) for j in judges if (j, RESOLVED) in panels)
 
 
 def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = False, n_resamples: int = 10_000,
@@ -242,14 +353,19 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
     """Validate every judge in a joined labels table (``agreement.study_io.labels_table``)."""
     if table.empty:
         raise InputError("validation: no labels on the sampled units")
+    if not (table["source"] == "human").any():
+        raise InputError(f"validation: no human labels on the sampled units; {HUMAN_LABEL_SOURCES}")
     settings = PanelSettings(n_resamples=n_resamples, seed=seed, cluster=True)
     judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
     humans = sorted(set(table.loc[table["source"] == "human", "rater"]))
     simulated = bool((table["backend"] == "simulated").any())
-    kinds = sorted(set(table["kind"]))
+    labelled = set(table.loc[table["source"] == "human", "kind"])
+    notes = [f"kind {k}: no human labels, so its judges are not validated"
+             for k in sorted(set(table["kind"]) - labelled)]
+    table = table[table["kind"].isin(labelled)]
+    kinds = sorted(labelled)
     sections = [_section(k, table[table["kind"] == k], judges=judges, tie_policy=tie_policy, weighted=weighted,
                          settings=settings) for k in kinds]
-    notes = []
     schemes = {DEFAULT_SCHEME.get(k) for k in kinds}
     if len(kinds) > 1 and len(schemes) == 1:
         sections.append(_section("all", table, judges=judges, tie_policy=tie_policy, weighted=weighted,
@@ -274,7 +390,12 @@ def validate_study(study: Study, *, tie_policy: str, weighted: bool = False, n_r
 
 
 class GateEvidence:
-    """The gate's measurements for one judge, computed on demand from the labels table."""
+    """The gate's measurements for one judge, computed on demand from the labels table.
+
+    A judge whose units carry no human label is still evidence: every measurement
+    against people is undefined with ``missing_reason``, so each such criterion fails
+    with that reason (the gate rejects; it never stops on a study that merely lacks labels).
+    """
 
     def __init__(self, table: pd.DataFrame, *, judge: str, tie_policy: str, level: float, n_resamples: int,
                  seed: int, weighted: bool = False) -> None:
@@ -286,24 +407,36 @@ class GateEvidence:
         self.judge = judge
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
-        self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
-                                weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
-        self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
+        self.missing_reason = None if (self.table["source"] == "human").any() else \
+            f"no human labels on the judge's units (kinds {kinds}); {HUMAN_LABEL_SOURCES}"
+        self.section: Section | None = None
+        if self.missing_reason is None:
+            self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
+                                    weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
+            self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
 
     def _vs_humans(self):
-        report = self.section.report
-        return report.judges_vs_humans[0] if report.judges_vs_humans else None
+        report = self.section.report if self.section is not None else None
+        return report.judges_vs_humans[0] if report is not None and report.judges_vs_humans else None
 
     def agreement(self, coefficient: str, reference: str) -> Estimate | None:
-        versus = self._vs_humans()
-        if versus is None or versus.vs_majority is None:
+        """Judge vs ``reference`` ("human_majority" or "resolved"); NaN with the reason when unmeasurable."""
+        if reference not in REFERENCES:
+            raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
+        if self.section is None:
+            return Estimate(statistic=math.nan, n=0, level=self.level, method=coefficient,
+                            undefined_reason=self.missing_reason)
+        found = self.section.versus(self.judge, reference)
+        if found is None:
             return None
-        if coefficient not in versus.vs_majority.results:
-            raise InputError(f"coefficient {coefficient!r} is not computed for judge vs majority; "
-                             f"available: {sorted(versus.vs_majority.results)}")
-        return agreement_estimate(versus.vs_majority.results[coefficient], self.level)
+        if coefficient not in found.agreement.results:
+            raise InputError(f"coefficient {coefficient!r} is not computed for judge vs {reference}; "
+                             f"available: {sorted(found.agreement.results)}")
+        return agreement_estimate(found.agreement.results[coefficient], self.level)
 
     def human_ceiling(self, coefficient: str) -> tuple[float, float, dict[str, Any]]:
+        if self.section is None:
+            return math.nan, math.nan, {"reason": self.missing_reason}
         versus = self._vs_humans()
         humans = list(self.section.report.humans)
         if versus is None or len(humans) < 2:
@@ -325,38 +458,92 @@ class GateEvidence:
     def alt_test(self, **settings: Any):
         from agreement.alttest import alt_test_table
 
-        humans = list(self.section.report.humans)
-        return alt_test_table(self.table, judge=self.judge, humans=humans, **settings)
+        humans = list(self.section.report.humans) if self.section is not None else []
+        result = alt_test_table(self.table, judge=self.judge, humans=humans, **settings)
+        if self.section is None:
+            result = replace(result, undefined_reason=self.missing_reason)
+        return result
 
     def family_audit(self, positive: list[str]):
         from agreement.audit import audit
 
-        return audit(audit_frame(self.table, self.section, self.judge), positive=positive,
-                     n_resamples=self.n_resamples, seed=self.seed, level=self.level, judge=self.judge)
+        frame = audit_frame(self.table, self.section, self.judge) if self.section is not None else \
+            _judge_rows(self.table, self.judge, human=None)
+        result = audit(frame, positive=positive, n_resamples=self.n_resamples, seed=self.seed, level=self.level,
+                       judge=self.judge)
+        return result if self.section is not None else replace(result, note=f"{self.missing_reason}. {result.note}")
 
     def unscored(self) -> tuple[int, int]:
+        if self.section is None:
+            rows = self.table[self.table["source"] == "judge"]
+            return int(rows["label"].isna().sum()), len(rows)
         counts = self.section.unscored.get(self.judge, {"unscored": 0, "total": 0})
         return counts["unscored"], counts["total"]
 
     def units_per_stratum(self) -> dict[str, int]:
-        return dict(self.section.units_per_stratum)
+        return dict(self.section.units_per_stratum) if self.section is not None else {}
+
+
+def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) -> pd.DataFrame:
+    """The reference label per unit that has human labels, for ``reference`` "human_majority" or "resolved".
+
+    One row per unit (in unit order within each kind): unit, kind, label (None where
+    the reference has none: an excluded tie, or no label), tied (the independent vote
+    was tied), adjudicated (the resolved label is an adjudication). "human_majority" is
+    the independent majority under ``tie_policy``; "resolved" is the adjudicated label
+    where one exists, else that majority. The same rules as ``validate`` and the gate.
+    """
+    if reference not in REFERENCES:
+        raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
+    humans = table[table["source"] == "human"]
+    frames = []
+    for kind, rows in humans.groupby("kind", sort=True):
+        categories, positive = scheme_of([kind], rows["label"])
+        if categories is None:
+            categories = tuple(sorted(set(rows["label"].dropna().astype(str))))
+        binary_positive = positive if len(categories) == 2 else None
+        wide = rows.pivot(index="unit", columns="rater", values="label")
+        codes = np.full(wide.shape, -1, dtype=np.int64)
+        for k, label in enumerate(categories):
+            codes[(wide == label).to_numpy()] = k
+        units = [str(u) for u in wide.index]
+        vote = majority_vote(codes, units=units, categories=categories, voters=[str(c) for c in wide.columns],
+                             tie_policy=tie_policy, positive=binary_positive)
+        info = table[table["unit"].isin(wide.index)].drop_duplicates("unit").set_index("unit").reindex(wide.index)
+        adjudicated = info["adjudicated"] if "adjudicated" in info else pd.Series(None, index=wide.index)
+        where = info["adjudicated_where"].tolist() if "adjudicated_where" in info else None
+        resolved, _ = resolve(vote, adjudicated.tolist(), units=units, categories=categories, where=where)
+        chosen = vote.codes if reference == "human_majority" else resolved
+        given = adjudicated.notna().to_numpy() & (reference == "resolved")
+        frames.append(pd.DataFrame({"unit": units, "kind": kind,
+                                    "label": pd.Series([categories[c] if c >= 0 else None for c in chosen],
+                                                       dtype=object),
+                                    "tied": vote.tied, "adjudicated": given}))
+    if not frames:
+        return pd.DataFrame({"unit": [], "kind": [], "label": [], "tied": [], "adjudicated": []})
+    return pd.concat(frames, ignore_index=True)
 
 
 def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone") -> pd.DataFrame:
     """One row per unit the judge saw: its label, the human majority label, model, family, cluster."""
-    report = section.report
-    if report.majority is None:
+    report = section.report if section is not None else None
+    if report is None or report.majority is None:
         raise InputError("family audit: no human labels, so no human reference")
     majority = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
                          index=list(section.units))
+    return _judge_rows(table, judge, human=majority, model_field=model_field)
+
+
+def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
+                model_field: str = "backbone") -> pd.DataFrame:
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)]
+    labels = rows["unit"].map(human).to_numpy(dtype=object) if human is not None else np.full(len(rows), None)
     return pd.DataFrame({
         "unit": rows["unit"].to_numpy(), "cluster": rows["cluster"].to_numpy(),
         "model": rows[model_field].astype(str).to_numpy(), "family": rows["family"].astype(str).to_numpy(),
-        "judge": rows["label"].to_numpy(dtype=object), "human": rows["unit"].map(majority).to_numpy(dtype=object),
+        "judge": rows["label"].to_numpy(dtype=object), "human": labels,
         "weight": rows["weight"].to_numpy(float), "judge_name": judge,
     })
-
 
 
 def _fmt(result: Any, level: float) -> str:
@@ -379,6 +566,10 @@ def format_validation(result: ValidationResult) -> str:
         if report.majority is not None:
             lines.append(f"human majority: {report.majority.n} units, {report.majority.n_ties} ties "
                          f"({report.majority.tie_policy})")
+        if section.adjudication is not None:
+            a = section.adjudication
+            lines.append(f"adjudication: {a.n_adjudicated} units adjudicated ({a.n_changed} changed the majority, "
+                         f"{a.n_confirmed} confirmed it, {a.n_resolved_ties} resolved a tie), {a.n_still_tied} still tied")
         if report.human_panel is not None:
             hp = report.human_panel
             lines.append(f"human vs human: mean pairwise raw {hp.mean_pairwise_agreement:.3f}; "
@@ -389,12 +580,16 @@ def format_validation(result: ValidationResult) -> str:
             if versus.vs_majority is not None:
                 lines.append("  vs majority: " + "; ".join(f"{k} {_fmt(v, result.level)}"
                                                            for k, v in versus.vs_majority.results.items()))
+            resolved = section.versus(versus.judge, "resolved")
+            if resolved is not None:
+                lines.append("  vs resolved: " + "; ".join(f"{k} {_fmt(v, result.level)}"
+                                                           for k, v in resolved.agreement.results.items()))
             means = "; ".join(f"{k} {v:.3f}" for k, v in versus.mean_vs_annotators.items() if math.isfinite(v))
             lines.append(f"  vs each annotator (mean): {means or '--'}")
             for name, ref in section.baselines.get(versus.judge, {}).items():
                 lines.append(f"  baseline {name}: " + "; ".join(f"{k} {_fmt(v, result.level)}"
                                                                   for k, v in ref.agreement.results.items()))
-        for ref in report.references:
+        for ref in (*report.references, *section.resolved):
             lines.append(f"per-class vs {ref.reference} ({ref.rater}): accuracy {ref.accuracy:.3f}, "
                          + ", ".join(f"{c.label}: P {c.precision:.3f} R {c.recall:.3f} F1 {c.f1:.3f}"
                                      for c in ref.per_class))

@@ -19,7 +19,7 @@ from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.export import export_labels
 from annotate.records import HumanLabel
-from annotate.store import Revision, Store, SubmitResult
+from annotate.store import Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders
 from annotate.tasks import load_tasks
 from samples.canonical import sha256_hex
@@ -136,15 +136,18 @@ class AppBackend:
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
         self.labels_path = StudyLayout.of(study).app_labels if study is not None else None
 
-    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> PushReport:
-        report = self.store.load_tasks(tasks, orders)
+    def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
+             late_seed: int | None = None) -> PushReport:
+        report = self.store.load_tasks(tasks, orders, late_seed=late_seed)
         return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
 
     def push_files(self, blind_dir: str | Path) -> PushReport:
-        """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records)."""
+        """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
+        annotators added after blinding get their seeded order (``Store.load_tasks``)."""
         blind_dir = Path(blind_dir)
         tasks = load_tasks(blind_dir / "tasks.jsonl")
-        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks))
+        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks),
+                         late_seed=blinding_seed(StudyLayout(blind_dir.parent)))
 
     def pull(self) -> list[HumanLabel]:
         """Every label in the store; saved as the study's coding-app labels file when there is a study."""

@@ -7,6 +7,11 @@ full history) and upserts the current row of ``labels`` (the latest revision
 counts). A submit is idempotent by its submission id: a double click, a browser
 retry or a reload that sends the same id never adds a row. The schema evolves
 only through the append-only, named migrations below.
+
+An annotator added after blinding gets, when the tasks are loaded, the order
+``accord blind`` would have given that name (``samples.blind.annotator_order``
+seeded by the blinding seed and the name): deterministic, no re-blinding, and
+nobody else's order changes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Literal
 from annotate.records import HumanLabel
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
+from samples.layout import StudyLayout
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
 
@@ -137,6 +143,23 @@ class LoadReport:
     created: int
     already_present: int
     annotators: tuple[str, ...]
+    late: tuple[str, ...] = ()
+    """Annotators not named at blind time who were given their seeded order by this load."""
+
+
+def blinding_seed(layout: StudyLayout) -> int | None:
+    """The seed ``accord blind`` recorded in ``blind/audit.json``; None when there is none."""
+    try:
+        seed = json.loads(layout.blind_audit.read_text(encoding="utf-8")).get("seed")
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+        raise InputError(f"{layout.blind_audit}: not a blind audit document ({error})") from None
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"{layout.blind_audit}: field 'seed' is {seed!r}; expected the integer blinding seed")
+    return seed
 
 
 def now_iso() -> str:
@@ -266,12 +289,17 @@ class Store:
 
     # -- tasks and orders ------------------------------------------------------
 
-    def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]]) -> LoadReport:
+    def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
+                   late_seed: int | None = None) -> LoadReport:
         """Add blinded tasks and per-annotator orders; loading the same set again changes nothing.
 
         A task id already present with another payload, or an annotator whose stored
         order differs, is refused: labels already given must keep meaning what they meant.
+        With ``late_seed`` (the blinding seed), every annotator of the store who has no
+        order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction.
         """
+        from samples.blind import annotator_order
+
         check_orders(tasks, orders)
         created = 0
         loaded_at = now_iso()
@@ -293,11 +321,19 @@ class Store:
                 if stored and stored != list(order):
                     raise InputError(f"orders[{annotator!r}]: differs from the order already in the store; an order cannot change once loaded")
                 if not stored:
-                    tx.executemany(
-                        "INSERT INTO orders (annotator, position, task_id) VALUES (?, ?, ?)",
-                        [(annotator, position, task_id) for position, task_id in enumerate(order)],
-                    )
-        return LoadReport(n_tasks=len(tasks), created=created, already_present=len(tasks) - created, annotators=tuple(sorted(orders)))
+                    _insert_order(tx, annotator, order)
+            late: list[str] = []
+            if late_seed is not None:
+                unordered = tx.execute(
+                    """SELECT name FROM annotators WHERE role = 'annotator'
+                       AND name NOT IN (SELECT DISTINCT annotator FROM orders) ORDER BY name"""
+                ).fetchall()
+                ids = [task.task_id for task in tasks]
+                for (name,) in unordered:
+                    _insert_order(tx, name, annotator_order(ids, name, late_seed))
+                    late.append(name)
+        return LoadReport(n_tasks=len(tasks), created=created, already_present=len(tasks) - created,
+                          annotators=tuple(sorted({*orders, *late})), late=tuple(late))
 
     def task(self, task_id: str) -> BlindTask:
         row = self._conn().execute("SELECT payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
@@ -456,6 +492,11 @@ class _WriteTransaction:
             self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
         finally:
             self.lock.release()
+
+
+def _insert_order(conn: sqlite3.Connection, annotator: str, order: Sequence[str]) -> None:
+    conn.executemany("INSERT INTO orders (annotator, position, task_id) VALUES (?, ?, ?)",
+                     [(annotator, position, task_id) for position, task_id in enumerate(order)])
 
 
 def _authenticate(conn: sqlite3.Connection, token: str) -> Annotator:

@@ -1,9 +1,19 @@
-"""Manage coding-app annotators: add (prints the token once), list, rotate, revoke."""
+"""Manage coding-app annotators: add (prints the token once), list, rotate, revoke.
+
+An annotator added after blinding gets a seeded order of the existing tasks (the one
+`accord blind` would have given that name), without re-blinding and without changing
+anyone else's order.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from annotate.store import Store
+    from samples.layout import StudyLayout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from annotate.store import Store
     from samples.errors import InputError
+    from samples.layout import StudyLayout
 
     store = Store.for_study(args.study)
     if args.action == "list":
@@ -40,9 +51,42 @@ def run(args: argparse.Namespace) -> int:
         store.revoke(args.name)
         print(json.dumps({"name": args.name, "revoked": True}) if args.json else f"revoked {args.name}'s token; their labels are kept")
         return 0
-    token = store.add_annotator(args.name, args.role) if args.action == "add" else store.rotate_token(args.name)
+    if args.action == "rotate":
+        token = store.rotate_token(args.name)
+        print(json.dumps({"name": args.name, "role": None, "token": token}) if args.json
+              else f"token for {args.name} (shown once; only its hash is stored):\n{token}")
+        return 0
+    token, assigned = add(store, StudyLayout.of(args.study), args.name, args.role)
     if args.json:
-        print(json.dumps({"name": args.name, "role": args.role if args.action == "add" else None, "token": token}))
+        print(json.dumps({"name": args.name, "role": args.role, "token": token, "assigned": assigned}))
     else:
         print(f"token for {args.name} (shown once; only its hash is stored):\n{token}")
+        if assigned:
+            print(f"{args.name} has {assigned} task(s) to label in the coding app")
     return 0
+
+
+def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, int]:
+    """Add an annotator; after blinding, give a new annotator their seeded order. Returns (token, tasks assigned).
+
+    Everything that could refuse (the name, the blinded files, the blinding seed, the
+    store's tasks) is checked before the annotator is created, so a refusal leaves the
+    store as it was and a printed token always works.
+    """
+    from annotate.store import blinding_seed
+    from annotate.tasks import check_name, load_orders, load_tasks
+    from samples.errors import InputError
+
+    check_name(name)
+    if role != "annotator" or not layout.tasks.is_file():
+        return store.add_annotator(name, role), 0
+    tasks = load_tasks(layout.tasks)
+    orders = load_orders(layout.orders, tasks)
+    seed = blinding_seed(layout)
+    if seed is None and name not in orders:
+        raise InputError(f"{layout.blind_audit}: no blinding seed recorded; {name!r} was not named at blind time and "
+                         f"a late annotator's order is seeded by it (rerun accord blind, or add {name!r} there)")
+    store.load_tasks(tasks, orders)
+    token = store.add_annotator(name, role)
+    store.load_tasks(tasks, orders, late_seed=seed)
+    return token, len(store.order(name))

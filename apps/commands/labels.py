@@ -19,10 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from annotate.export import export_labels
     from annotate.store import Store
+    from samples.layout import StudyLayout
 
     store = Store.for_study(args.study)
     labels = store.labels(role=args.role)
-    out = Path(args.out) if args.out else Path(args.study) / "labels" / f"human.{args.format}"
+    app_labels = StudyLayout.of(args.study).app_labels
+    out = Path(args.out) if args.out else app_labels.with_suffix(f".{args.format}")
     export_labels(labels, out, format=args.format)
     roles = {role: sum(1 for row in labels if row.role == role) for role in ("independent", "adjudication")}
     if args.json:

@@ -1,10 +1,14 @@
 """Validate a study's judges against its human annotators (agreement, baselines, per-class report).
 
-Joins the sealed key, labels/human.jsonl and judges/labels.jsonl; reports per unit
-kind: human-human agreement, each judge vs the human majority and each annotator,
-judge pairs overall and per setting/split with directional disagreements,
-per-class precision/recall/F1, unscored counts and degenerate baselines, each with
-cluster-bootstrap CIs by trajectory. Writes STUDY/validation/validation.json.
+Joins the sealed key, every backend's human labels (labels/human.jsonl from the coding
+app, labels/labelstudio.jsonl from Label Studio, labels/imported/*.jsonl) and
+judges/labels.jsonl; reports per unit kind: human-human agreement (independent labels
+only), each judge vs the initial human majority and vs the resolved reference
+(adjudicated label, else the majority) side by side with the adjudication counts, vs
+each annotator, judge pairs overall and per setting/split with directional
+disagreements, per-class precision/recall/F1, unscored counts and degenerate
+baselines, each with cluster-bootstrap CIs by trajectory. Writes
+STUDY/validation/validation.json.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/human.jsonl, judges/labels.jsonl)")
+    parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
     parser.add_argument("--judge", action="append", metavar="NAME", help="validate only these judges (repeatable)")
     parser.add_argument("--tie-policy", default="exclude",
                         help="tied human majority: exclude (default), needs-adjudication, positive or negative")
@@ -29,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from agreement.study_io import load_study, publish, status
     from agreement.validation import format_validation, validate_study
     from samples.errors import InputError
+    from samples.layout import StudyLayout
 
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
@@ -38,6 +43,6 @@ def run(args: argparse.Namespace) -> int:
     with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
         result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted,
                                 n_resamples=args.n_resamples, seed=args.seed, level=args.level, judges=args.judge)
-    publish(study.root / "validation" / "validation.json", result.to_dict(), as_json=args.json,
+    publish(StudyLayout.of(study.root).validation, result.to_dict(), as_json=args.json,
             text=lambda _: format_validation(result))
     return 0

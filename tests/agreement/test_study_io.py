@@ -14,6 +14,7 @@ from agreement.study_io import SIMULATED_NOTE, labels_table, load_study
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.jsonl import write_jsonl
+from samples.layout import StudyLayout
 from samples.records import Step, ToolCall, Trajectory
 from samples.units import cut_units
 
@@ -145,11 +146,12 @@ def test_adjudications_kept_apart(tmp_path):
 
 
 @pytest.mark.parametrize("problem,match", [
-    ("unknown_task", "not in the sealed key"),
+    ("unknown_task", "labels/human.jsonl:.*not in the sealed key"),
     ("bad_json", "human.jsonl:2: invalid JSON"),
     ("missing_field", "missing field"),
     ("ok_without_label", "parse_status 'ok' but label is null"),
-    ("missing_file", "missing; validation needs"),
+    ("missing_judges", "judges/labels.jsonl: missing; validation needs"),
+    ("bad_role", "human.jsonl:1: role 'final'"),
 ])
 def test_bad_input_names_file_and_line(tmp_path, problem, match):
     write_ise_study(tmp_path)
@@ -172,10 +174,11 @@ def test_bad_input_names_file_and_line(tmp_path, problem, match):
         row["label"] = None
         jl[0] = json.dumps(row)
         judge.write_text("\n".join(jl) + "\n")
-    elif problem == "missing_file":
-        human.unlink()
-    if problem != "missing_file":
-        human.write_text("\n".join(lines) + "\n")
+    elif problem == "missing_judges":
+        (tmp_path / "judges" / "labels.jsonl").unlink()
+    elif problem == "bad_role":
+        lines[0] = json.dumps(json.loads(lines[0]) | {"role": "final"})
+    human.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=match):
         load_study(tmp_path)
 
@@ -188,3 +191,56 @@ def test_mad_study_join(tmp_path, shared):
     assert counts == {"human": 3 * 184, "judge": 184}
     assert not math.isnan(table["weight"].sum())
     assert isinstance(table, pd.DataFrame)
+
+
+def split_backends(root: Path) -> list[dict]:
+    """Move ann3's labels of an ISE study to the Label Studio pull file; returns them."""
+    layout = StudyLayout.of(root)
+    rows = [json.loads(line) for line in layout.app_labels.read_text().splitlines()]
+    pulled = [r | {"backend": "labelstudio"} for r in rows if r["annotator"] == "ann3"]
+    write_jsonl(layout.app_labels, [r for r in rows if r["annotator"] != "ann3"])
+    write_jsonl(layout.labelstudio_labels, pulled)
+    return pulled
+
+
+def test_every_backend_forms_one_human_table_with_provenance(tmp_path):
+    write_ise_study(tmp_path)
+    whole = labels_table(load_study(tmp_path))
+    pulled = split_backends(tmp_path)
+    study = load_study(tmp_path)
+    assert study.human_files == ("labels/human.jsonl", "labels/labelstudio.jsonl")
+    assert {"labels/human.jsonl", "labels/labelstudio.jsonl"} <= set(study.fingerprints)
+    table = labels_table(study)
+    humans = table[table["source"] == "human"]
+    from_ls = humans[humans["source_file"] == "labels/labelstudio.jsonl"]
+    assert len(from_ls) == len(pulled) and set(from_ls["rater"]) == {"ann3"} and set(from_ls["backend"]) == {"labelstudio"}
+    # The merged table holds exactly the labels of the one-file study.
+    columns = ["unit", "rater", "label"]
+    merged = humans[columns].sort_values(columns).reset_index(drop=True)
+    assert merged.equals(whole[whole["source"] == "human"][columns].sort_values(columns).reset_index(drop=True))
+
+
+def test_one_person_labelling_a_unit_in_two_backends_names_both_rows(tmp_path):
+    write_ise_study(tmp_path)
+    layout = StudyLayout.of(tmp_path)
+    split_backends(tmp_path)
+    app_rows = layout.app_labels.read_text().splitlines()
+    first = json.loads(app_rows[0])  # ann1's label, now also given in Label Studio (line 2 of the pull)
+    ls_rows = layout.labelstudio_labels.read_text().splitlines()
+    ls_rows.insert(1, json.dumps(first | {"backend": "labelstudio", "label": "yes"}))
+    layout.labelstudio_labels.write_text("\n".join(ls_rows) + "\n")
+    with pytest.raises(InputError) as excinfo:
+        load_study(tmp_path)
+    message = str(excinfo.value)
+    assert message.startswith(f"{tmp_path}/labels/human.jsonl:1 and {tmp_path}/labels/labelstudio.jsonl:2: "
+                              "annotator 'ann1' has two independent labels for unit ")
+    assert "in backends ['app', 'labelstudio']" in message and "\n" not in message
+
+
+def test_a_study_without_human_labels_loads_with_an_empty_table(tmp_path):
+    write_ise_study(tmp_path)
+    StudyLayout.of(tmp_path).app_labels.unlink()
+    study = load_study(tmp_path)
+    assert study.human.empty and study.human_files == () and not study.simulated
+    table = labels_table(study)
+    assert set(table["source"]) == {"judge"} and table["adjudicated"].isna().all()

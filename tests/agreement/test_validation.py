@@ -12,8 +12,10 @@ from sklearn.metrics import precision_recall_fscore_support
 from agreement.study_io import labels_table, load_study
 from agreement.validation import format_validation, validate_table
 from apps.cli import main
+from samples.errors import InputError
 from samples.jsonl import write_jsonl
-from tests.agreement.test_study_io import judge_label, write_ise_study
+from samples.layout import StudyLayout
+from tests.agreement.test_study_io import human_label, judge_label, write_ise_study
 
 
 @pytest.fixture(scope="module")
@@ -151,3 +153,204 @@ def test_text_summary_mentions_baselines(study):
     text = format_validation(validate_table(table[table["kind"] == "escalate_final"], tie_policy="exclude",
                                             n_resamples=200))
     assert "baseline always-negative" in text and "vs majority" in text
+
+
+# Two coders (c1 in the coding app, c2 in Label Studio) on ten Escalate units, adjudications from the app:
+#   unit  c1   c2   adjudicated  judge
+#   u01   yes  yes  -            yes
+#   u02   yes  yes  -            yes
+#   u03   yes  yes  -            no
+#   u04   no   no   -            no
+#   u05   no   no   -            no
+#   u06   no   no   yes          yes   (the adjudicator overrules an agreed label: "changed")
+#   u07   yes  no   yes          yes   (tie resolved)
+#   u08   yes  no   yes, then no yes   (tie resolved; the later adjudication counts: no)
+#   u09   no   yes  no           no    (tie resolved)
+#   u10   no   yes  -            yes   (still tied: excluded)
+TWO_CODERS = {
+    "u01": ("yes", "yes", None, "yes"), "u02": ("yes", "yes", None, "yes"), "u03": ("yes", "yes", None, "no"),
+    "u04": ("no", "no", None, "no"), "u05": ("no", "no", None, "no"), "u06": ("no", "no", "yes", "yes"),
+    "u07": ("yes", "no", "yes", "yes"), "u08": ("yes", "no", "no", "yes"), "u09": ("no", "yes", "no", "no"),
+    "u10": ("no", "yes", None, "yes"),
+}
+
+
+def write_two_coder_study(root):
+    layout = StudyLayout.of(root)
+    key, app, ls, judge = [], [], [], []
+    for i, (unit, (c1, c2, adjudicated, j)) in enumerate(TWO_CODERS.items()):
+        task = f"t_{unit}"
+        key.append(dict(task_id=task, unit_id=unit, trajectory_id=f"traj-{i}", kind="escalate_final",
+                        strata=dict(agent="A", backbone="m", family="f", dataset="d", setting="controlled",
+                                    split="none"), stratum="all", inclusion_prob=1.0))
+        app.append(human_label(task, "c1", c1))
+        ls.append(human_label(task, "c2", c2, backend="labelstudio"))
+        if unit == "u08":  # an earlier adjudication by another adjudicator, superseded by the later one
+            app.append(human_label(task, "judy", "yes", role="adjudication") | {"updated_at": "2026-11-28T00:00:00Z"})
+        if adjudicated:
+            app.append(human_label(task, "kim", adjudicated, role="adjudication"))
+        judge.append(judge_label(unit, "esc@j", j))
+    write_jsonl(layout.key, key)
+    write_jsonl(layout.app_labels, app)
+    write_jsonl(layout.labelstudio_labels, ls)
+    write_jsonl(layout.judge_labels, judge)
+    return root
+
+
+def test_judge_vs_resolved_reference_matches_the_hand_derivation(tmp_path):
+    study = load_study(write_two_coder_study(tmp_path))
+    table = labels_table(study)
+    section = validate_table(table, tie_policy="exclude", n_resamples=200).section("escalate_final")
+    # Initial human-human agreement, independent labels only: c1 and c2 agree on 6 of 10 units; each says yes
+    # on 5, so p_e = 0.5 and Cohen's kappa = (0.6 - 0.5) / 0.5 = 0.2 (an adjudicator counted as a rater would
+    # change both).
+    assert section.report.humans == ("c1", "c2")
+    assert section.report.human_panel.mean_pairwise_agreement == pytest.approx(0.6)
+    # Against the initial majority (u01-u06; u07-u10 tied and excluded): judge yes/no on reference yes
+    # (u01-u03) = 2/1, on reference no (u04-u06) = 1/2: accuracy 4/6, both marginals 3/6, p_e = 0.5,
+    # kappa = (4/6 - 1/2) / (1/2) = 1/3; yes: P 2/3, R 2/3.
+    initial = section.versus("esc@j", "human_majority")
+    assert initial.agreement.n_units == 6 and initial.accuracy == pytest.approx(4 / 6)
+    assert initial.agreement.results["cohen_kappa"].statistic == pytest.approx(1 / 3)
+    # Resolved reference: u01-u05 as the majority, u06 yes, u07 yes, u08 no (latest), u09 no, u10 excluded: 9 units.
+    # Reference yes = u01, u02, u03, u06, u07: judge yes on 4 (u03 no) -> TP 4, FN 1.
+    # Reference no = u04, u05, u08, u09: judge no on 3 (u08 yes) -> TN 3, FP 1.
+    # accuracy 7/9; p_e = (5/9)(5/9) + (4/9)(4/9) = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55.
+    # yes: P 4/5, R 4/5, F1 0.8; no: P 3/4, R 3/4, F1 0.75.
+    resolved = section.versus("esc@j", "resolved")
+    assert resolved.reference == "resolved reference" and resolved.agreement.n_units == 9
+    assert resolved.accuracy == pytest.approx(7 / 9)
+    assert resolved.agreement.results["cohen_kappa"].statistic == pytest.approx(0.55)
+    got = {c.label: (c.precision, c.recall, c.f1, c.support) for c in resolved.per_class}
+    assert got["yes"] == pytest.approx((0.8, 0.8, 0.8, 5)) and got["no"] == pytest.approx((0.75, 0.75, 0.75, 4))
+    lo, hi = resolved.agreement.results["cohen_kappa"].confidence_interval(0.95, "percentile")
+    assert lo <= 0.55 <= hi and hi - lo > 0
+    counts = section.adjudication
+    assert (counts.n_adjudicated, counts.n_changed, counts.n_confirmed, counts.n_resolved_ties, counts.n_still_tied,
+            counts.n_without_votes) == (4, 1, 0, 3, 1, 0)
+
+
+def test_resolved_reference_in_the_document_the_text_and_the_gate(tmp_path, capsys):
+    from agreement.validation import GateEvidence, reference_labels
+
+    root = write_two_coder_study(tmp_path)
+    table = labels_table(load_study(root))
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "adjudication: 4 units adjudicated (1 changed the majority, 0 confirmed it, 3 resolved a tie), 1 still tied" \
+        in text and "per-class vs resolved reference (esc@j): accuracy 0.778" in text
+    body = json.loads((root / "validation" / "validation.json").read_text())["sections"][0]
+    assert body["adjudication"]["n_adjudicated"] == 4
+    side = body["judges_vs_references"][0]
+    assert side["judge"] == "esc@j"
+    assert side["human_majority"]["results"]["cohen_kappa"]["statistic"] == pytest.approx(1 / 3)
+    assert side["resolved"]["results"]["cohen_kappa"]["statistic"] == pytest.approx(0.55)
+    assert body["resolved_references"][0]["reference"] == "resolved reference"
+    evidence = GateEvidence(table, judge="esc@j", tie_policy="exclude", level=0.95, n_resamples=200, seed=1)
+    assert evidence.agreement("cohen_kappa", "resolved").statistic == pytest.approx(0.55)
+    assert evidence.agreement("cohen_kappa", "human_majority").statistic == pytest.approx(1 / 3)
+    refs = {r: reference_labels(table, reference=r, tie_policy="exclude").set_index("unit")["label"].to_dict()
+            for r in ("human_majority", "resolved")}
+    assert refs["human_majority"] == {u: (c1 if c1 == c2 else None) for u, (c1, c2, _, _) in TWO_CODERS.items()}
+    assert refs["resolved"] == {u: a or (c1 if c1 == c2 else None) for u, (c1, c2, a, _) in TWO_CODERS.items()}
+    ties_to_yes = reference_labels(table, reference="resolved", tie_policy="positive").set_index("unit")["label"]
+    assert ties_to_yes["u10"] == "yes" and ties_to_yes["u08"] == "no"  # the adjudication outranks the tie policy
+
+
+def test_an_adjudicated_label_outside_the_scheme_names_its_row(tmp_path):
+    root = write_two_coder_study(tmp_path)
+    layout = StudyLayout.of(root)
+    rows = layout.app_labels.read_text().splitlines()
+    rows.append(json.dumps(human_label("t_u10", "kim", "maybe", role="adjudication")))
+    layout.app_labels.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError, match=rf"{layout.app_labels}:{len(rows)}: adjudicated label 'maybe' of unit 'u10'"):
+        validate_table(labels_table(load_study(root)), tie_policy="exclude", n_resamples=200)
+
+
+GATE_POLICY = """[policy]
+name = "t"
+description = "every criterion that needs people"
+level = 0.95
+tie_policy = "exclude"
+n_resamples = 200
+seed = 20261129
+
+[[criteria]]
+type = "agreement_floor"
+coefficient = "cohen_kappa"
+reference = "human_majority"
+min_lower_bound = 0.2
+
+[[criteria]]
+type = "human_ceiling"
+coefficient = "percent_agreement"
+margin = 0.1
+
+[[criteria]]
+type = "alt_test"
+scoring = "accuracy"
+epsilon = 0.2
+q = 0.05
+min_humans_per_instance = 2
+min_instances_per_human = 5
+min_winning_rate = 0.5
+
+[[criteria]]
+type = "family_contrast"
+positive = ["yes"]
+max_abs_contrast = 0.5
+
+[[criteria]]
+type = "min_units_per_stratum"
+min_units = 1
+"""
+
+
+@pytest.mark.parametrize("raters,reason", [
+    (["ann1"], "needs a judge and at least two annotators (got 1)"),
+    ([], "no human labels on the judge's units (kinds ['identify_trajectory'])"),
+])
+def test_gate_on_a_study_missing_labels_rejects_with_reasons(tmp_path, capsys, raters, reason):
+    write_ise_study(tmp_path)
+    layout = StudyLayout.of(tmp_path)
+    rows = [json.loads(line) for line in layout.app_labels.read_text().splitlines()]
+    layout.app_labels.unlink()
+    if raters:  # the one annotator labelled in Label Studio only
+        write_jsonl(layout.labelstudio_labels, [r | {"backend": "labelstudio"} for r in rows if r["annotator"] in raters])
+    (tmp_path / "policy.toml").write_text(GATE_POLICY)
+    code = main(["gate", str(tmp_path), "--policy", str(tmp_path / "policy.toml"), "--judge", "identify@j", "--json"])
+    assert code == 1
+    verdict = json.loads(capsys.readouterr().out)["judges"]["identify@j"]
+    assert verdict["verdict"] == "REJECT"
+    failed = {c["type"]: c["reason"] for c in verdict["criteria"] if not c["passed"]}
+    assert reason in failed["human_ceiling"] and "alt_test" in failed
+    if not raters:  # nothing against people is measurable, and each criterion says why
+        assert set(failed) == {"agreement_floor", "human_ceiling", "alt_test", "family_contrast",
+                               "min_units_per_stratum"}
+        assert all(r.startswith("cannot be measured") for r in failed.values())
+        assert reason in failed["agreement_floor"] and reason in failed["alt_test"]
+
+
+def test_a_gate_criterion_chooses_its_reference(tmp_path, capsys):
+    root = write_two_coder_study(tmp_path)
+    criterion = ('\n[[criteria]]\ntype = "agreement_floor"\ncoefficient = "cohen_kappa"\nreference = "{ref}"\n'
+                 'min_lower_bound = -1\n')
+    head = GATE_POLICY.split("\n[[criteria]]")[0]
+    (tmp_path / "policy.toml").write_text(head + criterion.format(ref="human_majority") + criterion.format(ref="resolved"))
+    assert main(["gate", str(root), "--policy", str(tmp_path / "policy.toml"), "--json"]) == 0
+    criteria = json.loads(capsys.readouterr().out)["judges"]["esc@j"]["criteria"]
+    assert [(c["name"], c["details"]["n_units"]) for c in criteria] == [
+        ("cohen_kappa vs human majority, lower bound", 6), ("cohen_kappa vs resolved, lower bound", 9)]
+    assert [c["value"] for c in criteria] == pytest.approx([1 / 3, 0.55])  # the hand derivation above
+
+
+def test_a_kind_without_human_labels_is_named_not_fatal(study, tmp_path, capsys):
+    table = labels_table(load_study(study))
+    unlabelled = table[~((table["kind"] == "correctness") & (table["source"] == "human"))]
+    result = validate_table(unlabelled, tie_policy="exclude", n_resamples=200)
+    assert {s.kind for s in result.sections} == {"identify_trajectory", "escalate_final"}
+    assert "kind correctness: no human labels, so its judges are not validated" in result.notes
+    write_ise_study(tmp_path)
+    StudyLayout.of(tmp_path).app_labels.unlink()
+    assert main(["validate", str(tmp_path), "--n-resamples", "200"]) == 2
+    assert "no human labels on the sampled units; human labels come from labels/human.jsonl" in capsys.readouterr().err

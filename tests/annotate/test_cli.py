@@ -101,3 +101,92 @@ def test_app_without_streamlit_gives_the_install_hint(tmp_path, capsys, monkeypa
     study = write_study(tmp_path / "study")
     code, _, err = accord(capsys, "app", "--study", str(study))
     assert code == 2 and err.strip() == "accord app: error: the coding app needs Streamlit: pip install 'accord[app]'"
+
+
+def blinded_study(root, annotators, *, seed=20261129):
+    """A real `accord blind` of eight Escalate units (plain text, nothing to scrub)."""
+    from samples.blind import blind_study
+    from samples.jsonl import write_jsonl
+    from samples.layout import StudyLayout
+    from samples.records import SampledUnit
+
+    units = [SampledUnit(unit_id=f"u_{i:020d}", trajectory_id=f"traj-{i}", kind="escalate_final",
+                         text=f"The answer is {i}.", strata={"split": "none"}, stratum="all", inclusion_prob=1.0)
+             for i in range(8)]
+    write_jsonl(StudyLayout.of(root).sample, units)
+    blind_study(root, annotators=annotators, seed=seed)
+    return root
+
+
+def test_a_late_annotator_gets_the_order_blinding_would_have_given_and_nobody_else_changes(tmp_path, capsys):
+    from annotate.app_backend import AppBackend, sign_in
+
+    study = blinded_study(tmp_path / "study", ["ann1", "ann2"])
+    # The reference: the same sample blinded with alice named at blind time (same seed).
+    named = json.loads((blinded_study(tmp_path / "named", ["ann1", "ann2", "alice"]) / "blind" / "orders.json").read_text())
+    blind_time = json.loads((study / "blind" / "orders.json").read_text())
+    AppBackend(study=study).push_files(study / "blind")  # the app was started before alice joined
+    store = Store.for_study(study)
+    before = store.orders()
+    assert before == blind_time and "alice" not in before
+    code, out, _ = accord(capsys, "annotators", "add", "alice", "--study", str(study), "--json")
+    assert code == 0 and json.loads(out)["assigned"] == 8
+    after = store.orders()
+    assert after["alice"] == named["alice"] and sorted(after["alice"]) == sorted(blind_time["ann1"])
+    assert {k: v for k, v in after.items() if k != "alice"} == before  # nobody else's order changed
+    assert json.loads((study / "blind" / "orders.json").read_text()) == blind_time  # no re-blinding
+    # The app shows alice her tasks and takes her label; restarting the app keeps her order.
+    session = sign_in(store, json.loads(out)["token"])
+    assert session.order() == named["alice"] and session.progress().total == 8
+    session.submit(named["alice"][0], "yes", base_revision=0)
+    AppBackend(study=study).push_files(study / "blind")
+    assert store.orders() == after and store.labelled_task_ids("alice") == {named["alice"][0]}
+    code, out, _ = accord(capsys, "annotators", "list", "--study", str(study), "--json")
+    assert {r["name"]: (r["assigned"], r["labelled"]) for r in json.loads(out)}["alice"] == (8, 1)
+
+
+def test_an_annotator_added_before_blinding_gets_the_seeded_order_when_the_app_loads_tasks(tmp_path, capsys):
+    from annotate.app_backend import AppBackend
+
+    root = tmp_path / "study"
+    root.mkdir()
+    assert accord(capsys, "annotators", "add", "bea", "--study", str(root))[0] == 0  # nothing blinded yet
+    blinded_study(root, ["ann1"])
+    named = json.loads((blinded_study(tmp_path / "named", ["ann1", "bea"]) / "blind" / "orders.json").read_text())
+    report = AppBackend(study=root).push_files(root / "blind")
+    assert report.annotators == ("ann1", "bea")
+    assert Store.for_study(root).orders() == named
+
+
+def test_late_annotator_refusals_leave_the_store_as_it_was(tmp_path, capsys):
+    study = blinded_study(tmp_path / "study", ["ann1"])
+    for bad in ("al ice", "_x", "a" * 65, "human majority", "bob/../eve"):
+        code, _, err = accord(capsys, "annotators", "add", bad, "--study", str(study))
+        assert code == 2 and "not a valid annotator name" in err and err.count("\n") == 1
+    (study / "blind" / "audit.json").unlink()  # a blinded folder written by hand: no seed to order by
+    code, _, err = accord(capsys, "annotators", "add", "dan", "--study", str(study))
+    assert code == 2 and "no blinding seed recorded; 'dan' was not named at blind time" in err
+    store = Store.for_study(study)
+    assert store.annotators() == [] and store.n_tasks() == 0
+    assert accord(capsys, "annotators", "add", "ann1", "--study", str(study))[0] == 0  # named at blind time: fine
+    assert len(store.order("ann1")) == 8
+
+
+def test_the_coding_app_shows_a_late_annotator_her_tasks(tmp_path, capsys, monkeypatch, repo):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.annotate.test_app import button, drawn
+
+    study = blinded_study(tmp_path / "study", ["ann1", "ann2"])
+    code, out, _ = accord(capsys, "annotators", "add", "alice", "--study", str(study), "--json")
+    assert code == 0
+    monkeypatch.setenv("ACCORD_STUDY", str(study))
+    monkeypatch.chdir(repo)
+    at = AppTest.from_file(str(repo / "apps" / "coding_app.py"), default_timeout=30)
+    at.run()
+    at.text_input(key="token_input").input(json.loads(out)["token"])
+    button(at, "Sign in").click().run()
+    assert not at.exception, at.exception
+    assert not [i.value for i in at.info]  # not "No tasks are assigned to you yet."
+    progress = drawn(at)["progress"]
+    assert progress["heading"] == "Task 1 of 8" and progress["detail"] == "0 of 8 labelled"
