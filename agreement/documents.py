@@ -236,18 +236,52 @@ class AuditDocument(StageDocument):
         return layout.audit
 
 
+# --- pairwise preference ------------------------------------------------------------------------
+
+
+class PreferenceCell(_Doc):
+    judge: str
+    judge_family: str
+    response_family: str
+    statistic: float | None = Field(default=None, description="Judge's preference share minus the humans'.")
+    n: int = Field(description="Comparisons with exactly one answer of the response family.")
+    judge_share: float | None = None
+    human_share: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    self_family: bool = False
+    undefined_reason: str | None = None
+
+
+class PreferenceDocument(StageDocument):
+    STAGE: ClassVar[str] = "preference"
+    COMMAND: ClassVar[str] = "accord run"
+
+    cells: list[PreferenceCell] = Field(default_factory=list, description="One cell per (judge, response family).")
+    level: float = 0.95
+    note: str = ""
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.preference
+
+
 # --- verdict ------------------------------------------------------------------------------------
 
 
 class Criterion(_Doc):
     name: str = Field(description="What the criterion measures, in words.")
     type: str = Field(default="", description="Registered criterion type.")
+    test: str = Field(default="", description="The statistical test the decision rests on, in words.")
     value: float | None = Field(default=None, description="The measured value; None when unmeasurable.")
     ci_low: float | None = None
     ci_high: float | None = None
+    ci_level: float | None = Field(default=None, description="Level of the interval (None: no sampling interval).")
+    ci_method: str = Field(default="", description="How the interval was computed.")
     threshold: str = Field(default="", description="The bound, in words.")
     passed: bool = Field(description="True only when the evidence shows the bound holds.")
     reason: str | None = Field(default=None, description="Why it failed or is unmeasurable.")
+    details: dict[str, Any] = Field(default_factory=dict, description="Criterion-specific figures.")
 
 
 class PolicyRecord(_Doc):
@@ -309,7 +343,8 @@ class ScoreDocument(StageDocument):
         return layout.score
 
 
-DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, AuditDocument, VerdictDocument, ScoreDocument)
+DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, AuditDocument, PreferenceDocument, VerdictDocument,
+                                               ScoreDocument)
 D = TypeVar("D", bound=StageDocument)
 
 

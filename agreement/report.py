@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agreement.documents import (DOCUMENTS, AgreementRecord, AuditDocument, Interval, ScoreDocument, StageDocument,
-                                 ValidationDocument, VerdictDocument, read_document, stale_reasons)
+from agreement.documents import (DOCUMENTS, AgreementRecord, AuditDocument, Criterion, Interval, PreferenceDocument,
+                                 ScoreDocument, StageDocument, ValidationDocument, VerdictDocument, read_document,
+                                 stale_reasons)
 from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE
 from samples.errors import InputError
@@ -47,10 +48,26 @@ class Figure:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Card:
+    """One judge at a glance: the verdict, the criterion that decided it, and the humans' own agreement."""
+
+    judge: str
+    verdict: str
+    deciding: str
+    measured: str
+    threshold: str
+    humans: str
+    failed: int
+    criteria: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReportContent:
     study: str
     banners: list[str]
     verdict: VerdictDocument | None
+    cards: list[Card] = field(default_factory=list)
+    headline: Figure | None = None
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     fingerprints: dict[str, str] = field(default_factory=dict)
@@ -201,16 +218,112 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
     ]
 
 
+# Criteria whose value is a count of units: printed as integers.
+COUNT_CRITERIA = frozenset({"min_units_per_stratum"})
+
+
+def criterion_value(c: Criterion) -> str:
+    if c.value is not None and c.type in COUNT_CRITERIA:
+        return str(int(c.value))
+    return fmt(c.value, digits=4)
+
+
+def criterion_interval(c: Criterion) -> str:
+    if c.ci_low is None or c.ci_high is None:
+        return ""
+    level = f"{c.ci_level:.0%} " if c.ci_level else ""
+    return f"{level}[{fmt(c.ci_low, digits=4)}, {fmt(c.ci_high, digits=4)}]"
+
+
 def verdict_tables(doc: VerdictDocument) -> list[Table]:
     tables = []
     for judge, verdict in doc.judges.items():
-        rows = [[c.name, fmt(c.value, digits=4),
-                 f"[{fmt(c.ci_low, digits=4)}, {fmt(c.ci_high, digits=4)}]" if c.ci_low is not None else "",
-                 c.threshold, "PASS" if c.passed else "FAIL", c.reason or ""] for c in verdict.criteria]
+        rows = [[c.name, c.test, criterion_value(c), criterion_interval(c), c.threshold, "PASS" if c.passed else "FAIL",
+                 c.reason or ""] for c in verdict.criteria]
         tables.append(Table(title=f"Gate: {verdict.verdict} for {judge}",
-                            header=["criterion", "value", "CI", "threshold", "result", "reason"], rows=rows,
+                            header=["criterion", "test", "value", "CI", "threshold", "result", "reason"], rows=rows,
                             note=f"policy {doc.policy.name} (sha256 {doc.policy.sha256})"))
     return tables
+
+
+def _human_agreement(validation: ValidationDocument | None, judge: str, criterion: Criterion) -> str:
+    """The annotators' own agreement on the judge's units, in the criterion's coefficient where it names one."""
+    if "human_mean" in criterion.details and criterion.details["human_mean"] is not None:
+        return f"annotators among themselves: {fmt(criterion.details['human_mean'])} (mean pairwise)"
+    if validation is None:
+        return "annotators among themselves: not validated"
+    for section in validation.sections:
+        if not any(v.judge == judge for v in section.judges_vs_humans) or section.human_panel is None:
+            continue
+        results = section.human_panel.results
+        name = next((n for n in results if n in criterion.name), None) or next(
+            (n for n in ("gwet_ac1", "fleiss_kappa", "percent_agreement") if n in results), None)
+        if name is not None:
+            return f"annotators among themselves: {fmt_ci(results[name])} ({name})"
+    return "annotators among themselves: no human panel for this judge's units"
+
+
+def verdict_cards(doc: VerdictDocument, validation: ValidationDocument | None) -> list[Card]:
+    """One card per judge: a REJECT shows its first failed criterion, an ACCEPT its first (binding) one."""
+    cards = []
+    for judge, verdict in doc.judges.items():
+        failed = [c for c in verdict.criteria if not c.passed]
+        deciding = (failed or verdict.criteria or [None])[0]
+        if deciding is None:
+            cards.append(Card(judge=judge, verdict=verdict.verdict, deciding="no criteria", measured="", threshold="",
+                              humans="", failed=0, criteria=0))
+            continue
+        measured = f"{criterion_value(deciding)} {criterion_interval(deciding)}".strip()
+        if deciding.reason:
+            measured = f"{measured} ({deciding.reason})" if deciding.value is not None else deciding.reason
+        cards.append(Card(judge=judge, verdict=verdict.verdict, deciding=deciding.name, measured=measured,
+                          threshold=deciding.threshold, humans=_human_agreement(validation, judge, deciding),
+                          failed=len(failed), criteria=len(verdict.criteria)))
+    return cards
+
+
+def ceiling_figure(doc: ValidationDocument) -> Figure | None:
+    """Each judge's agreement with the human majority (dot, interval) against the annotators' own (green band)."""
+    rows = []
+    for section in doc.sections:
+        panel = section.human_panel.results if section.human_panel else {}
+        for versus in section.judges_vs_humans:
+            results = versus.vs_majority.results if versus.vs_majority else {}
+            name = next((n for n in ("gwet_ac1", "cohen_kappa", "percent_agreement") if n in results), None)
+            if name is None or results[name].statistic is None:
+                continue
+            human = panel.get(name) or panel.get("fleiss_kappa" if name == "cohen_kappa" else name)
+            rows.append((f"{versus.judge} ({section.kind}, {name})", results[name].interval(),
+                         human.interval() if human is not None else None))
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(rows) + 1.1))
+    for y, (_, judge, human) in enumerate(reversed(rows)):
+        if human is not None and human.statistic is not None:
+            lo = human.ci_low if human.ci_low is not None else human.statistic
+            hi = human.ci_high if human.ci_high is not None else human.statistic
+            ax.fill_betweenx([y - 0.4, y + 0.4], lo, hi, color="tab:green", alpha=0.25, lw=0)
+            ax.plot([human.statistic] * 2, [y - 0.4, y + 0.4], color="tab:green")
+        lo = judge.ci_low if judge.ci_low is not None else judge.statistic
+        hi = judge.ci_high if judge.ci_high is not None else judge.statistic
+        ax.plot([lo, hi], [y, y], color="tab:blue")
+        ax.plot([judge.statistic], [y], "o", color="tab:blue")
+    ax.set_yticks(range(len(rows)), [label for label, _, _ in reversed(rows)], fontsize=8)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel("agreement with the human majority (blue, 95% CI); annotators among themselves (green)")
+    ax.set_title("Each judge against the human ceiling")
+    return Figure(name="ceiling", title="Each judge against the human ceiling", png=_png(fig))
+
+
+def preference_table(doc: PreferenceDocument) -> Table:
+    rows = [[c.judge, c.judge_family, c.response_family, str(c.n), fmt(c.judge_share), fmt(c.human_share),
+             fmt_ci(Interval(statistic=c.statistic, ci_low=c.ci_low, ci_high=c.ci_high,
+                             undefined_reason=c.undefined_reason)),
+             "self-family" if c.self_family else ""] for c in doc.cells]
+    return Table(title="Pairwise self-preference: judge family x response family",
+                 header=["judge", "judge family", "response family", "comparisons", "judge prefers", "humans prefer",
+                         "bias [CI]", ""], rows=rows, note=doc.note)
 
 
 def score_tables(doc: ScoreDocument) -> list[Table]:
@@ -367,12 +480,16 @@ def build_report(root: str | Path) -> ReportContent:
     figures: list[Figure] = []
     fingerprints: dict[str, str] = {}
     verdict = docs.get(VerdictDocument)
+    validation = docs.get(ValidationDocument)
+    validation = validation if isinstance(validation, ValidationDocument) else None
+    cards: list[Card] = []
     if isinstance(verdict, VerdictDocument):
+        cards = verdict_cards(verdict, validation)
         tables += verdict_tables(verdict)
         fingerprints.update(verdict.fingerprints)
         fingerprints["gate policy"] = verdict.policy.sha256
-    validation = docs.get(ValidationDocument)
-    if isinstance(validation, ValidationDocument):
+    headline = ceiling_figure(validation) if validation is not None else None
+    if validation is not None:
         more, forest = validation_tables(validation)
         tables += [t for t in [tracking_table(validation)] if t] + more
         figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(validation)
@@ -381,12 +498,16 @@ def build_report(root: str | Path) -> ReportContent:
     if isinstance(audit, AuditDocument):
         tables += audit_tables(audit)
         figures += [f for f in [bias_figure(audit)] if f]
+    preference = docs.get(PreferenceDocument)
+    if isinstance(preference, PreferenceDocument):
+        tables.append(preference_table(preference))
     if isinstance(score, ScoreDocument):
         tables += score_tables(score)
         figures += [f for f in [scatter_figure(score)] if f]
         fingerprints.update(score.fingerprints)
     return ReportContent(study=str(root), banners=banners, verdict=verdict if isinstance(verdict, VerdictDocument) else None,
-                         tables=tables, figures=figures, fingerprints=dict(sorted(fingerprints.items())), stale=stale)
+                         cards=cards, headline=headline, tables=tables, figures=figures,
+                         fingerprints=dict(sorted(fingerprints.items())), stale=stale)
 
 
 def render(content: ReportContent) -> tuple[str, str]:
@@ -416,7 +537,7 @@ def write_report(root: str | Path, out: str | Path | None = None, *,
     content = content or build_report(layout.root)
     html, md = render(content)
     paths = {"html": out / layout.report_html.name, "markdown": out / layout.report_markdown.name}
-    for figure in content.figures:
+    for figure in [f for f in (content.headline, *content.figures) if f is not None]:
         path = out / f"{figure.name}.png"
         with atomic_writer(path) as handle:
             handle.write(figure.png)

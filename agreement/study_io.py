@@ -151,36 +151,61 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame) -> pd.DataFrame:
     return human
 
 
+def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
+    """Every judge label file as one table; the same (unit, judge, sample) in two files is an error naming both."""
+    frames = []
+    for path in files:
+        rows = read_rows(path, _REQUIRED[JUDGE])
+        for row in rows:
+            row["source_file"] = layout.relative(path)
+        frames.append(pd.DataFrame(rows))
+    judge = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if judge.empty:
+        raise InputError(f"{files[0]}: empty; nothing to validate")
+    if "sample_index" not in judge.columns:
+        judge["sample_index"] = 0
+    judge["sample_index"] = judge["sample_index"].fillna(0).astype(int)
+    repeated = judge[judge.duplicated(["unit_id", "judge", "sample_index"], keep=False)]
+    if len(repeated):
+        first = repeated.iloc[0]
+        where = [f"{r.source_file}:{r.source_line}" for r in repeated.itertuples()
+                 if (r.unit_id, r.judge, r.sample_index) == (first["unit_id"], first["judge"], first["sample_index"])]
+        raise InputError(f"judge {first['judge']!r} has two labels for unit {first['unit_id']!r}: "
+                         + " and ".join(where[:2]))
+    return judge
+
+
 def load_study(root: str | Path) -> Study:
     """Read the sealed key, every backend's human labels and the judge labels of a study folder."""
     layout = StudyLayout.of(root)
     root = layout.root
     if not root.is_dir():
         raise InputError(f"{root}: study folder not found")
-    for name in (KEY, JUDGE):
-        if not (root / name).is_file():
-            raise InputError(f"{root / name}: missing; validation needs the sealed key (accord blind) and "
-                             f"judges/labels.jsonl (accord judge)")
-    key = pd.DataFrame(read_rows(root / KEY, _REQUIRED[KEY]))
-    judge = pd.DataFrame(read_rows(root / JUDGE, _REQUIRED[JUDGE]))
+    if not layout.key.is_file():
+        raise InputError(f"{layout.key}: missing; validation needs the sealed key (accord blind, or accord import "
+                         f"units for a study that starts from labels)")
+    judge_files = layout.judge_label_files()
+    if not judge_files:
+        raise InputError(f"{layout.judge_labels}: missing; validation needs judge labels (accord judge run, or "
+                         f"accord import judge-labels)")
+    key = pd.DataFrame(read_rows(layout.key, _REQUIRED[KEY]))
+    judge = read_judge_labels(layout, judge_files)
     if key.empty:
         raise InputError(f"{root / KEY}: empty; expected one KeyEntry per blinded task")
     dup = key[key["task_id"].duplicated()]
     if len(dup):
         row = dup.iloc[0]
         raise InputError(f"{root / KEY}:{row['source_line']}: task_id {row['task_id']!r} appears twice")
-    if judge.empty:
-        raise InputError(f"{root / JUDGE}: empty; nothing to validate")
     human = read_human_labels(layout, key)
     for column in ("sample_index", "label", "unscored_reason", "first_turn"):
         if column not in judge.columns:
             judge[column] = 0 if column == "sample_index" else None
     bad = judge[(judge["parse_status"] == "ok") & judge["label"].isna()]
     if len(bad):
-        raise InputError(f"{root / JUDGE}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "
+        raise InputError(f"{root / bad.iloc[0]['source_file']}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "
                          f"(an unscored row must say parse_status 'unscored')")
-    labels = [layout.relative(p) for p in layout.human_label_files()]
-    prints = fingerprint_files(root, (KEY, *labels, JUDGE, SAMPLE, UNITS, TRAJECTORIES))
+    labels = [layout.relative(p) for p in (*layout.human_label_files(), *judge_files)]
+    prints = fingerprint_files(root, (KEY, *labels, SAMPLE, UNITS, TRAJECTORIES))
     return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints)
 
 
@@ -238,12 +263,12 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
         wanted = list(judges)
         missing = sorted(set(wanted) - set(judge["judge"]))
         if missing:
-            raise InputError(f"{study.path(JUDGE)}: no labels from judge(s) {missing} on the sampled units; "
+            raise InputError(f"{study.root}: no labels from judge(s) {missing} on the sampled units; "
                              f"judges present: {sorted(set(judge['judge']))}")
         judge = judge[judge["judge"].isin(wanted)]
     j = pd.DataFrame({"unit": judge["unit_id"].to_numpy(), "rater": judge["judge"].astype(str).to_numpy(),
                       "label": judge["label"].where(judge["parse_status"] == "ok").to_numpy(dtype=object),
-                      "source": "judge", "backend": "judge", "source_file": str(JUDGE),
+                      "source": "judge", "backend": "judge", "source_file": judge["source_file"].to_numpy(dtype=object),
                       "unscored_reason": judge["unscored_reason"].to_numpy(dtype=object)})
     table = pd.concat([h, j], ignore_index=True)
     table = table.join(info, on="unit")

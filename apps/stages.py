@@ -401,13 +401,14 @@ def _import_run(ctx: Context) -> Outcome:
     """Register a labels-only study's units, then import every table the study file names (replacing earlier ones)."""
     from annotate.imports import HumanColumns, import_human_labels
     from judges.imports import import_judge_labels
-    from samples.imports import MatchColumns, read_table, register_units, select
+    from samples.imports import MatchColumns, read_table, register_units, select, with_id_groups
 
     study, layout = ctx.study, ctx.layout
     summary: dict[str, Any] = {}
     if study.units is not None:
         u = study.units
-        registered = register_units(layout, select(read_table(u.path, format=u.format), u.where),
+        rows = with_id_groups(select(read_table(u.path, format=u.format), u.where), u.unit_column, u.id_pattern)
+        registered = register_units(layout, rows,
                                     unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
                                     strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
         summary.update(units=registered.units)
@@ -471,6 +472,28 @@ def _audit_run(ctx: Context) -> Outcome:
                               seed=a.seed, level=a.level, judge_families=a.judge_families or None)
     write_document(AuditDocument, ctx.layout, body)
     return Outcome(summary={"judge": a.judge, "simulated": study.simulated})
+
+
+def _preference_run(ctx: Context) -> Outcome:
+    from agreement.documents import PreferenceDocument, write_document
+    from agreement.preference import preference_study
+    from agreement.study_io import load_study, strata_columns
+    from samples.vocabulary import infer_family
+
+    p = ctx.study.preference
+    study = load_study(ctx.root)
+    strata = strata_columns(study.key)
+    models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
+    judges = sorted(set(study.judge["judge"]))
+    with ctx.console.status("  pairwise preference audit (cluster bootstrap) ..."):
+        body = preference_study(study, first=p.first, second=p.second, first_label=p.first_label,
+                                second_label=p.second_label, tie_label=p.tie_label,
+                                model_families={m: p.model_families.get(m) or infer_family(m) for m in models},
+                                judge_families={j: p.judge_families.get(j) or infer_family(j) for j in judges},
+                                n_resamples=p.n_resamples, seed=p.seed, level=p.level)
+    document = write_document(PreferenceDocument, ctx.layout, body)
+    own = [c for c in document.cells if c.self_family and c.statistic is not None]
+    return Outcome(summary={"judges": len(judges), "self_family_cells": len(own)})
 
 
 def _gate_run(ctx: Context) -> Outcome:
@@ -566,6 +589,11 @@ def _verdict_stages(study: StudyFile) -> list[Stage]:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},
                             outputs=lambda ctx: [ctx.layout.audit], run=_audit_run))
+    if study.preference is not None:
+        stages.append(Stage(name="preference", title="pairwise self-preference audit",
+                            material=lambda ctx: {"tables": _tables(ctx),
+                                                  "settings": ctx.study.preference.model_dump(mode="json")},
+                            outputs=lambda ctx: [ctx.layout.preference], run=_preference_run))
     stages.append(Stage(name="gate", title="acceptance gate",
                         material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
                                               "judges": ctx.study.gate.judges},

@@ -110,6 +110,8 @@ class Units(_Section):
     strata_columns: list[str] = Field(default_factory=list, description="Columns offered as strata.")
     cluster_column: str | None = Field(default=None, description="Column grouping units for the bootstrap.")
     where: dict[str, str] = Field(default_factory=dict, description="Only rows whose columns hold these values.")
+    id_pattern: str | None = Field(default=None, description="Regex with named groups read from each unit id; the "
+                                                             "groups become columns (for strata and clusters).")
 
 
 class HumanImport(_Section):
@@ -176,6 +178,22 @@ class Audit(_Section):
     level: float = Field(gt=0, lt=1, description="Confidence level.")
 
 
+class Preference(_Section):
+    """``[preference]``: pairwise units (two answers compared): does each judge favour its own model family?"""
+
+    first: str = Field(description="Stratum holding the first compared model.")
+    second: str = Field(description="Stratum holding the second compared model.")
+    first_label: str = Field(default="model_a", description="Label meaning the first answer is better.")
+    second_label: str = Field(default="model_b", description="Label meaning the second answer is better.")
+    tie_label: str = Field(default="tie", description="Label meaning a tie.")
+    model_families: dict[str, str] = Field(default_factory=dict, description="Compared model -> family (default: "
+                                                                             "inferred from the model name).")
+    judge_families: dict[str, str] = Field(default_factory=dict, description="Judge name -> family (default: inferred).")
+    n_resamples: int = Field(default=2000, ge=100, description="Cluster-bootstrap resamples.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, description="Bootstrap seed.")
+    level: float = Field(default=0.95, gt=0, lt=1, description="Confidence level.")
+
+
 class Gate(_Section):
     policy: Path = Field(description="Gate policy TOML (accord gate --policy).")
     judges: list[str] = Field(default_factory=list, description="Judges to gate (default: the policy's, else every judge).")
@@ -215,6 +233,7 @@ class StudyFile(_Section):
                                                                   "provider = \"import\" with JudgeImport fields).")
     validation: Validation
     audit: Audit | None = None
+    preference: Preference | None = None
     gate: Gate
     score: Score | None = None
 

@@ -185,6 +185,27 @@ def select(rows: Sequence[TableRow], where: Mapping[str, str] | None) -> list[Ta
     return [row for row in rows if all(label_text(row.values.get(k)) == v for k, v in where.items())]
 
 
+def with_id_groups(rows: Sequence[TableRow], column: str, pattern: str | None) -> list[TableRow]:
+    """Rows with the named groups of ``pattern`` (matched on ``column``) added as columns."""
+    import re
+
+    if pattern is None:
+        return list(rows)
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise InputError(f"id_pattern {pattern!r}: not a regular expression ({error})") from None
+    if not compiled.groupindex:
+        raise InputError(f"id_pattern {pattern!r}: has no named groups (?P<name>...)")
+    out = []
+    for row in rows:
+        found = compiled.fullmatch(label_text(row.get(column)))
+        if found is None:
+            raise InputError(f"{row.where}: {column} {row.get(column)!r} does not match id_pattern {pattern!r}")
+        out.append(TableRow(row.where, {**row.values, **found.groupdict()}))
+    return out
+
+
 def table_source(path: Path) -> str:
     """Provenance of imported labels: the file's name and sha256."""
     return f"{path.name} sha256:{file_sha256(path)}"

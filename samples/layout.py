@@ -192,6 +192,11 @@ class StudyLayout:
         return self.root / "audit" / "audit.json"
 
     @property
+    def preference(self) -> Path:
+        """Pairwise self-preference audit."""
+        return self.root / "audit" / "preference.json"
+
+    @property
     def verdict(self) -> Path:
         return self.root / "gate" / "verdict.json"
 

@@ -1,0 +1,146 @@
+"""Self-preference in pairwise judging: does a judge favour answers from its own model family?
+
+Each unit is a comparison of two answers (model A's and model B's); a rater says
+which is better or calls a tie. For a response family F and the comparisons where
+exactly one of the two answers comes from F, a rater's *F-share* on a comparison is
+1 when it prefers the F answer, 0 when it prefers the other and 1/2 for a tie. The
+judge's preference for F is its mean F-share over those comparisons; the humans'
+is, on the same comparisons, the mean over comparisons of the human raters' mean
+F-share. Their difference (judge minus humans) is the judge's bias towards F:
+positive means the judge prefers F's answers more often than the human experts do
+on the same pairs. Self-preference is the bias towards the judge's own family.
+
+Intervals come from a cluster bootstrap over questions (both turns of a question
+and every pair built on it move together), vectorised as multinomial cluster
+weights: ratio = (W @ per-cluster differences) / (W @ per-cluster counts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from agreement.bootstrap import DEFAULT_SEED
+from samples.errors import InputError
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyBias:
+    """A judge's preference for one response family against the humans' on the same comparisons."""
+
+    judge: str
+    judge_family: str
+    response_family: str
+    statistic: float
+    n: int
+    judge_share: float
+    human_share: float
+    ci_low: float
+    ci_high: float
+    level: float
+    self_family: bool
+    undefined_reason: str | None = None
+
+    def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
+        if level is not None and level != self.level:
+            raise ValueError(f"level {level!r}: this result was computed at {self.level}; recompute to change it")
+        return self.ci_low, self.ci_high
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _undefined(judge: str, judge_family: str, family: str, level: float, reason: str) -> FamilyBias:
+    nan = math.nan
+    return FamilyBias(judge=judge, judge_family=judge_family, response_family=family, statistic=nan, n=0,
+                      judge_share=nan, human_share=nan, ci_low=nan, ci_high=nan, level=level,
+                      self_family=judge_family == family, undefined_reason=reason)
+
+
+def preference_bias(table: pd.DataFrame, *, first: str, second: str, first_label: str, second_label: str,
+                    tie_label: str, model_families: Mapping[str, str], judge_families: Mapping[str, str],
+                    n_resamples: int = 2000, seed: int = DEFAULT_SEED, level: float = 0.95) -> list[FamilyBias]:
+    """Every judge's bias towards every response family (long labels table of ``agreement.study_io``).
+
+    ``first``/``second`` name the table columns holding the two compared models;
+    ``*_label`` the labels meaning "the first is better", "the second is better", "tie".
+    """
+    if not 0 < level < 1:
+        raise InputError(f"level {level!r}: expected a confidence level in (0, 1)")
+    if n_resamples < 100:
+        raise InputError(f"n_resamples {n_resamples!r}: expected at least 100")
+    for column in (first, second):
+        if column not in table.columns:
+            raise InputError(f"preference: no column {column!r} in the labels table (a stratum of the units)")
+    unknown = sorted((set(table[first]) | set(table[second])) - set(model_families))
+    if unknown:
+        raise InputError(f"preference: model(s) {unknown} have no family; add them to model_families")
+    share = {first_label: 1.0, second_label: 0.0, tie_label: 0.5}
+    labels = table["label"]
+    bad = sorted({str(v) for v in labels.dropna() if v not in share})
+    if bad:
+        raise InputError(f"preference: label(s) {bad} are not {first_label!r}, {second_label!r} or {tie_label!r}")
+    frame = table.assign(first_share=labels.map(share).astype(float),
+                         fam_a=table[first].map(model_families), fam_b=table[second].map(model_families))
+    units = frame.drop_duplicates("unit").set_index("unit")[["cluster", "fam_a", "fam_b"]]
+    human = frame[(frame["source"] == "human")].groupby("unit")["first_share"].mean()
+    results = []
+    rng_seed = np.random.SeedSequence(seed)
+    for judge in sorted(set(frame.loc[frame["source"] == "judge", "rater"])):
+        judge_family = judge_families.get(judge)
+        if judge_family is None:
+            raise InputError(f"preference: judge {judge!r} has no family; add it to judge_families")
+        mine = frame[(frame["source"] == "judge") & (frame["rater"] == judge)].set_index("unit")["first_share"]
+        both = units.join(pd.DataFrame({"judge": mine, "human": human}), how="inner").dropna(subset=["judge", "human"])
+        for family in sorted(set(model_families.values())):
+            in_a, in_b = (both["fam_a"] == family).to_numpy(), (both["fam_b"] == family).to_numpy()
+            one = in_a ^ in_b
+            if not one.any():
+                results.append(_undefined(judge, judge_family, family, level,
+                                          f"no comparison with exactly one {family} answer"))
+                continue
+            sign = np.where(in_a[one], 1.0, -1.0)   # F-share = first-share when F is first, else 1 - first-share
+            offset = np.where(in_a[one], 0.0, 1.0)
+            judge_share = offset + sign * both["judge"].to_numpy()[one]
+            human_share = offset + sign * both["human"].to_numpy()[one]
+            diff = judge_share - human_share
+            clusters, index = np.unique(both["cluster"].to_numpy()[one], return_inverse=True)
+            sums, counts = np.bincount(index, weights=diff), np.bincount(index).astype(float)
+            rng = np.random.default_rng(rng_seed.spawn(1)[0])
+            weights = rng.multinomial(len(clusters), np.full(len(clusters), 1 / len(clusters)), size=n_resamples)
+            boot = (weights @ sums) / (weights @ counts)
+            low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+            results.append(FamilyBias(judge=judge, judge_family=judge_family, response_family=family,
+                                      statistic=float(diff.mean()), n=int(one.sum()),
+                                      judge_share=float(judge_share.mean()), human_share=float(human_share.mean()),
+                                      ci_low=float(low), ci_high=float(high), level=level,
+                                      self_family=judge_family == family,
+                                      undefined_reason=None if len(clusters) > 1 else
+                                      "one question only: no interval"))
+    return results
+
+
+def self_preference(results: Sequence[FamilyBias]) -> list[FamilyBias]:
+    """Each judge's bias towards its own family (where it judged such comparisons)."""
+    return [r for r in results if r.self_family]
+
+
+def preference_study(study: Any, *, first: str, second: str, first_label: str, second_label: str, tie_label: str,
+                     model_families: Mapping[str, str], judge_families: Mapping[str, str], n_resamples: int,
+                     seed: int, level: float) -> dict[str, Any]:
+    """The preference audit of a study folder (``agreement.study_io.Study``) as its document body."""
+    from agreement.study_io import labels_table
+
+    results = preference_bias(labels_table(study), first=first, second=second, first_label=first_label,
+                              second_label=second_label, tie_label=tie_label, model_families=model_families,
+                              judge_families=judge_families, n_resamples=n_resamples, seed=seed, level=level)
+    return {"cells": [r.to_dict() for r in results], "level": level, "n_resamples": n_resamples,
+            "fingerprints": study.fingerprints, "simulated": study.simulated,
+            "note": "bias = judge's preference for the response family minus the human experts' on the same "
+                    "comparisons (cluster bootstrap over questions); self-family cells are self-preference."}
+
