@@ -379,12 +379,14 @@ def _resolve(base: Path, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _missing(key: str, path: Path) -> str:
+def _missing(files: list[tuple[str, Path]]) -> list[str]:
+    """One problem per missing file; when the shared data folder itself is absent, one line saying how to point at it."""
     shared = shared_folder()
-    if path.is_relative_to(shared.resolve()) and not shared.is_dir():
-        return (f"key '{key}': {path} not found: the shared data folder {shared} is absent; "
-                f"point ACCORD_SHARED at the folder holding data/ (a copy of the project's shared/)")
-    return f"key '{key}': {path} not found"
+    missing = [(key, path) for key, path in files if not path.is_file()]
+    if not shared.is_dir() and any(path.is_relative_to(shared.resolve()) for _, path in missing):
+        return [f"the shared data folder {shared} is absent: set ACCORD_SHARED to the folder holding data/ "
+                f"(a copy of the project's shared/)"]
+    return [f"key '{key}': {path} not found" for key, path in missing]
 
 
 def _check_paths(study: StudyFile) -> list[str]:
@@ -396,9 +398,7 @@ def _check_paths(study: StudyFile) -> list[str]:
         files.append(("units.path", study.units.path))
     files += [(f"human_labels[{i}].path", h.path) for i, h in enumerate(study.human_labels)]
     files += [(f"judge[{j.name}].path", j.path) for j in study.imported_judges()]
-    for key, path in files:
-        if not path.is_file():
-            problems.append(_missing(key, path))
+    problems += _missing(files)
     for index, source in enumerate(study.source):
         for path in source.path:
             if not path.exists():

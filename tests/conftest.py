@@ -21,12 +21,23 @@ def repo() -> Path:
     return REPO
 
 
+SHARED_MISSING = "shared data folder not found"
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """The shared/ folder; tests that read it skip with a reason when it is absent."""
     if not (SHARED / "data").is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED} (set ACCORD_SHARED)")
+        pytest.skip(f"{SHARED_MISSING} at {SHARED} (set ACCORD_SHARED to the folder holding data/)")
     return SHARED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Say how many tests skipped because the shared data folder is absent, so it is never silent."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if SHARED_MISSING in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"accord: {len(skipped)} test(s) skipped: {SHARED_MISSING} at {SHARED} "
+                                    f"(set ACCORD_SHARED)", yellow=True, bold=True)
 
 
 @pytest.fixture(scope="session")
