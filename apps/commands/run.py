@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="wait for people in the coding app even if the study asks for the simulated panel")
     parser.add_argument("--base-url", help="a running llama-server for `local` judges and demo generators "
                                            "(default: the study's local_models.server_name, started if needed)")
+    parser.add_argument("--quiet", action="store_true", help="no stage progress; only each judge's verdict line")
     parser.add_argument("--json", action="store_true", help="print what each stage did as JSON")
 
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if simulate and not study.annotation.simulated_panel:
         raise InputError(f"{study.path}: --simulate-annotators needs annotation.simulated_panel "
                          "{name = flip_prob} for the blinding annotators")
-    console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False)
+    console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False, quiet=args.quiet)
     console.print(f"accord run: study {study.study.name!r} -> {study.output}")
     result = run_study(Context(study=study, console=console, base_url=args.base_url, simulate=simulate))
     if args.json:
@@ -51,6 +52,23 @@ def run(args: argparse.Namespace) -> int:
                           "waiting": result.waiting, "verdict": result.verdict}, indent=2, sort_keys=True))
     if result.waiting is not None:
         return 0
-    report = study.output / "report" / "report.html"
-    console.print(f"gate verdict: [bold]{result.verdict}[/]; report: {report}")
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout(study.output)
+    if not args.json:
+        for line in verdict_lines(layout):
+            print(f"{study.study.name}: {line}")
+    console.print(f"gate verdict: [bold]{result.verdict}[/]; report: {layout.report_html}")
     return 1 if result.verdict == "REJECT" else 0
+
+
+def verdict_lines(layout) -> list[str]:
+    """One line per gated judge: its verdict and the criterion that decided it (the report's cards)."""
+    from agreement.documents import ValidationDocument, VerdictDocument, read_document
+    from agreement.report import verdict_cards
+
+    verdict = read_document(VerdictDocument, layout)
+    if verdict is None:
+        return []
+    cards = verdict_cards(verdict, read_document(ValidationDocument, layout))
+    return [f"{c.verdict} {c.judge}: {c.deciding} {c.measured} (needed: {c.threshold})" for c in cards]
