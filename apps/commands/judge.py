@@ -120,8 +120,12 @@ def _run(args: argparse.Namespace) -> int:
     from judges.prices import PriceTable
     from judges.runner import StudyPaths, run_judges
 
+    from samples.kinds import with_context
+    from samples.layout import StudyLayout
+
     judges = _judges(args)
-    units = _units(args)
+    units = with_context(_units(args), StudyLayout.of(args.study).trajectories,  # identify_turn: turns 0..i
+                         kinds={kind for judge in judges for kind in judge.unit_kinds})
     prices = PriceTable.load(args.prices)
     paths = StudyPaths.in_dir(args.study / "judges", cache=args.cache)
     summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
