@@ -347,7 +347,7 @@ class Response(_Kind):
         if source.turns:
             return "multi-turn (a response unit is single-turn)"
         return [{"text": source.final_text, "question": source.question or None,
-                 "gold_answers": list(source.references) or None}]
+                 "gold_answers": list(dict.fromkeys(source.references)) or None}]  # an alias repeated once
 
     def judge_fields(self, unit: Shown) -> dict[str, str]:
         return {"text": unit.text, "response": unit.text, "question": unit.question or "",
