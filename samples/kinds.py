@@ -379,6 +379,7 @@ for _spec in (
                                   "the turns before it are its context."),
     EscalateFinal(name="escalate_final", scheme="escalate", caption="The agent's final message to the user."),
     Correctness(name="correctness", scheme="correctness"),
-    Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers")),
+    Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers"),
+             default_template="{response}"),
 ):
     register_kind(_spec)

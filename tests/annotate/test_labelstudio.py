@@ -284,7 +284,8 @@ def test_pull_builds_the_labels_table_idempotently_and_edits_update_rows(pushed,
     assert (first["n_labels"], first["added"], first["updated"], first["removed"]) == (4, 4, 0, 0)
     assert len(first["ignored"]) == 2
     assert any("by user" in reason and "'t_resp'" in reason for reason in first["ignored"])
-    assert any("first turn 0 given with label 'no'" in reason for reason in first["ignored"])
+    assert any("Only a 'yes' has a first recognition turn: leave the first turn empty for 'no'." in reason
+               for reason in first["ignored"])
     table = pushed / LABELS_RELATIVE_PATH
     rows = {(row.task_id, row.annotator): row for row in map(HumanLabel.model_validate_json, table.read_text().splitlines())}
     assert sorted(rows) == [("t_esc", "ann-a"), ("t_esc", "ann-b"), ("t_resp", "ann-a"), ("t_traj", "ann-a")]
