@@ -21,7 +21,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol
 
 from samples.errors import InputError
 from samples.schemes import get_scheme
@@ -30,7 +30,6 @@ FirstTurn = Literal["required_for_positive", "absent"]
 FIRST_TURN_RULES: tuple[str, ...] = ("required_for_positive", "absent")
 
 
-@runtime_checkable
 class Shown(Protocol):
     """The fields a unit shows: a ``Unit``/``SampledUnit`` (judges) or a ``BlindTask`` (people)."""
 
@@ -218,12 +217,17 @@ def with_context(units: Iterable[Any], trajectories: str | Path, *, kinds: Itera
     if not missing:
         return units
     contexts = turn_contexts(Path(trajectories), missing)
-    return [replace_turns(u, contexts[u.trajectory_id]) if needs(u) else u for u in units]
+    return [_with_turns(u, contexts[u.trajectory_id]) if needs(u) else u for u in units]
 
 
-def replace_turns(unit: Any, all_turns: Sequence[str]) -> Any:
-    """The unit with ``turns`` = its context (turns 0..focus) taken from all numbered turns of its trajectory."""
-    return unit.model_copy(update={"turns": list(all_turns[: unit.focus_turn + 1])})
+def _with_turns(unit: Any, all_turns: Sequence[str]) -> Any:
+    """The unit with ``turns`` = its context, from all numbered turns of its trajectory."""
+    return unit.model_copy(update={"turns": context_turns(all_turns, unit.focus_turn)})
+
+
+def context_turns(all_turns: Sequence[str], focus_turn: int) -> list[str]:
+    """What the agent had done up to the focus turn: turns 0..focus_turn."""
+    return list(all_turns[: focus_turn + 1])
 
 
 # --- the built-in kinds --------------------------------------------------------------------

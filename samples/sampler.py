@@ -351,7 +351,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     from samples.canonical import file_sha256
     from samples.hardness import make_scorer
     from samples.jsonl import atomic_writer, decode_json_line, write_json
-    from samples.kinds import get_kind
+    from samples.kinds import context_turns, get_kind
     from samples.layout import StudyLayout
     from samples.plans import JUDGE_PREFIX, load_plan
     from samples.records import SampledUnit
@@ -424,7 +424,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     with atomic_writer(out_dir / SAMPLE_FILE) as out:
         for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob):
             if unit["kind"] in needs_context:  # what annotators and judges read: turns 0..focus
-                unit["turns"] = contexts[unit["trajectory_id"]][: unit["focus_turn"] + 1]
+                unit["turns"] = context_turns(contexts[unit["trajectory_id"]], unit["focus_turn"])
             row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
             out.write(record_bytes(row))
     ingest_manifest = study / "ingest_manifest.json"
