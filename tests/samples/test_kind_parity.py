@@ -128,7 +128,7 @@ def response_units(tmp_path_factory, ehq_item) -> list[Unit]:
     bare = {"model": "m-one", "item_id": "no-gold", "response": "I am not sure, possibly 12."}
     source = root / "responses.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in (record, bare)))
-    return _study(root, source, "responses")
+    return [u for u in _study(root, source, "responses") if u.kind == "response"]
 
 
 def _views(units: list[Unit]) -> dict[str, BlindTask]:
@@ -245,6 +245,7 @@ def test_response_default_message_is_the_response_alone(response_units) -> None:
     sent, _ = _sent("ise-refusal", response_units)
     for unit in response_units:
         assert sent[unit.unit_id] == unit.text
+    assert len(response_units) == 2
     bare = next(u for u in response_units if not u.question)
     assert bare.gold_answers is None
     task = _views([bare])[bare.unit_id]
@@ -263,3 +264,14 @@ def test_first_turn_control_follows_the_kind(tmp_path) -> None:
         store.submit(token, turn_task.task_id, "yes", submission_id="sub-turn-1", first_turn=turn_task.focus_turn)
     assert str(error.value).startswith(f"task {turn_task.task_id!r}: ")
     assert store.submit(token, turn_task.task_id, "yes", submission_id="sub-turn-2").label.first_turn is None
+
+
+def test_a_changed_context_changes_what_the_judge_saw(ise_units) -> None:
+    """The runner's unit-set identity hashes each judge message, so an identify_turn whose
+    context changed (same focus-turn text) is judged again instead of counting as done."""
+    from judges.runner import unit_set_hash
+
+    root, units = ise_units
+    unit = next(u for u in with_context(units, StudyLayout.of(root).trajectories) if u.kind == "identify_turn" and u.focus_turn)
+    edited = unit.model_copy(update={"turns": ["[turn 0]\nsomething else", *unit.turns[1:]]})
+    assert edited.text == unit.text and unit_set_hash([edited]) != unit_set_hash([unit])
