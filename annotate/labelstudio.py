@@ -50,9 +50,9 @@ from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.codebook import codebook_html
 from annotate.export import export_labels
 from annotate.records import HumanLabel
-from annotate.store import IDENTIFY_KINDS
 from annotate.tasks import check_orders
 from samples.errors import InputError
+from samples.kinds import first_turn_problem, get_kind
 from samples.records import UNIT_KINDS, BlindTask, UnitKind
 from samples.schemes import DEFAULT_SCHEME, get_scheme
 
@@ -136,29 +136,26 @@ def labeling_config(kind: str, scheme: str) -> str:
     """The Label Studio labeling config of a unit kind, offering the labels of ``scheme``."""
     if kind not in UNIT_KINDS:
         raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
-    template = resources.files("annotate.labelstudio_configs").joinpath(f"{kind}.xml").read_text(encoding="utf-8")
+    template = resources.files("annotate.labelstudio_configs").joinpath(f"{get_kind(kind).labelstudio_config}.xml").read_text(encoding="utf-8")
     choices = "\n".join(f'    <Choice value="{html.escape(label, quote=True)}"/>' for label in get_scheme(scheme).labels)
     return template.replace("{choices}", choices)
 
 
 def display_payload(task: BlindTask) -> str:
-    """What the annotator reads: numbered turns as escaped HTML (Identify kinds) or the plain text.
+    """What the annotator reads (``samples.kinds.annotator_view``) as escaped HTML for a HyperText tag.
 
-    Turns are shown through a HyperText tag, so every turn is HTML-escaped: agent
-    output containing markup or scripts is displayed, never rendered. The focus turn
-    of an ``identify_turn`` task is highlighted.
+    Every piece of unit text is HTML-escaped: agent output containing markup or scripts
+    is displayed, never rendered. The focus turn of an ``identify_turn`` task is highlighted.
     """
-    if task.kind not in IDENTIFY_KINDS:
-        return task.text
-    turns = task.turns if task.turns else [task.text]
-    blocks = []
-    for index, turn in enumerate(turns):
-        focus = index == task.focus_turn
-        style = "border-left:4px solid #d97706;background:#fff7e6" if focus else "border-left:4px solid #cbd5e1"
-        marker = '<div style="font-weight:bold;color:#b45309">Label this turn</div>' if focus else ""
+    view = get_kind(task.kind).annotator_view(task)
+    blocks = []  # the labeling config's own Header says what to read (view.caption is the coding app's)
+    for section in view.sections:
+        style = "border-left:4px solid #d97706;background:#fff7e6" if section.focus else "border-left:4px solid #cbd5e1"
+        marker = '<div style="font-weight:bold;color:#b45309">Label this turn</div>' if section.focus else ""
+        heading = f'<div style="font-weight:bold">{html.escape(section.heading)}</div>' if section.heading and not section.focus else ""
         blocks.append(
-            f'<div style="margin:0 0 10px 0;padding:6px 10px;{style}">{marker}'
-            f'<div style="white-space:pre-wrap;font-family:monospace">{html.escape(turn)}</div></div>'
+            f'<div style="margin:0 0 10px 0;padding:6px 10px;{style}">{marker}{heading}'
+            f'<div style="white-space:pre-wrap;font-family:monospace">{html.escape(section.text)}</div></div>'
         )
     return "".join(blocks)
 
@@ -583,7 +580,7 @@ def _label_from_task(
     label = chosen[0]
     number = results.get(_FIRST_TURN, {}).get("number")
     first_turn = None if number is None else int(number) if float(number).is_integer() else number
-    problem = _first_turn_problem(info, label, first_turn)
+    problem = first_turn_problem(info.kind, label, first_turn, info.n_turns or 0, scheme=scheme.name)
     if problem:
         ignored.append(f"{where}: annotation {latest.get('id')}: {problem}")
         return None
@@ -597,18 +594,6 @@ def _label_from_task(
         seconds_spent=float(sum(lead_times)) if lead_times else None,
         backend="labelstudio", role="independent",
     )
-
-
-def _first_turn_problem(info: TaskInfo, label: str, first_turn: Any) -> str | None:
-    """The coding app's rules for the first recognition turn, so both backends accept the same labels."""
-    if first_turn is None:
-        return "first turn is required when the label is 'yes'" if info.kind == "identify_trajectory" and label == "yes" else None
-    if label != "yes":
-        return f"first turn {first_turn!r} given with label {label!r}; only a 'yes' has a recognition turn"
-    n_turns = max(info.n_turns or 1, 1)
-    if not isinstance(first_turn, int) or not 0 <= first_turn < n_turns:
-        return f"first turn {first_turn!r} is not a turn number; expected 0..{n_turns - 1}"
-    return None
 
 
 def _read_table(path: Path) -> dict[tuple[str, str, str], HumanLabel]:

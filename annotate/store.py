@@ -30,6 +30,7 @@ from typing import Literal
 from annotate.records import HumanLabel
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
+from samples.kinds import first_turn_offered, first_turn_problem
 from samples.layout import StudyLayout
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -38,8 +39,6 @@ AnnotatorRole = Literal["annotator", "adjudicator"]
 ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
 SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
 STORE_RELATIVE_PATH = Path("labels") / "store.sqlite"
-# Identify kinds take a first recognition turn; the trajectory kind needs it for "yes".
-IDENTIFY_KINDS: tuple[str, ...] = ("identify_trajectory", "identify_turn")
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -520,18 +519,10 @@ def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
 def _check_label(task: sqlite3.Row, label: str, first_turn: int | None) -> None:
     where = f"task {task['task_id']!r}"
     get_scheme(task["scheme"]).check(label, where=where)
-    kind = task["kind"]
-    if first_turn is None:
-        if kind == "identify_trajectory" and label == "yes":
-            raise InputError(f"{where}: first_turn is required when the label is 'yes' (the first turn that names the gap)")
-        return
-    if kind not in IDENTIFY_KINDS:
-        raise InputError(f"{where}: first_turn applies to Identify units only; got {first_turn!r} for kind {kind!r}")
-    if label != "yes":
-        raise InputError(f"{where}: first_turn must be empty when the label is {label!r} (only a 'yes' has a recognition turn)")
-    turns = json.loads(task["payload"]).get("turns") or []
-    if not isinstance(first_turn, int) or isinstance(first_turn, bool) or not 0 <= first_turn < max(len(turns), 1):
-        raise InputError(f"{where}: first_turn {first_turn!r} is not a turn number; expected 0..{max(len(turns), 1) - 1}")
+    n_turns = len(json.loads(task["payload"]).get("turns") or []) if first_turn_offered(task["kind"]) else 0
+    problem = first_turn_problem(task["kind"], label, first_turn, n_turns, scheme=task["scheme"])
+    if problem:
+        raise InputError(f"{where}: {problem}")
 
 
 def _check_access(conn: sqlite3.Connection, who: Annotator, role: str, task_id: str) -> None:

@@ -16,11 +16,12 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
-from annotate.store import IDENTIFY_KINDS, Store
+from annotate.store import Store
 from apps.workspace import FormValues, form_identity, sent_values, table_html, task_html, workspace
 from samples.errors import InputError
+from samples.kinds import first_turn_offered, first_turn_problem, get_kind
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.schemes import get_scheme
 
 SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
 # Streamlit animates fades, hovers and its running indicator; on a loaded machine those
@@ -150,9 +151,9 @@ def label_workspace(
     identity = form_identity(role, task.task_id, base_revision)
     state = st.session_state
     state.setdefault(f"t0:{identity}", time.monotonic())
-    scheme = DEFAULT_SCHEME[task.kind]
+    scheme = get_kind(task.kind).scheme
     labels = get_scheme(scheme).labels
-    turns = list(range(len(task.turns or []))) if task.kind in IDENTIFY_KINDS else None
+    turns = list(range(len(task.turns or []))) if first_turn_offered(task.kind) else None
     stored = FormValues(
         label=current.label if current and current.label in labels else None,
         first_turn=current.first_turn if current else None,
@@ -177,7 +178,12 @@ def label_workspace(
         if sent.label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
-        sent = dataclasses.replace(sent, first_turn=sent.first_turn if sent.label == "yes" else None)
+        positive = get_scheme(scheme).positive
+        sent = dataclasses.replace(sent, first_turn=sent.first_turn if sent.label == positive else None)
+        problem = first_turn_problem(task.kind, sent.label, sent.first_turn, len(task.turns or []), scheme=scheme)
+        if problem:
+            flash("error", problem)
+            return
         if current is not None and sent == stored:
             flash("success", f"Already saved as '{sent.label}'; nothing changed.")
             return

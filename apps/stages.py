@@ -265,13 +265,16 @@ def _judge_run(ctx: Context) -> Outcome:
 
     from judges.runner import StudyPaths, run_judges
     from judges.tables import read_units
+    from samples.kinds import with_context
 
     specs = []
     for spec in ctx.study.judge_specs():
         if spec.provider == "local" and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
-    summary = run_judges(read_units(ctx.layout.units), specs, StudyPaths.in_dir(ctx.layout.judges_dir), progress=True)
+    units = with_context(read_units(ctx.layout.units), ctx.layout.trajectories,  # identify_turn: turns 0..i
+                         kinds={kind for spec in specs for kind in spec.unit_kinds})
+    summary = run_judges(units, specs, StudyPaths.in_dir(ctx.layout.judges_dir), progress=True)
     return Outcome(summary={"run_id": summary.run_id, "calls": summary.calls,
                             "judges": {j.judge: {"units": j.units, "calls": j.calls, "cache_hits": j.cache_hits,
                                                  "ok": j.ok, "unscored": j.unscored} for j in summary.judges}})

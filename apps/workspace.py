@@ -26,8 +26,8 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.codebook import codebook_html
-from annotate.store import IDENTIFY_KINDS
 from samples.errors import InputError
+from samples.kinds import get_kind
 from samples.records import BlindTask
 
 _HERE = Path(__file__).parent
@@ -79,21 +79,16 @@ def sent_values(role: str, identity: str, labels: Sequence[str], turns: list[int
 
 
 def task_html(task: BlindTask) -> str:
-    """The unit's text (numbered turns for Identify, the focus turn marked) as escaped HTML."""
+    """The unit as the annotator sees it (``samples.kinds.annotator_view``: numbered turns with
+    the focus turn marked, question and gold answer, ...) as escaped HTML."""
     def box(text: str, *, heading: str = "", focus: bool = False) -> str:
         title = f"<p><strong>{html.escape(heading)}</strong></p>" if heading else ""
         return f'<div class="accord-box{" accord-focus" if focus else ""}">{title}<div class="accord-text">{html.escape(text)}</div></div>'
 
-    if task.kind in IDENTIFY_KINDS and task.turns:
-        caption = "Intermediate turns of the agent (its final answer is not shown)."
-        boxes = "".join(
-            box(turn, heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "", focus=number == task.focus_turn)
-            for number, turn in enumerate(task.turns)
-        )
-    else:
-        caption = "The agent's final message to the user." if task.kind == "escalate_final" else ""
-        boxes = box(task.text)
-    return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + boxes + "</div>"
+    view = get_kind(task.kind).annotator_view(task)
+    boxes = "".join(box(section.text, heading=section.heading, focus=section.focus) for section in view.sections)
+    caption = f'<p class="accord-caption">{html.escape(view.caption)}</p>' if view.caption else ""
+    return '<div class="accord-unit">' + caption + boxes + "</div>"
 
 
 def table_html(title: str, rows: list[dict[str, object]]) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.kinds import judge_message
 from samples.records import Unit
 
 from judges.cache import RequestCache, RequestKeyer, request_key
@@ -50,8 +51,8 @@ def accord_version() -> str:
 
 
 def unit_set_hash(units: Sequence[Unit]) -> str:
-    """Identity of the units a judge sees: ids plus a hash of each exact text."""
-    return sha256_hex(sorted([u.unit_id, hashlib.sha256(u.text.encode("utf-8")).hexdigest()] for u in units))
+    """Identity of the units a judge sees: ids plus a hash of each exact message (samples.kinds)."""
+    return sha256_hex(sorted([u.unit_id, hashlib.sha256(judge_message(u).encode("utf-8")).hexdigest()] for u in units))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,18 +214,19 @@ def build_tasks(spec: JudgeSpec, provider: Provider, units: Sequence[Unit], *, f
             if row is not None and row.fingerprint == fingerprint and not (row.unscored_reason or "").startswith("call_failed"):
                 done += 1
                 continue
-            request = provider.build_request(model=spec.model, system=system, user=unit.text, params=spec.params,
+            user = judge_message(unit, spec.prompt.user if spec.prompt else None)
+            request = provider.build_request(model=spec.model, system=system, user=user, params=spec.params,
                                              output_kind=spec.output, sample_index=k, unit=unit)
             if provider.cacheable:  # cacheable requests depend on the unit only through its text (Provider contract)
                 if k not in keyers:
                     keyers[k] = RequestKeyer(provider.build_request(
                         model=spec.model, system=system, user=RequestKeyer.placeholder, params=spec.params,
                         output_kind=spec.output, sample_index=k, unit=unit))
-                key = keyers[k].key(unit.text)
+                key = keyers[k].key(user)
             else:
                 key = request_key(request)
             tasks.append(_Task(spec=spec, unit=unit, sample_index=k, request=request, key=key,
-                               est_input=int(len((system or "") + unit.text) / CHARS_PER_TOKEN),
+                               est_input=int(len((system or "") + user) / CHARS_PER_TOKEN),
                                est_output=_output_cap(spec) or 0))
     return tasks, done
 

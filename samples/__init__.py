@@ -1,9 +1,10 @@
 """Trajectories in, a blinded, stratified, reproducible sample out.
 
 Modules: ``records`` (data contracts), ``adapters`` (source formats -> Trajectory,
-a registry), ``ingest`` (streaming load + manifest), ``units`` (what judges and
-annotators read), ``plans`` + ``sampler`` + ``hardness`` (stratified samples with
-exact inclusion probabilities), ``scrub`` + ``blind`` (identity masking, tasks,
+a registry), ``ingest`` (streaming load + manifest), ``kinds`` (the unit-kind
+registry: what judges and annotators read of each kind), ``units`` (unit cutting),
+``plans`` + ``sampler`` + ``hardness`` (stratified samples with exact inclusion
+probabilities), ``scrub`` + ``blind`` (identity masking, tasks,
 sealed key), ``vocabulary`` (identity terms, family inference), ``jsonl``
 (deterministic files), ``synthetic`` (seeded test data).
 
@@ -33,6 +34,12 @@ _EXPORTS: dict[str, str] = {
     "SCHEMES": "samples.schemes",
     "DEFAULT_SCHEME": "samples.schemes",
     "get_scheme": "samples.schemes",
+    "UnitKindSpec": "samples.kinds",
+    "get_kind": "samples.kinds",
+    "register_kind": "samples.kinds",
+    "judge_message": "samples.kinds",
+    "with_context": "samples.kinds",
+    "first_turn_problem": "samples.kinds",
     "DEFAULT_SEED": "samples.sampler",
     "Adapter": "samples.adapters",
     "BadRecord": "samples.adapters",

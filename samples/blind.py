@@ -93,13 +93,24 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
                 clean, turn_hits = scrubber.scrub(turn)
                 turns.append(clean)
                 places[f"turns[{i}]"] = turn_hits
+        question, gold = None, None  # response units: shown to coders, so scrubbed like the text
+        if unit.question is not None:
+            question, places["question"] = scrubber.scrub(unit.question)
+        if unit.gold_answers is not None:
+            gold = []
+            for i, answer in enumerate(unit.gold_answers):
+                clean, places[f"gold_answers[{i}]"] = scrubber.scrub(answer)
+                gold.append(clean)
         for where, found in places.items():
             if found:
                 audit.append({"task_id": tid, "where": where, "masked": dict(sorted(Counter(h.category for h in found).items()))})
                 detail.append({"task_id": tid, "where": where, "masked": [[h.category, h.matched] for h in found]})
-        for where, shown in [("text", text), *((f"turns[{i}]", t) for i, t in enumerate(turns or []))]:
+        for where, shown in [("text", text), *((f"turns[{i}]", t) for i, t in enumerate(turns or [])),
+                             *([("question", question)] if question is not None else []),
+                             *((f"gold_answers[{i}]", g) for i, g in enumerate(gold or []))]:
             leaks += [f"task {tid} {where}: {s!r}" for s in scrubber.leaks(shown)]
-        tasks.append(BlindTask(task_id=tid, kind=unit.kind, text=text, turns=turns, focus_turn=unit.focus_turn))
+        tasks.append(BlindTask(task_id=tid, kind=unit.kind, text=text, turns=turns, focus_turn=unit.focus_turn,
+                               question=question, gold_answers=gold))
         key.append(KeyEntry(task_id=tid, unit_id=unit.unit_id, trajectory_id=unit.trajectory_id, kind=unit.kind,
                             strata=unit.strata, stratum=unit.stratum, inclusion_prob=unit.inclusion_prob))
     ids = [t.task_id for t in tasks]

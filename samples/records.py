@@ -30,6 +30,10 @@ UNIT_KINDS: tuple[str, ...] = (
 STRATUM_FIELDS: tuple[str, ...] = ("agent", "backbone", "family", "dataset", "setting", "split")
 
 
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -72,9 +76,9 @@ class Unit(_Record):
     unit_id: str = Field(description="Opaque, deterministic id: 'u_' + sha256(trajectory_id, kind, turn_index)[:20].")
     trajectory_id: str = Field(description="Source trajectory: the cluster for bootstrap resampling.")
     kind: UnitKind = Field(description="What is judged: see UNIT_KINDS and ARCHITECTURE.md.")
-    text: str = Field(description="Exactly what a judge receives as its user message and an annotator reads.")
+    text: str = Field(description="What is judged (samples.kinds renders the judge's message and the annotator's view from it).")
     turns: list[str] | None = Field(
-        default=None, description="Identify kinds: the numbered intermediate turns, '[turn i] ...', for display."
+        default=None, description="Identify kinds: the numbered intermediate turns, '[turn i] ...' (identify_turn: its context 0..i)."
     )
     focus_turn: int | None = Field(default=None, description="identify_turn: the turn being labelled.")
     strata: dict[str, str] = Field(
@@ -84,6 +88,14 @@ class Unit(_Record):
     reference: dict[str, Any] = Field(
         default_factory=dict,
         description="Ground truth the benchmark scorer needs (references, existing human labels). Never shown.",
+    )
+    # Added fields, left out of a row when None: every file written before them reads and writes
+    # back byte-identically (units.jsonl, tasks.jsonl, the coding-app store's task payloads).
+    question: str | None = Field(default=None, exclude_if=_is_none,
+                                 description="response: the question asked, shown to coders (EHQ codebook).")
+    gold_answers: list[str] | None = Field(
+        default=None, exclude_if=_is_none,
+        description="response: the gold answer and its aliases, shown to coders (EHQ codebook: compare with it).",
     )
 
 
@@ -98,6 +110,8 @@ class BlindTask(_Record):
     text: str = Field(description="Display payload after identity scrubbing.")
     turns: list[str] | None = Field(default=None, description="Scrubbed numbered turns (Identify kinds).")
     focus_turn: int | None = Field(default=None, description="identify_turn: the turn being labelled.")
+    question: str | None = Field(default=None, exclude_if=_is_none, description="response: the scrubbed question.")
+    gold_answers: list[str] | None = Field(default=None, exclude_if=_is_none, description="response: the scrubbed gold answers.")
 
 
 class KeyEntry(_Record):

@@ -327,7 +327,8 @@ def judge_label(labels: dict[str, tuple[str, int | None]], unit: dict) -> str:
 
 
 def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[str]]:
-    """Numbered turns of the wanted trajectories (one streaming pass), for identify_turn context."""
+    """Numbered turns of the wanted trajectories (one streaming pass), for the context of kinds
+    that need it (``samples.kinds``: identify_turn)."""
     from samples.jsonl import read_models
     from samples.records import Trajectory
     from samples.units import numbered_turns
@@ -335,11 +336,11 @@ def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[s
     if not wanted:
         return {}
     if not trajectories_path.is_file():
-        raise InputError(f"{trajectories_path}: needed for the context of sampled identify_turn units (run `accord ingest`)")
+        raise InputError(f"{trajectories_path}: needed for the numbered context of identify_turn units (run `accord ingest`)")
     found = {t.id: numbered_turns(t) for t in read_models(trajectories_path, Trajectory) if t.id in wanted}
     lost = sorted(wanted - set(found))
     if lost:
-        raise InputError(f"{trajectories_path}: trajectories {lost[:5]} of sampled units are missing (units and trajectories differ)")
+        raise InputError(f"{trajectories_path}: trajectories {lost[:5]} of the units are missing (units and trajectories differ)")
     return found
 
 
@@ -350,6 +351,8 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     from samples.canonical import file_sha256
     from samples.hardness import make_scorer
     from samples.jsonl import atomic_writer, decode_json_line, write_json
+    from samples.kinds import context_turns, get_kind
+    from samples.layout import StudyLayout
     from samples.plans import JUDGE_PREFIX, load_plan
     from samples.records import SampledUnit
 
@@ -414,13 +417,14 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
         for at in offsets:
             source.seek(int(at))
             chosen.append(decode_json_line(source.readline()))
-    contexts = turn_contexts(study / "trajectories.jsonl",
-                             {u["trajectory_id"] for u in chosen if u["kind"] == "identify_turn"})
+    needs_context = {kind for kind in kinds if get_kind(kind).needs_context}
+    contexts = turn_contexts(StudyLayout.of(study).trajectories,
+                             {u["trajectory_id"] for u in chosen if u["kind"] in needs_context})
     out_dir = study / SAMPLE_DIR
     with atomic_writer(out_dir / SAMPLE_FILE) as out:
         for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob):
-            if unit["kind"] == "identify_turn":
-                unit["turns"] = contexts[unit["trajectory_id"]][: unit["focus_turn"] + 1]
+            if unit["kind"] in needs_context:  # what annotators and judges read: turns 0..focus
+                unit["turns"] = context_turns(contexts[unit["trajectory_id"]], unit["focus_turn"])
             row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
             out.write(record_bytes(row))
     ingest_manifest = study / "ingest_manifest.json"

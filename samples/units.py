@@ -22,13 +22,18 @@ Unit texts:
 * ``identify_turn``: for each turn i, the turn itself ("[turn i] ...", the thing
   labelled); ``focus_turn`` = i. Its numbered context (turns 0..i, what the agent
   had done up to that turn) is attached as ``turns`` when the unit is sampled
-  (``samples.sampler``), not in the population file: context per turn would make
-  ``units.jsonl`` grow with the square of trajectory length.
+  (``samples.sampler``) or judged (``samples.kinds.with_context``), not in the
+  population file: context per turn would make ``units.jsonl`` grow with the square
+  of trajectory length. Judges and annotators both read that context.
 * ``escalate_final``: the final step's text, ``<think>`` stripped (its hidden
   reasoning is not part of the user-facing turn).
 * ``correctness``: "Reference answers:" numbered list, then "Predicted answer:";
   the question is never included (ISE D.3, Figure 6).
-* ``response``: a single-turn response (no intermediate turns), ``<think>`` stripped.
+* ``response``: a single-turn response (no intermediate turns), ``<think>`` stripped;
+  the source's question and references ride along as ``question`` and ``gold_answers``
+  (shown to coders, offered to judge prompts).
+
+Which kinds exist and how each is cut is the unit-kind registry's (``samples.kinds``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from samples.canonical import canonical_json
+from samples.kinds import Source, get_kind
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
 
 NON_AGENT_ROLES = frozenset({"user", "system", "tool"})
@@ -126,11 +132,6 @@ def numbered_turns(trajectory: Trajectory) -> list[str]:
     return [render_turn(i, s) for i, s in enumerate(s for s in trajectory.steps if is_turn(s))]
 
 
-def correctness_text(references: Sequence[str], prediction: str) -> str:
-    listed = "\n".join(f"{i}. {r}" for i, r in enumerate(references, start=1))
-    return f"Reference answers:\n{listed}\n\nPredicted answer:\n{prediction}"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Skip:
     """A unit kind not cut from a trajectory, and why (counted in the ingest manifest)."""
@@ -143,6 +144,9 @@ class Skip:
 # Source metadata that scoring or a rule judge needs, carried into Unit.reference (never
 # shown): human labels of the source datasets, and the EHQ item the ehq rule judge reads.
 _REFERENCE_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward", "ehq_item")
+
+
+_SHOWN_IF_SET = ("question", "gold_answers")
 
 
 def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
@@ -172,40 +176,25 @@ def unit_rows(trajectory: Mapping[str, Any], kinds: Iterable[str] = UNIT_KINDS, 
     reference = {"references": list(references), **labels}
     all_steps = trajectory["steps"]
     steps = [s for s in all_steps if s["role"] not in NON_AGENT_ROLES and not s["is_final"]]
-    turns = [_render(i, s) for i, s in enumerate(steps)]
     final = next((s for s in reversed(all_steps) if s["is_final"]), None)
-    final_text = strip_think(final["text"]) if final is not None else ""
+    source = Source(trajectory_id=tid, question=trajectory["question"], references=references, labels=labels,
+                    steps=steps, turns=[_render(i, s) for i, s in enumerate(steps)], final=final,
+                    final_text=strip_think(final["text"]) if final is not None else "", truncated=trajectory["truncated"])
     units: list[dict[str, Any]] = []
     skips: list[Skip] = []
-
-    def add(kind: str, text: str, *, focus: int | None = None, shown: list[str] | None = None, extra: dict | None = None) -> None:
-        units.append({"unit_id": _unit_id(id_prefix, kind, focus), "trajectory_id": tid, "kind": kind, "text": text,
-                      "turns": shown, "focus_turn": focus, "strata": strata, "reference": {**reference, **(extra or {})}})
-
     for kind in kinds:
-        if kind in ("identify_trajectory", "identify_turn") and not turns:
-            skips.append(Skip(trajectory_id=tid, kind=kind, reason="no intermediate agent turns"))
-        elif kind == "identify_trajectory":
-            add(kind, "\n\n".join(turns), shown=list(turns))
-        elif kind == "identify_turn":
-            for i, step in enumerate(steps):
-                extra: dict = {"step_index": step["index"]}
-                if isinstance(labels.get("mistake_step"), int):
-                    extra["is_mistake_step"] = step["index"] == labels["mistake_step"]
-                add(kind, turns[i], focus=i, extra=extra)
-        elif kind in ("escalate_final", "correctness", "response") and not final_text:
-            reason = "truncated (no final answer)" if trajectory["truncated"] else "no final answer turn"
-            skips.append(Skip(trajectory_id=tid, kind=kind, reason=reason if final is None else "empty final answer"))
-        elif kind == "escalate_final":
-            add(kind, final_text)
-        elif kind == "correctness":
-            if references:
-                add(kind, correctness_text(references, final_text))
-            else:
-                skips.append(Skip(trajectory_id=tid, kind=kind, reason="no reference answers"))
-        elif kind == "response":
-            if turns:
-                skips.append(Skip(trajectory_id=tid, kind=kind, reason="multi-turn (a response unit is single-turn)"))
-            else:
-                add(kind, final_text)
+        cuts = get_kind(kind).cut(source)
+        if isinstance(cuts, str):
+            skips.append(Skip(trajectory_id=tid, kind=kind, reason=cuts))
+            continue
+        for cut in cuts:
+            focus = cut.get("focus")
+            extra = cut.get("extra")
+            row = {"unit_id": _unit_id(id_prefix, kind, focus), "trajectory_id": tid, "kind": kind,
+                   "text": cut["text"], "turns": cut.get("turns"), "focus_turn": focus, "strata": strata,
+                   "reference": {**reference, **extra} if extra else reference}
+            for name in _SHOWN_IF_SET:  # left out when None, as the model writes them
+                if cut.get(name) is not None:
+                    row[name] = cut[name]
+            units.append(row)
     return units, skips

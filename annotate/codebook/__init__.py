@@ -12,7 +12,6 @@ import functools
 from importlib import resources
 
 from samples.errors import InputError
-from samples.schemes import DEFAULT_SCHEME
 
 
 def codebook(scheme: str) -> str:
@@ -33,7 +32,7 @@ def codebook_html(scheme: str) -> str:
 
 
 def codebook_for_kind(kind: str) -> str:
-    try:
-        return codebook(DEFAULT_SCHEME[kind])
-    except KeyError:
-        raise InputError(f"unknown unit kind {kind!r}; expected one of {sorted(DEFAULT_SCHEME)}") from None
+    """The codebook the unit-kind registry names for ``kind``."""
+    from samples.kinds import get_kind
+
+    return codebook(get_kind(kind).codebook)

@@ -112,6 +112,15 @@ def _units(args: argparse.Namespace) -> list[Any]:
     return read_units(path)
 
 
+def _judged_units(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
+    """The units with what their judge message needs (identify_turn: turns 0..i, from STUDY/trajectories.jsonl)."""
+    from samples.kinds import with_context
+    from samples.layout import StudyLayout
+
+    return with_context(_units(args), StudyLayout.of(args.study).trajectories,
+                        kinds={kind for judge in judges for kind in judge.unit_kinds})
+
+
 def run(args: argparse.Namespace) -> int:
     return {"run": _run, "list": _list, "batch-write": _batch_write, "batch-import": _batch_import}[args.action](args)
 
@@ -121,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     from judges.runner import StudyPaths, run_judges
 
     judges = _judges(args)
-    units = _units(args)
+    units = _judged_units(args, judges)
     prices = PriceTable.load(args.prices)
     paths = StudyPaths.in_dir(args.study / "judges", cache=args.cache)
     summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
@@ -201,7 +210,7 @@ def _batch_write(args: argparse.Namespace) -> int:
     from judges.batch import write_batch
 
     judges = _judges(args)
-    written = write_batch(_units(args), judges, args.out, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
+    written = write_batch(_judged_units(args, judges), judges, args.out, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
     if args.json:
         print(json.dumps(written, indent=2))
     else:

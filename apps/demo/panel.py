@@ -31,8 +31,8 @@ Noise model (documented, seeded, order-independent):
 
 2. Each annotator keeps the latent label with probability ``1 - flip_prob`` and
    otherwise replaces it by one of the scheme's other labels, chosen uniformly (an
-   ``identify_trajectory`` "yes" made this way gets a uniformly drawn first turn,
-   an ``identify_turn`` "yes" its focus turn). Draws are
+   ``identify_trajectory`` "yes" made this way gets a uniformly drawn first turn;
+   ``identify_turn`` has no first turn). Draws are
    hashes of (seed, annotator, task id), so a label does not depend on task order,
    on the other annotators or on the process.
 
@@ -138,13 +138,6 @@ def _own_words(turn: str) -> str:
     return _TOOL_PART.sub("", turn)
 
 
-def _focus_first_turn(task: BlindTask) -> int | None:
-    """An identify_turn "yes" names its focus turn when the task shows that turn's context."""
-    if task.focus_turn is not None and task.turns and task.focus_turn < len(task.turns):
-        return task.focus_turn
-    return None
-
-
 def latent_label(task: BlindTask) -> Latent:
     """The rule-based label a careful simulated coder gives ``task`` (see the module docstring)."""
     kind = task.kind
@@ -155,7 +148,7 @@ def latent_label(task: BlindTask) -> Latent:
     if kind == "identify_turn":
         # The task text is the focus turn itself; ``turns`` (when attached) is its context.
         if RECOGNITION_CUES.search(_own_words(task.text)):
-            return Latent(label="yes", first_turn=_focus_first_turn(task))
+            return Latent(label="yes")  # the kind has no first turn (samples.kinds)
         return Latent(label="no")
     if kind == "escalate_final":
         return Latent(label="yes" if ESCALATION_CUES.search(task.text) else "no")
@@ -190,8 +183,6 @@ def simulate_label(task: BlindTask, annotator: SimulatedAnnotator, *, seed: int 
     first_turn = None
     if label == "yes" and task.kind == "identify_trajectory":
         first_turn = int(_uniform(seed, annotator.name, task.task_id, "turn") * max(len(task.turns or []), 1))
-    elif label == "yes" and task.kind == "identify_turn":
-        first_turn = _focus_first_turn(task)
     return Latent(label=label, first_turn=first_turn), True
 
 

@@ -165,7 +165,7 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     submit(at, label="yes")
     assert shown(at)["label"] == "yes"  # a refused submit keeps what was chosen
     kind, text = message(at)
-    assert kind == "error" and "first_turn is required" in text
+    assert kind == "error" and text == "A 'yes' needs the first turn where the recognition appears: choose its turn number (0 to 2)."
     submit(at, first_turn=1, unsure=True, note="turn 1 names both sources")
     assert message(at) == ("success", "Saved 'yes' (revision 1).")
     assert heading(at) == "Task 2 of 6"

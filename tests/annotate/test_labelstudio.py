@@ -99,10 +99,10 @@ def test_labeling_config_offers_exactly_the_scheme_labels(kind):
     assert [c.get("value") for c in controls["unsure"].iter("Choice")] == ["unsure"]
     assert controls["unsure"].get("choice") == "multiple"
     assert controls["note"].tag == "TextArea"
-    identify = kind.startswith("identify")
-    assert controls["display"].tag == ("HyperText" if identify else "Text")
-    assert ("first_turn" in controls) == identify
-    if identify:
+    assert controls["display"].tag == "HyperText"  # display_payload is escaped HTML for every kind
+    offered = kind == "identify_trajectory"  # identify_turn's only turn is its focus turn (samples.kinds)
+    assert ("first_turn" in controls) == offered
+    if offered:
         assert controls["first_turn"].tag == "Number"
 
 
@@ -113,8 +113,9 @@ def test_display_payload_escapes_agent_markup_and_marks_the_focus_turn():
     assert shown.index("Label this turn") > shown.index("[turn 0] plan")
     assert display_payload(TASKS[0]).count("&lt;b&gt;bold&lt;/b&gt;") == 1
     assert "<b>bold" not in display_payload(TASKS[0])
-    # Plain-text kinds go to a Text tag, which Label Studio shows as text, never as HTML.
-    assert display_payload(escalate_task) == escalate_task.text
+    # Every kind's text is escaped into the HyperText tag: shown as text, never rendered.
+    shown = display_payload(escalate_task)
+    assert "The answer is 42. &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in shown and "<script>" not in shown
 
 
 def test_registered_as_an_annotation_backend(tmp_path):
@@ -283,7 +284,8 @@ def test_pull_builds_the_labels_table_idempotently_and_edits_update_rows(pushed,
     assert (first["n_labels"], first["added"], first["updated"], first["removed"]) == (4, 4, 0, 0)
     assert len(first["ignored"]) == 2
     assert any("by user" in reason and "'t_resp'" in reason for reason in first["ignored"])
-    assert any("first turn 0 given with label 'no'" in reason for reason in first["ignored"])
+    assert any("Only a 'yes' has a first recognition turn: leave the first turn empty for 'no'." in reason
+               for reason in first["ignored"])
     table = pushed / LABELS_RELATIVE_PATH
     rows = {(row.task_id, row.annotator): row for row in map(HumanLabel.model_validate_json, table.read_text().splitlines())}
     assert sorted(rows) == [("t_esc", "ann-a"), ("t_esc", "ann-b"), ("t_resp", "ann-a"), ("t_traj", "ann-a")]

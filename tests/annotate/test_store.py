@@ -119,13 +119,13 @@ def test_submit_validates_labels_first_turn_and_access(loaded_study):
 
     with pytest.raises(InputError, match="label 'maybe' is not one of \\['yes', 'no'\\]"):
         submit("t_b2", "maybe")
-    with pytest.raises(InputError, match="first_turn is required"):
+    with pytest.raises(InputError, match=r"task 't_a1': A 'yes' needs the first turn where the recognition appears: choose its turn number \(0 to 2\)"):
         submit("t_a1", "yes")
-    with pytest.raises(InputError, match="first_turn 3 is not a turn number; expected 0..2"):
+    with pytest.raises(InputError, match="There is no turn 3 in this unit: choose a turn from 0 to 2"):
         submit("t_a1", "yes", first_turn=3)
-    with pytest.raises(InputError, match="first_turn must be empty when the label is 'no'"):
+    with pytest.raises(InputError, match="Only a 'yes' has a first recognition turn: leave the first turn empty for 'no'"):
         submit("t_a1", "no", first_turn=1)
-    with pytest.raises(InputError, match="Identify units only"):
+    with pytest.raises(InputError, match="This unit has no first turn to give"):
         submit("t_b2", "yes", first_turn=0)
     with pytest.raises(InputError, match="not in the store"):
         submit("t_nope", "yes")

@@ -51,7 +51,7 @@ SILENT = {**NOTICING, "id": "run-silent", "steps": [_search("Let me search for t
 EXPECTED = {
     ("run-noticing", "identify_trajectory", None): ("yes", 1),
     ("run-noticing", "identify_turn", 0): ("no", None),
-    ("run-noticing", "identify_turn", 1): ("yes", 1),
+    ("run-noticing", "identify_turn", 1): ("yes", None),  # identify_turn has no first turn (samples.kinds)
     ("run-noticing", "escalate_final", None): ("yes", None),
     ("run-noticing", "correctness", None): ("correct", None),     # mentions the reference 1955
     ("run-silent", "identify_trajectory", None): ("no", None),

@@ -1,0 +1,389 @@
+"""Unit kinds: one spec per kind says how units are cut, what the judge reads and what a person sees.
+
+Every stage asks this registry instead of testing kind strings: unit cutting
+(``samples.units``), the judges runner (``judge_message``), the coding app and Label
+Studio (``annotator_view``, ``first_turn_offered``, the codebook and labeling config
+names) and label checking in both backends (``first_turn_problem``).
+
+The same information for judges and people (ISE appendix D.2: "Annotators receive the
+same prompts and information as the judges"): a kind's ``judge_fields`` and its
+``annotator_view`` are drawn from the same unit fields, so what differs between the
+two readers is wording only (the prompt, the codebook, captions and headings);
+tests/samples/test_kind_parity.py checks it per kind against the real renderings.
+
+A kind is registered as a third party would register one (``register_kind``); a new
+kind name must also be a ``samples.records.UnitKind`` for units of it to validate.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from samples.errors import InputError
+from samples.schemes import get_scheme
+
+FirstTurn = Literal["required_for_positive", "absent"]
+FIRST_TURN_RULES: tuple[str, ...] = ("required_for_positive", "absent")
+
+
+class Shown(Protocol):
+    """The fields a unit shows: a ``Unit``/``SampledUnit`` (judges) or a ``BlindTask`` (people)."""
+
+    kind: str
+    text: str
+    turns: list[str] | None
+    focus_turn: int | None
+    question: str | None
+    gold_answers: list[str] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """One block of what an annotator reads: a heading (wording), the text (information), the focus mark."""
+
+    heading: str
+    text: str
+    focus: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnnotatorView:
+    """What a person sees of one unit, before a backend renders it (escaped) as HTML."""
+
+    caption: str
+    sections: tuple[Section, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """One trajectory prepared for cutting (rendered once, read by every kind's ``cut``)."""
+
+    trajectory_id: str
+    question: str
+    references: list[str]
+    labels: dict[str, Any]
+    steps: list[Mapping[str, Any]]
+    turns: list[str]
+    final: Mapping[str, Any] | None
+    final_text: str
+    truncated: bool
+
+    def no_final(self) -> str | None:
+        """Why a kind cut from the final answer gets no unit, or None when there is one."""
+        if self.final_text:
+            return None
+        if self.final is None:
+            return "truncated (no final answer)" if self.truncated else "no final answer turn"
+        return "empty final answer"
+
+
+# A cut unit before ids and strata: ``text`` and optionally ``focus``, ``turns``, ``extra``
+# (added to Unit.reference), ``question``, ``gold_answers``. A str is the reason for a skip.
+Cut = dict[str, Any]
+
+
+class UnitKindSpec(Protocol):
+    """What a unit kind is, for every stage that handles it."""
+
+    name: str
+    scheme: str
+    """Default label scheme (``samples.schemes``) unless a judge or study says otherwise."""
+    first_turn: FirstTurn
+    """``required_for_positive``: a positive label needs the first turn it names, offered as a
+    control; ``absent``: the kind has no first turn (no control; one given is refused)."""
+    codebook: str
+    """Codebook name, ``annotate/codebook/<codebook>.md``."""
+    labelstudio_config: str
+    """Label Studio labeling config name, ``annotate/labelstudio_configs/<name>.xml``."""
+    needs_context: bool
+    """The judge message needs ``turns`` (the numbered context), attached by ``with_context``."""
+    placeholders: tuple[str, ...]
+    """Fields a prompt's user template may use for this kind (``judge_fields`` keys)."""
+    default_template: str
+    """The judge's user message when the prompt gives no template for the kind."""
+
+    def cut(self, source: Source) -> list[Cut] | str: ...
+
+    def judge_fields(self, unit: Shown) -> dict[str, str]: ...
+
+    def annotator_view(self, task: Shown) -> AnnotatorView: ...
+
+
+_KINDS: dict[str, UnitKindSpec] = {}
+
+
+def register_kind(spec: UnitKindSpec) -> UnitKindSpec:
+    """Add (or replace) a unit kind; its scheme, first-turn rule and template are checked here."""
+    get_scheme(spec.scheme)
+    if spec.first_turn not in FIRST_TURN_RULES:
+        raise InputError(f"unit kind {spec.name!r}: first_turn {spec.first_turn!r}; expected one of {list(FIRST_TURN_RULES)}")
+    _check_placeholders(spec.name, spec.placeholders, spec.default_template, where=f"unit kind {spec.name!r}: default_template")
+    _KINDS[spec.name] = spec
+    return spec
+
+
+def get_kind(name: str) -> UnitKindSpec:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise InputError(f"unknown unit kind {name!r}; expected one of {sorted(_KINDS)}") from None
+
+
+def kinds() -> dict[str, UnitKindSpec]:
+    """Every registered kind by name."""
+    return dict(_KINDS)
+
+
+# --- labels --------------------------------------------------------------------------------
+
+def first_turn_offered(kind: str) -> bool:
+    """Whether annotators get a first-turn control for this kind."""
+    return get_kind(kind).first_turn != "absent"
+
+
+def first_turn_problem(kind: str, label: str, first_turn: Any, n_turns: int, *, scheme: str | None = None) -> str | None:
+    """What is wrong with a (label, first turn) pair for a unit of ``kind`` with ``n_turns``
+    numbered turns, in the annotator's words (no task ids); None when it is fine.
+
+    The one copy of the rule for the coding app, its store and Label Studio pulls."""
+    spec = get_kind(kind)
+    positive = get_scheme(scheme or spec.scheme).positive
+    if spec.first_turn == "absent":
+        if first_turn is None:
+            return None
+        return "This unit has no first turn to give; leave the first turn empty."
+    if first_turn is None:
+        if label == positive:
+            return (f"A '{positive}' needs the first turn where the recognition appears: "
+                    f"choose its turn number (0 to {max(n_turns, 1) - 1}).")
+        return None
+    if label != positive:
+        return f"Only a '{positive}' has a first recognition turn: leave the first turn empty for '{label}'."
+    if not isinstance(first_turn, int) or isinstance(first_turn, bool) or not 0 <= first_turn < max(n_turns, 1):
+        return f"There is no turn {first_turn!r} in this unit: choose a turn from 0 to {max(n_turns, 1) - 1}."
+    return None
+
+
+# --- judges --------------------------------------------------------------------------------
+
+def template_fields(template: str) -> list[str]:
+    """The placeholder names a ``str.format`` template uses."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def check_template(kind: str, template: str, *, where: str) -> str:
+    """A user-message template for ``kind``: every placeholder must be one the kind offers."""
+    return _check_placeholders(kind, get_kind(kind).placeholders, template, where=where)
+
+
+def _check_placeholders(kind: str, offered: Sequence[str], template: str, *, where: str) -> str:
+    try:
+        used = template_fields(template)
+    except ValueError as error:
+        raise InputError(f"{where}: not a valid template ({error}); write literal braces as {{{{ and }}}}") from None
+    unknown = sorted({name for name in used if name not in offered})
+    if unknown or any(not name for name in used):
+        raise InputError(f"{where}: placeholder(s) {unknown or ['{}']} not offered for kind {kind!r}; "
+                         f"use named placeholders from {list(offered)}")
+    return template
+
+
+def judge_message(unit: Shown, templates: Mapping[str, str] | None = None) -> str:
+    """The judge's user message for ``unit``: the prompt's template for its kind (``templates``,
+    kind -> template, from the prompt file) or the kind's default, filled from ``judge_fields``."""
+    spec = get_kind(unit.kind)
+    template = (templates or {}).get(unit.kind, spec.default_template)
+    return template.format_map(spec.judge_fields(unit))
+
+
+def with_context(units: Iterable[Any], trajectories: str | Path, *, kinds: Iterable[str] | None = None) -> list[Any]:
+    """``units`` with the numbered context attached (``turns``, the unit's turns 0..i) where the
+    kind needs it for its judge message and it is missing; reads ``trajectories`` (the study's
+    trajectories.jsonl) once, only when some unit needs it. ``kinds`` limits it to the kinds
+    that will be judged (population units stay small until then: see ``samples.units``)."""
+    from samples.sampler import turn_contexts
+
+    units = list(units)
+    wanted = None if kinds is None else set(kinds)
+
+    def needs(unit: Any) -> bool:
+        return unit.turns is None and get_kind(unit.kind).needs_context and (wanted is None or unit.kind in wanted)
+
+    missing = {u.trajectory_id for u in units if needs(u)}
+    if not missing:
+        return units
+    contexts = turn_contexts(Path(trajectories), missing)
+    return [_with_turns(u, contexts[u.trajectory_id]) if needs(u) else u for u in units]
+
+
+def _with_turns(unit: Any, all_turns: Sequence[str]) -> Any:
+    """The unit with ``turns`` = its context, from all numbered turns of its trajectory."""
+    return unit.model_copy(update={"turns": context_turns(all_turns, unit.focus_turn)})
+
+
+def context_turns(all_turns: Sequence[str], focus_turn: int) -> list[str]:
+    """What the agent had done up to the focus turn: turns 0..focus_turn."""
+    return list(all_turns[: focus_turn + 1])
+
+
+# --- the built-in kinds --------------------------------------------------------------------
+
+def _turn_sections(task: Shown) -> tuple[Section, ...]:
+    turns = task.turns if task.turns else [task.text]
+    return tuple(
+        Section(heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "",
+                text=turn, focus=number == task.focus_turn)
+        for number, turn in enumerate(turns)
+    )
+
+
+def numbered_list(items: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {item}" for i, item in enumerate(items, start=1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Kind:
+    name: str
+    scheme: str
+    first_turn: FirstTurn = "absent"
+    needs_context: bool = False
+    caption: str = ""
+    placeholders: tuple[str, ...] = ("text",)
+    default_template: str = "{text}"
+    codebook: str = ""
+    labelstudio_config: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "codebook", self.codebook or self.scheme)
+        object.__setattr__(self, "labelstudio_config", self.labelstudio_config or self.name)
+
+    def judge_fields(self, unit: Shown) -> dict[str, str]:
+        return {"text": unit.text}
+
+    def annotator_view(self, task: Shown) -> AnnotatorView:
+        return AnnotatorView(caption=self.caption, sections=(Section(heading="", text=task.text),))
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentifyTrajectory(_Kind):
+    """Every intermediate turn, ``<think>`` kept, final turn excluded; a "yes" names its first
+    recognition turn (ISE A.3: ``first_recognition_turn``), so the control is offered and required."""
+
+    def cut(self, source: Source) -> list[Cut] | str:
+        if not source.turns:
+            return "no intermediate agent turns"
+        return [{"text": "\n\n".join(source.turns), "turns": list(source.turns)}]
+
+    def annotator_view(self, task: Shown) -> AnnotatorView:
+        return AnnotatorView(caption=self.caption, sections=_turn_sections(task))
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdentifyTurn(_Kind):
+    """One intermediate turn judged in its numbered context (turns 0..i, the focus turn i last).
+
+    No first-turn control: the question is whether the focus turn itself recognises a gap,
+    so the only turn a "yes" could name is the focus turn, already fixed by the unit; a
+    second answer field could only disagree with it. The population unit's text is the turn
+    alone; the context is attached when sampled or judged (``with_context``).
+    """
+
+    def cut(self, source: Source) -> list[Cut] | str:
+        if not source.turns:
+            return "no intermediate agent turns"
+        mistake = source.labels.get("mistake_step")
+        cuts = []
+        for i, step in enumerate(source.steps):
+            extra: dict[str, Any] = {"step_index": step["index"]}
+            if isinstance(mistake, int):
+                extra["is_mistake_step"] = step["index"] == mistake
+            cuts.append({"text": source.turns[i], "focus": i, "extra": extra})
+        return cuts
+
+    def judge_fields(self, unit: Shown) -> dict[str, str]:
+        if unit.turns is None:
+            raise InputError(f"{unit.kind} unit {getattr(unit, 'unit_id', '?')}: its numbered context (turns 0.."
+                             f"{unit.focus_turn}) is not attached; judge sampled units or attach it with "
+                             "samples.kinds.with_context(units, STUDY/trajectories.jsonl)")
+        return {"text": unit.text, "context": "\n\n".join(unit.turns), "focus_turn": str(unit.focus_turn)}
+
+    def annotator_view(self, task: Shown) -> AnnotatorView:
+        return AnnotatorView(caption=self.caption, sections=_turn_sections(task))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EscalateFinal(_Kind):
+    """The final assistant turn, ``<think>`` stripped (the user-facing answer)."""
+
+    def cut(self, source: Source) -> list[Cut] | str:
+        return source.no_final() or [{"text": source.final_text}]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Correctness(_Kind):
+    """Reference list then prediction; the question is never included (ISE D.3, Figure 6), for either reader."""
+
+    def cut(self, source: Source) -> list[Cut] | str:
+        reason = source.no_final()
+        if reason:
+            return reason
+        if not source.references:
+            return "no reference answers"
+        return [{"text": correctness_text(source.references, source.final_text)}]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Response(_Kind):
+    """A single-turn response. Coders under the EHQ four-class codebook compare it with the gold
+    answer, so the question and the gold answers (when the source has them) are shown to them and
+    offered to judge prompts as ``{question}`` and ``{gold_answers}``; the default message is the
+    response alone, what the ISE refusal classifier and the rule judges read (the ehq rule judge
+    gets the same gold answers from ``Unit.reference``)."""
+
+    def cut(self, source: Source) -> list[Cut] | str:
+        reason = source.no_final()
+        if reason:
+            return reason
+        if source.turns:
+            return "multi-turn (a response unit is single-turn)"
+        return [{"text": source.final_text, "question": source.question or None,
+                 "gold_answers": list(dict.fromkeys(source.references)) or None}]  # an alias repeated once
+
+    def judge_fields(self, unit: Shown) -> dict[str, str]:
+        return {"text": unit.text, "response": unit.text, "question": unit.question or "",
+                "gold_answers": numbered_list(unit.gold_answers or [])}
+
+    def annotator_view(self, task: Shown) -> AnnotatorView:
+        sections = []
+        if task.question:
+            sections.append(Section(heading="Question", text=task.question))
+        if task.gold_answers:
+            sections.append(Section(heading="Gold answer" if len(task.gold_answers) == 1 else "Gold answers (any one counts)",
+                                    text=numbered_list(task.gold_answers)))
+        sections.append(Section(heading="Response" if sections else "", text=task.text))
+        return AnnotatorView(caption=self.caption, sections=tuple(sections))
+
+
+def correctness_text(references: Sequence[str], prediction: str) -> str:
+    return f"Reference answers:\n{numbered_list(references)}\n\nPredicted answer:\n{prediction}"
+
+
+for _spec in (
+    IdentifyTrajectory(name="identify_trajectory", scheme="identify", first_turn="required_for_positive",
+                       caption="Intermediate turns of the agent (its final answer is not shown).",
+                       placeholders=("text",)),
+    IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True,
+                 caption="Intermediate turns of the agent up to the turn you are labelling (its final answer is not shown).",
+                 placeholders=("text", "context", "focus_turn"),
+                 default_template="{context}\n\nThe turn to label is [turn {focus_turn}], the last turn above; "
+                                  "the turns before it are its context."),
+    EscalateFinal(name="escalate_final", scheme="escalate", caption="The agent's final message to the user."),
+    Correctness(name="correctness", scheme="correctness"),
+    Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers"),
+             default_template="{response}"),
+):
+    register_kind(_spec)
