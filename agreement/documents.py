@@ -152,8 +152,39 @@ class Confusion(_Doc):
     counts: list[list[int]]
 
 
+class Adjudication(_Doc):
+    """How adjudication moved the reference away from the initial independent majority."""
+
+    n_adjudicated: int = 0
+    n_changed: int = 0
+    n_confirmed: int = 0
+    n_resolved_ties: int = 0
+    n_still_tied: int = 0
+    n_without_votes: int = 0
+
+
+class ReferenceBrief(_Doc):
+    """A judge against one reference (the initial human majority or the resolved one)."""
+
+    reference: str
+    n_units: int = 0
+    accuracy: float | None = None
+    macro_f1: float | None = None
+    results: dict[str, AgreementRecord] = Field(default_factory=dict)
+    per_class: list[PerClass] = Field(default_factory=list)
+
+
+class JudgeVersusReferences(_Doc):
+    judge: str
+    human_majority: ReferenceBrief | None = None
+    resolved: ReferenceBrief | None = None
+
+
 class ValidationSection(_Doc):
     kind: str = Field(description="Unit kind this section validates.")
+    adjudication: Adjudication | None = Field(default=None, description="Adjudication counts (None: no adjudication).")
+    judges_vs_references: list[JudgeVersusReferences] = Field(
+        default_factory=list, description="Each judge against the initial majority and the resolved reference.")
     human_panel: HumanPanel | None = None
     judges_vs_humans: list[JudgeVersusHumans] = Field(default_factory=list)
     baselines: dict[str, dict[str, Baseline]] = Field(default_factory=dict, description="judge -> baseline -> result.")

@@ -139,6 +139,23 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
             tables.append(Table(title=f"Per-class precision, recall, F1 vs the human majority: {kind}",
                                 header=["judge", "class", "precision", "recall", "F1", "support", "note"],
                                 rows=per_class))
+        references = []
+        for versus in section.judges_vs_references:
+            for name in ("human_majority", "resolved"):
+                brief = getattr(versus, name)
+                if brief is None:
+                    continue
+                coefficients = ", ".join(f"{k} {fmt_ci(v)}" for k, v in brief.results.items())
+                references.append([versus.judge, name.replace("_", " "), str(brief.n_units), fmt(brief.accuracy),
+                                   fmt(brief.macro_f1), coefficients])
+        if references:
+            a = section.adjudication
+            note = ("no adjudications" if a is None or not a.n_adjudicated else
+                    f"{a.n_adjudicated} units adjudicated ({a.n_changed} changed the majority, {a.n_confirmed} "
+                    f"confirmed it, {a.n_resolved_ties} resolved ties); {a.n_still_tied} still tied")
+            tables.append(Table(title=f"Judges against the initial majority and the resolved reference: {kind}",
+                                header=["judge", "reference", "units", "accuracy", "macro F1", "coefficients [CI]"],
+                                rows=references, note=note))
         unscored = [[j, str(u.unscored), str(u.total), ", ".join(f"{k}: {v}" for k, v in u.reasons.items())]
                     for j, u in section.unscored.items()]
         if unscored:

@@ -177,3 +177,18 @@ def test_report_says_whether_judges_track_the_input(finished):
         assert "Do the judges&#39; verdicts track the input?" in text or "Do the judges' verdicts track the input?" in text
         assert "identify@j" in text and ("more accurate than every constant answer" in text
                                          or "does not track the input" in text)
+
+
+def test_report_shows_adjudication_and_both_references(tmp_path):
+    from tests.agreement.test_validation import write_two_coder_study
+
+    root = write_two_coder_study(tmp_path / "study")
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    assert main(["report", str(root)]) == 0
+    md = (root / "report" / "report.md").read_text()
+    assert "Judges against the initial majority and the resolved reference: escalate_final" in md
+    assert "4 units adjudicated (1 changed the majority, 0 confirmed it, 3 resolved ties); 1 still tied" in md
+    # The hand derivation of tests/agreement/test_validation.py: kappa 1/3 on 6 units vs the initial majority,
+    # 0.55 on 9 units vs the resolved reference.
+    assert "| esc@j | human majority | 6 | 0.667 |" in md and "cohen_kappa 0.333" in md
+    assert "| esc@j | resolved | 9 | 0.778 |" in md and "cohen_kappa 0.550" in md
