@@ -133,4 +133,4 @@ class LeakDetector:
             for match in pattern.finditer(where):
                 term = next(g for g in match.groups() if g)
                 found.append((term, where[max(0, match.start() - 20):match.end() + 20]))
-        return [f"{term!r} in {context.strip()!r}" for term, context in found]
+        return [f"{term!r} in {' '.join(context.split())!r}" for term, context in found]
