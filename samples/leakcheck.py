@@ -35,9 +35,11 @@ from samples.confusables import fold_table
 from samples.vocabulary import Vocabulary, default_vocabulary
 
 _BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
+_SPACED_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")
 _SPACED_LETTERS = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
-_JOINERS = re.compile(r"[\-_]+")
-_NOT_LETTERS = re.compile(r"[^a-z0-9\[\]]+")
+# Joiners removed, every other ASCII character but letters, digits and brackets made a space.
+_LETTERS = {c: (None if chr(c) in "-_" else " ") for c in range(128)
+            if not (chr(c).isalnum() or chr(c) in "[]")}
 _FIRST_PERSON = r"\b(?:i\s+am|i['’]m|this\s+is|my\s+name\s+is|call\s+me)\s+(?:an?\s+|the\s+)?"
 _MADE_BY = r"(?:developed|created|trained|built|made|provided|fine-tuned)\s+by\s+(?:the\s+)?"
 
@@ -59,7 +61,7 @@ def reveal(text: str) -> str:
         return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else " "
 
     for _ in range(3):
-        decoded = html.unescape(unquote(_BACKSLASH.sub(backslash, text)))
+        decoded = html.unescape(unquote(_BACKSLASH.sub(backslash, text) if "\\" in text else text))
         if decoded == text:
             break
         text = decoded
@@ -81,13 +83,17 @@ class LeakDetector:
         study = {_compact(t) for items in (extra or {}).values() for t in items if len(t.strip()) >= 2}
         kept = {_compact(t) for t in keep}
         ordinary = {_compact(t) for t in vocab.ordinary} - study - kept
-        every = {_compact(t) for t in [*vocab.models, *vocab.vendors, *vocab.harnesses]} | study
+        every = [*vocab.models, *vocab.vendors, *vocab.harnesses,
+                 *(t for items in (extra or {}).values() for t in items if len(t.strip()) >= 2)]
         glued = {_compact(t) for t in vocab.glued_short}
+        # a single-letter part ("command-r") makes a term a whole word only: "commandant" is not "command a"
+        whole_words = {_compact(t) for t in every if any(len(p) == 1 for p in t.replace("-", " ").replace("_", " ").split())}
         self._automaton = ahocorasick.Automaton()
-        for term in every - kept:
+        for term in sorted({_compact(t) for t in every} - kept):
             if term:
                 kind = "ordinary" if term in ordinary else (
-                    "glued" if sum(c.isalpha() for c in term) >= 4 or term in glued else "word")
+                    "glued" if term not in whole_words and (sum(c.isalpha() for c in term) >= 4 or term in glued)
+                    else "word")
                 self._automaton.add_word(term, (kind, term))
         for word in vocab.ordinary_containing:
             self._automaton.add_word(_compact(word), ("allow", word))
@@ -116,12 +122,15 @@ class LeakDetector:
             if (start == 0 or low[start - 1] == "." or not (low[start - 1].isalnum() or low[start - 1] == "-")) and (
                     last + 1 == n or not (low[last + 1].isalnum() or low[last + 1] == "-")):
                 found.append((domain, low[max(0, start - 20):last + 21]))
-        letters = _NOT_LETTERS.sub(" ", _JOINERS.sub("", _SPACED_LETTERS.sub(
-            lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low)))
-        hits, allowed = [], []
+        if _SPACED_HINT.search(" " + low):
+            low = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low)
+        letters = low.translate(_LETTERS)
+        hits, allowed, ordinary = [], [], False
         for last, (kind, term) in self._automaton.iter(letters):
             start = last - len(term) + 1
-            if kind == "allow":
+            if kind == "ordinary":
+                ordinary = True
+            elif kind == "allow":
                 allowed.append((start, last + 1))
             elif kind == "glued" or (kind == "word" and (start == 0 or not letters[start - 1].isalnum())
                                      and (last + 1 == len(letters) or not letters[last + 1].isalpha())):
@@ -129,7 +138,7 @@ class LeakDetector:
         for start, end, term in hits:
             if not any(a <= start and end <= b for a, b in allowed):
                 found.append((term, letters[max(0, start - 20):end + 20]))
-        for pattern, where in ((self._version, low), (self._beside, letters), (self._self_id, low)):
+        for pattern, where in ((self._version, low), (self._beside, letters), (self._self_id, low)) if ordinary else ():
             for match in pattern.finditer(where):
                 term = next(g for g in match.groups() if g)
                 found.append((term, where[max(0, match.start() - 20):match.end() + 20]))

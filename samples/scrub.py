@@ -29,6 +29,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -60,7 +61,10 @@ _BEFORE_OWN_NAME = re.compile(r"(?:\bi\s+am|\bi['’]m|\bthis\s+is|\bmy\s+name\s
 _BEFORE_AS = re.compile(r"\bas\s+\Z")
 _AFTER_AS = re.compile(r"\s*,\s*i\b")
 # A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
-_SPLIT_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+|(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
+_JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
+_SPELLED_OUT = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
+_SPELLED_OUT_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")  # fast: starts with a separator
+_NO_JOINERS = str.maketrans("", "", "-_")
 _GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
@@ -73,6 +77,8 @@ KEPT_BY_STUDY = "study_keep"
 
 def normalise(text: str) -> str:
     """NFKC, without zero-width characters and without combining marks glued to Latin letters."""
+    if text.isascii():
+        return text
     return _STRAY_MARKS.sub("", _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text)))
 
 
@@ -161,6 +167,16 @@ def _term_regex(term: str, tail: str) -> re.Pattern[str]:
     return re.compile(f"(?P<core>{joined})(?P<tail>{tail})")
 
 
+def _spellings(term: str) -> list[str]:
+    """The forms of a term the automaton looks for: its parts joined by nothing, a space, '-' or '_'."""
+    parts = [p for p in re.split(r"[\s\-_]+", term.strip().lower()) if p]
+    forms = [parts[0]]
+    for part in parts[1:]:
+        joiners = ("", "-", "_") if len(part) == 1 else ("", " ", "-", "_")
+        forms = [f + j + part for f in forms for j in joiners]
+    return forms
+
+
 def _version_tail(variants: Sequence[str]) -> str:
     words = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
     segment = r"(?:[a-z]*\d[a-z0-9]*(?:\.\d+[a-z0-9]*)*" + (f"|(?:{words})" if words else "") + r")(?![a-z])"
@@ -199,17 +215,21 @@ class Scrubber:
         seen: set[tuple[str, str]] = set()
         for category in CATEGORIES:
             for raw in [*listed[category], *extra.get(category, [])]:
-                key = re.split(r"[\s\-_]+", raw.strip().lower())[0]
                 name = compact(raw)
                 if not name or (category, raw.lower()) in seen:
                     continue
                 seen.add((category, raw.lower()))
                 ordinary = raw.lower() in vocab.ordinary and name not in study
                 letters = sum(c.isalpha() for c in name)
-                glue = not ordinary and (letters >= GLUE_MIN_LETTERS or raw.lower() in vocab.glued_short)
-                terms.setdefault(key, []).append(_Term(category=category, term=name, glue=glue, ordinary=ordinary,
-                                                       pattern=_term_regex(raw, tails.get(category, ""))))
+                one_letter_part = any(len(p) == 1 for p in re.split(r"[\s\-_]+", raw.strip()))  # "command-r"
+                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS
+                                                                 or raw.lower() in vocab.glued_short)
+                term = _Term(category=category, term=name, glue=glue, ordinary=ordinary,
+                             pattern=_term_regex(raw, tails.get(category, "")))
+                for key in _spellings(raw):
+                    terms.setdefault(key, []).append(term)
         self._terms = terms
+        self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
         self._domains = sorted({d.lower() for d in vocab.domains})
         self._allow = vocab.ordinary_containing
         automaton = ahocorasick.Automaton()
@@ -230,8 +250,11 @@ class Scrubber:
         found: list[_Span] = []
         domains: list[_Span] = []
         allowed: list[tuple[int, int]] = []
+        plain_glued: Counter = Counter()
         for last, (kind, key) in self._automaton.iter(low):
             start, end = last - len(key) + 1, last + 1
+            if kind == "term" and key in self._glue_keys:
+                plain_glued[key] += 1
             if kind == "allow":
                 allowed.append((start, end))
             elif kind == "domain":
@@ -264,8 +287,10 @@ class Scrubber:
                                      ordinary=term.ordinary and not any(c.isdigit() for c in low[core:stop]))
                 if best is not None:
                     found.append(best)
-        if "-" in low or "_" in low or " " in low:
-            found += self._split_words(low)
+        if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
+            found += self._split_words(low, _JOINED_WORD)
+        if _SPELLED_OUT_HINT.search(" " + low) and _SPELLED_OUT.search(low):
+            found += self._split_words(low, _SPELLED_OUT)
         if allowed:
             found = [s for s in found if not any(a <= s.start and s.end <= b for a, b in allowed)]
         found.sort(key=lambda s: (s.start, -s.end))
@@ -275,16 +300,24 @@ class Scrubber:
                 chosen.append(span)
         return chosen, domains
 
-    def _split_words(self, low: str) -> list[_Span]:
-        """Glued terms spelled across joiners inside one word ("deep-seek" -> one [MODEL])."""
+    def _glued_across_joiners(self, low: str, plain: Counter) -> bool:
+        """Whether removing '-' and '_' reveals a glued term the plain pass did not see (one cheap C pass)."""
+        joined = Counter(key for _, (kind, key) in self._automaton.iter(low.translate(_NO_JOINERS))
+                         if kind == "term" and key in self._glue_keys)
+        return bool(joined - plain)
+
+    def _split_words(self, low: str, words: re.Pattern[str]) -> list[_Span]:
+        """Glued terms spelled across joiners inside one word ("deep-seek", "c l a u d e" -> one mask)."""
         out = []
-        for word in _SPLIT_WORD.finditer(low):
+        for word in words.finditer(low):
             positions = [i for i in range(word.start(), word.end()) if low[i].isalnum()]
             squeezed = "".join(low[i] for i in positions)
-            for last, (kind, key) in self._automaton.iter(squeezed):
-                start, end = positions[last - len(key) + 1], positions[last] + 1
-                if kind != "term" or end - start == len(key):
-                    continue  # not split: the plain pass sees it
+            matches = [(last - len(key) + 1, last + 1, kind, key) for last, (kind, key) in self._automaton.iter(squeezed)]
+            allowed = [(a, b) for a, b, kind, _ in matches if kind == "allow"]
+            for first, last, kind, key in matches:
+                start, end = positions[first], positions[last - 1] + 1
+                if kind != "term" or end - start == len(key) or any(a <= first and last <= b for a, b in allowed):
+                    continue  # not split (the plain pass sees it), or inside an ordinary word
                 term = max((t for t in self._terms[key] if t.glue and t.pattern.fullmatch(key)), default=None,
                            key=lambda t: len(t.term))
                 if term is not None:
@@ -320,7 +353,7 @@ class Scrubber:
         terms, domains = self._candidates(cased, low)
         self._decide(low, terms)
         masked = sorted(domains, key=lambda s: (s.start, -s.end))
-        for url in _URL.finditer(low):
+        for url in _URL.finditer(low) if "http" in low or "www." in low else ():
             inside = [s for s in [*terms, *domains] if s.kept is None and url.start() <= s.start < url.end()]
             if inside:
                 masked.append(_Span(url.start(), url.end(), "url", inside[0].term, PLACEHOLDERS["url"]))
