@@ -38,8 +38,8 @@ _BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]
 _SPACED_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")
 _SPACED_LETTERS = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
 # Joiners removed, every other ASCII character but letters, digits and brackets made a space.
-_LETTERS = {c: (None if chr(c) in "-_" else " ") for c in range(128)
-            if not (chr(c).isalnum() or chr(c) in "[]")}
+# (a byte table on the UTF-8 form: non-ASCII bytes stay as they are)
+_LETTER_BYTES = bytes(b if b >= 128 or chr(b).isalnum() or chr(b) in "[]" else 32 for b in range(256))
 _FIRST_PERSON = r"\b(?:i\s+am|i['’]m|this\s+is|my\s+name\s+is|call\s+me)\s+(?:an?\s+|the\s+)?"
 _MADE_BY = r"(?:developed|created|trained|built|made|provided|fine-tuned)\s+by\s+(?:the\s+)?"
 
@@ -83,8 +83,8 @@ class LeakDetector:
         study = {_compact(t) for items in (extra or {}).values() for t in items if len(t.strip()) >= 2}
         kept = {_compact(t) for t in keep}
         ordinary = {_compact(t) for t in vocab.ordinary} - study - kept
-        every = [*vocab.models, *vocab.vendors, *vocab.harnesses,
-                 *(t for items in (extra or {}).values() for t in items if len(t.strip()) >= 2)]
+        every = [t for t in [*vocab.models, *vocab.vendors, *vocab.harnesses] if "." not in t]  # "Z.ai": a domain
+        every += [t for items in (extra or {}).values() for t in items if len(t.strip()) >= 2]
         glued = {_compact(t) for t in vocab.glued_short}
         # a single-letter part ("command-r") makes a term a whole word only: "commandant" is not "command a"
         whole_words = {_compact(t) for t in every if any(len(p) == 1 for p in t.replace("-", " ").replace("_", " ").split())}
@@ -124,7 +124,7 @@ class LeakDetector:
                 found.append((domain, low[max(0, start - 20):last + 21]))
         if _SPACED_HINT.search(" " + low):
             low = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low)
-        letters = low.translate(_LETTERS)
+        letters = low.encode("utf-8", "surrogatepass").translate(_LETTER_BYTES, b"-_").decode("utf-8", "surrogatepass")
         hits, allowed, ordinary = [], [], False
         for last, (kind, term) in self._automaton.iter(letters):
             start = last - len(term) + 1

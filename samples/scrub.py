@@ -26,6 +26,7 @@ by an independent detector (``samples.leakcheck``), not here.
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 import unicodedata
@@ -45,6 +46,10 @@ _STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
 _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};"
                      r"|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}")
+# Escapes that can stand for a letter an identity is spelled with: Latin, Greek, Cyrillic, Armenian,
+# Cherokee, phonetic and letterlike blocks, zero-width and fullwidth forms, mathematical letters
+# (UTF-16 high surrogate D835), and every entity or percent-encoding.
+_MAY_HIDE_LETTERS = re.compile(r"\\u(?:0[0-5]|1|2|[fF][eEfF]|[dD]835)|\\U|\\x|&|%")
 _ESCAPED_RUN = re.compile(r"(?:" + _ESCAPE.pattern + r"|[A-Za-z0-9])*")
 _PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
 _BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
@@ -64,7 +69,6 @@ _AFTER_AS = re.compile(r"\s*,\s*i\b")
 _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
 _SPELLED_OUT = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
 _SPELLED_OUT_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")  # fast: starts with a separator
-_NO_JOINERS = str.maketrans("", "", "-_")
 _GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
@@ -302,7 +306,7 @@ class Scrubber:
 
     def _glued_across_joiners(self, low: str, plain: Counter) -> bool:
         """Whether removing '-' and '_' reveals a glued term the plain pass did not see (one cheap C pass)."""
-        joined = Counter(key for _, (kind, key) in self._automaton.iter(low.translate(_NO_JOINERS))
+        joined = Counter(key for _, (kind, key) in self._automaton.iter(low.replace("-", "").replace("_", ""))
                          if kind == "term" and key in self._glue_keys)
         return bool(joined - plain)
 
@@ -353,11 +357,14 @@ class Scrubber:
         terms, domains = self._candidates(cased, low)
         self._decide(low, terms)
         masked = sorted(domains, key=lambda s: (s.start, -s.end))
+        identities = sorted((s for s in [*terms, *domains] if s.kept is None), key=lambda s: s.start)
+        starts = [s.start for s in identities]
         for url in _URL.finditer(low) if "http" in low or "www." in low else ():
-            inside = [s for s in [*terms, *domains] if s.kept is None and url.start() <= s.start < url.end()]
-            if inside:
-                masked.append(_Span(url.start(), url.end(), "url", inside[0].term, PLACEHOLDERS["url"]))
-        if " by " in low:
+            first = bisect.bisect_left(starts, url.start())
+            if first < len(starts) and starts[first] < url.end():
+                masked.append(_Span(url.start(), url.end(), "url", identities[first].term, PLACEHOLDERS["url"]))
+        if " by " in low and (" i " in low or "\ni " in low or low.startswith("i ") or "i'm" in low or "i’m" in low
+                              or "as " in low or "this is" in low):
             for pattern in (_SELF_ID, _SELF_ID_FIRST_PERSON):
                 for found in pattern.finditer(cased):
                     masked.append(_Span(found.start(2), found.end(2), "self_identification",
@@ -368,9 +375,11 @@ class Scrubber:
                 out.append(span)
             elif span.end > out[-1].end and span.category == "url" == out[-1].category:
                 out[-1].end = span.end
-        blocked = list(out)
-        for span in terms:
-            if not any(b.start < span.end and span.start < b.end for b in blocked):
+        blocked, j = list(out), 0
+        for span in terms:  # sorted by start, as are the blocked spans (which do not overlap)
+            while j < len(blocked) and blocked[j].end <= span.start:
+                j += 1
+            if j == len(blocked) or blocked[j].start >= span.end:
                 out.append(span)
         return sorted(out, key=lambda s: s.start)
 
@@ -378,18 +387,21 @@ class Scrubber:
         """Decode an escaped word where its decoded form names an identity; leave the rest as written."""
         if "\\" not in text and "&" not in text and "%" not in text:
             return text
-        parts, last = [], 0
+        parts, last, scanned = [], 0, 0
         for escape in _ESCAPE.finditer(text):
-            if escape.start() < last:
-                continue
+            if escape.start() < scanned:
+                continue  # inside the run just read
             start = escape.start()
-            while start > last and _word_char(text[start - 1]):
+            while start > scanned and _word_char(text[start - 1]):
                 start -= 1
-            end = _ESCAPED_RUN.match(text, escape.start()).end()
-            decoded = normalise(_decode_run(text[start:end]))
-            if decoded != text[start:end] and any(s.kept is None for s in self._spans(decoded)):
+            scanned = _ESCAPED_RUN.match(text, escape.start()).end()
+            run = text[start:scanned]
+            if not _MAY_HIDE_LETTERS.search(run):
+                continue  # only escapes of scripts that fold to no ASCII letter (CJK, emoji halves...)
+            decoded = normalise(_decode_run(run))
+            if decoded != run and any(s.kept is None for s in self._spans(decoded)):
                 parts += [text[last:start], decoded]
-                last = end
+                last = scanned
         return "".join(parts) + text[last:] if parts else text
 
     def scrub(self, text: str) -> tuple[str, list[Hit]]:
