@@ -58,10 +58,13 @@ def reveal(text: str) -> str:
     """``text`` as the detector reads it: escapes decoded, look-alikes folded, case folded."""
     def backslash(match: re.Match[str]) -> str:
         code = int(next(g for g in match.groups() if g), 16)
-        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else " "
+        return chr(code) if code <= 0x10FFFF else " "
 
     for _ in range(3):
-        decoded = html.unescape(unquote(_BACKSLASH.sub(backslash, text) if "\\" in text else text))
+        decoded = text
+        if "\\" in text:  # surrogate pairs (JSON's form of letters beyond the BMP) joined back
+            decoded = _BACKSLASH.sub(backslash, text).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        decoded = html.unescape(unquote(decoded))
         if decoded == text:
             break
         text = decoded

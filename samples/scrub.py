@@ -52,7 +52,8 @@ _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|&#[
 _MAY_HIDE_LETTERS = re.compile(r"\\u(?:0[0-5]|1|2|[fF][eEfF]|[dD]835)|\\U|\\x|&|%")
 _ESCAPED_RUN = re.compile(r"(?:" + _ESCAPE.pattern + r"|[A-Za-z0-9])*")
 _PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
-_BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
+_BACKSLASH = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"  # a UTF-16 surrogate pair
+                        r"|\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
 _ENTITY = re.compile(r"&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});")
 _NAME = r"(?-i:[A-Z][\w\-]*(?:\.[\w\-]+)*(?:\s+[A-Z][\w\-]*(?:\.[\w\-]+)*)?)|[\w\-]+"
 _SELF_ID = re.compile(
@@ -94,6 +95,9 @@ def compact(term: str) -> str:
 def _decode_run(run: str) -> str:
     """Percent-encoding, backslash escapes and HTML entities decoded, up to three layers deep."""
     def backslash(match: re.Match[str]) -> str:
+        high, low = match.group(1, 2)
+        if high:
+            return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
         code = int(next(g for g in match.groups() if g), 16)
         return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else match.group(0)
 

@@ -47,6 +47,7 @@ DISGUISED = [
     ("GEM\u0406N\u0406", "[MODEL]"),                                            # Cyrillic I for I
     ("\uff23\uff4c\uff41\uff55\uff44\uff45Search", "[MODEL]Search"),            # fullwidth letters
     ("\\u0043laude", "[MODEL]"),                                                # backslash escape in text
+    ("\\ud835\\udc02laude", "[MODEL]"),                                         # JSON surrogate pair: bold C
     ("&#67;laude", "[MODEL]"),                                                  # HTML decimal entity
     ("&#x43;laude", "[MODEL]"),                                                 # HTML hex entity
     ("Cl&aacute;ude", "[MODEL]"),                                               # named entity + diacritic
