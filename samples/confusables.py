@@ -2,7 +2,7 @@
 
 The table is Unicode's confusables data (UTS #39 ``confusables.txt``) as shipped by
 the ``confusable_homoglyphs`` package: every non-ASCII character that Unicode lists
-as confusable with one ASCII letter or digit maps to it (Cyrillic 'а' -> 'a', Greek
+as confusable with one ASCII letter, digit, hyphen, low line, dot or slash maps to it (Cyrillic 'а' -> 'a', Greek
 'ο' -> 'o', Cyrillic 'С' -> 'C'); Latin letters with diacritics map to their base
 letter ('á' -> 'a'). One character becomes one character, so a folded text keeps
 the positions of the original and a match can be masked in place.
@@ -15,6 +15,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
+_JOINERS = "-_./"  # look-alike hyphens, low lines, dots and slashes join identifiers too
 _LATIN_RANGES = (range(0x00C0, 0x0250), range(0x1E00, 0x1F00))
 
 
@@ -22,19 +23,21 @@ def _pick(char: str, candidates: set[str]) -> str:
     """The ASCII look-alike of ``char``: same letter case where Unicode offers it."""
     if char.isupper() and candidates == {"l"} and "PALOCHKA" not in unicodedata.name(char, ""):
         return "I"  # Greek Iota, Cyrillic I: Unicode's skeleton of capital I is 'l'
-    same_case = sorted(c for c in candidates if c.isupper() == char.isupper())
-    return (same_case or sorted(candidates))[0]
+    letters = {c for c in candidates if c.isalnum()} or candidates
+    same_case = sorted(c for c in letters if c.isupper() == char.isupper())
+    return (same_case or sorted(letters))[0]
 
 
 @lru_cache(maxsize=1)
 def fold_table() -> dict[int, str]:
-    """``str.translate`` table: non-ASCII look-alike -> its ASCII letter or digit."""
+    """``str.translate`` table: non-ASCII look-alike -> its ASCII letter, digit or joiner."""
     data = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
     table: dict[int, str] = {}
     for char, entries in data.items():
         if len(char) != 1 or char.isascii():
             continue
-        ascii_alnum = {e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii() and e["c"].isalnum()}
+        ascii_alnum = {e["c"] for e in entries if len(e["c"]) == 1 and e["c"].isascii()
+                       and (e["c"].isalnum() or e["c"] in _JOINERS)}
         if ascii_alnum:
             table[ord(char)] = _pick(char, ascii_alnum)
     for block in _LATIN_RANGES:

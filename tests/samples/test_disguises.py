@@ -58,6 +58,7 @@ DISGUISED = [
     ("Open\u200bAI", "[VENDOR]"),                                               # zero-width space
     ("deep-seek", "[VENDOR]"),                                                  # split by a hyphen
     ("Open_AI", "[VENDOR]"),                                                    # split by an underscore
+    ("Claude\u2011Sonnet\u20114", "[MODEL]"),                                    # non-breaking hyphens
     ("c l a u d e", "[MODEL]"),                                                 # spelled out
     ("Claude 3.5 Sonnet", "[MODEL] [MODEL]"),                                   # ordinary word in a model name
     ("llama3_runner", "[MODEL]_runner"),                                        # ordinary word + version
