@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from samples.errors import InputError
+from samples.names import check_annotator_name as check_name
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, BlindTask
 
 # Keys that only exist on unblinded records: their presence means blinding did not happen.
@@ -66,19 +66,6 @@ def load_tasks(path: str | Path) -> list[BlindTask]:
     if not tasks:
         raise InputError(f"{path}: no tasks (an empty task set cannot be annotated)")
     return tasks
-
-
-_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
-
-
-def check_name(name: str, *, parameter: str = "name") -> str:
-    """Annotator names become SQLite keys, Label Studio emails and file names: keep them plain."""
-    if not isinstance(name, str) or not _NAME_PATTERN.match(name):
-        raise InputError(
-            f"{parameter} {name!r} is not a valid annotator name; expected 1-64 characters from letters, digits, "
-            "'_', '.', '@', '-', starting with a letter or digit"
-        )
-    return name
 
 
 def check_orders(tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *, where: str = "orders") -> None:

@@ -11,7 +11,10 @@ Rows:
 * the same file re-ingested through the ``canonical`` adapter (accord's own format);
 * peak RSS of an ingest subprocess on a file 4x larger (memory flat in file size);
 * sampling 10^6 units in 100 strata, unit-level and one-per-trajectory; peer:
-  pandas ``groupby(...).sample(n=...)`` (plain stratified SRS) on the same frame.
+  pandas ``groupby(...).sample(n=...)`` (plain stratified SRS) on the same frame;
+* blinding 30,000 sampled units (3,000 with --quick) end to end (``blind_study``: scrub,
+  independent leak check, tasks/orders/audit/sealed key written); peer: issue #14's
+  measurement of the previous scrubber, 30,000 units in 360 s (about 0.25 MB/s).
 
 Wall time is the figure that counts; "per CPU second" counts every thread and process
 (the input's sha256 runs on a helper thread), so on an idle machine wall can beat it.
@@ -172,9 +175,73 @@ def _sampling_rows(quick: bool) -> list[dict]:
     return rows
 
 
+# One in three units carries an identity, plain or disguised (what blinding has to find).
+_IDENTITY_LINES = (
+    "As Claude, I cannot browse.", "Served by https://api.openai.com/v1/chat/completions (model gpt-4o-2024-08-06)",
+    "Calling claudeSearch with GPT4oBrowser.", "I am Qwen, a large language model created by Alibaba Cloud.",
+    "Google translation of the page says 42.", '{"deepseek_api_key": "x", "model": "\\u0043laude-3.5"}',
+    "\u0421laude and O\u0440enHands agree.",
+)
+
+
+def _blind_units(n: int) -> list:
+    from samples.records import SampledUnit
+
+    rng = np.random.default_rng(SEED)
+    units = []
+    for i, record in enumerate(ise_records(n, seed=SEED, steps=(4, 8), words=60)):
+        turns = [f"{s['text'] or ''} {s['tool_call']['result']}" for s in record["steps"]]
+        if rng.random() < 1 / 3:
+            turns[int(rng.integers(len(turns)))] += " " + _IDENTITY_LINES[int(rng.integers(len(_IDENTITY_LINES)))]
+        text = record["question"] + "\n" + "\n".join(turns)
+        identify = i % 2 == 0
+        units.append(SampledUnit(unit_id=f"u_{i:08d}", trajectory_id=record["id"],
+                                 kind="identify_trajectory" if identify else "correctness", text=text,
+                                 turns=turns if identify else None,
+                                 strata={"agent": record["agent"], "backbone": record["backbone"]},
+                                 stratum=record["agent"], inclusion_prob=0.5))
+    return units
+
+
+def _blind_rows(folder: Path, quick: bool) -> list[dict]:
+    from samples.blind import blind_study
+    from samples.jsonl import write_jsonl
+    from samples.layout import StudyLayout
+    from samples.leakcheck import LeakDetector
+    from samples.scrub import Scrubber
+
+    n = 3_000 if quick else 30_000
+    units = _blind_units(n)
+    layout = StudyLayout.of(folder / "blind-study")
+    write_jsonl(layout.sample, units)
+    texts = [t for u in units for t in [u.text, *(u.turns or [])]]
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    started, cpu = time.perf_counter(), time.process_time()
+    summary = blind_study(layout.root, annotators=["ann1", "ann2", "ann3"])
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
+    assert summary["tasks"] == n and summary["masked_by_category"]
+    scrubber, detector = Scrubber(), LeakDetector()
+    started = time.process_time()
+    scrubbed = [scrubber.scrub(t)[0] for t in texts]
+    scrub_s = time.process_time() - started
+    started = time.process_time()
+    for text in scrubbed:
+        detector.find(text)
+    check_s = time.process_time() - started
+    peer_mb_s = 0.25
+    return [_row(f"blind {n:,} sampled units ({mb:,.0f} MB of task text and turns), end to end",
+                 f"{took:.1f} s ({mb / took:.1f} MB/s)", "previous scrubber (issue #14): 30,000 units in 360 s, 0.25 MB/s",
+                 f"{mb / took / peer_mb_s:.0f}x faster", ">= 2.5 MB/s (10x)", mb / took >= 10 * peer_mb_s,
+                 f"{mb / cpu:.1f} MB/s per CPU second; blind_study: scrub, independent leak check, tasks/orders/audit/"
+                 f"sealed key written; per CPU second, scrub alone "
+                 f"{mb / scrub_s:.1f} MB/s (one Aho-Corasick pass, pyahocorasick), leak check alone {mb / check_s:.1f} MB/s; "
+                 f"a third of the units carry an identity, plain or disguised; load average {os.getloadavg()[0]:.1f} "
+                 f"on {os.cpu_count()} cores")]
+
+
 def run(quick: bool = False) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="accord-bench-samples-") as folder:
-        rows = _ingest_rows(Path(folder), quick)
+        rows = _ingest_rows(Path(folder), quick) + _blind_rows(Path(folder), quick)
     return rows + _sampling_rows(quick)
 
 

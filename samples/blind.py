@@ -5,10 +5,12 @@ Tasks carry only an opaque id and the scrubbed display payload. Task ids are
 the sample file's hash: deterministic for the same sample and seed, unlinkable to
 unit ids without the sealed key (which maps them) or the sample plus seed. The
 key (``sealed/key.jsonl``, mode 0600 in a 0700 folder) restores every design
-field. ``blind/audit.json`` says where the scrubber masked what category;
-the masked strings themselves go to ``sealed/scrub_detail.json``. If any identity
-string survives scrubbing, nothing is written to ``blind/`` and ``IdentityLeak``
-is raised.
+field. ``blind/audit.json`` counts, per task field and in all, what the scrubber
+masked and what it kept readable (ordinary words such as "Google translation", terms
+the study keeps), by category; the strings themselves and the count of every term go
+to ``sealed/scrub_detail.json``. Every scrubbed field is then read by an independent
+leak detector (``samples.leakcheck``); if it finds any identity, nothing is written
+and ``IdentityLeak`` names the task and field.
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ import numpy as np
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.jsonl import read_models, record_bytes, write_json, write_jsonl
+from samples.leakcheck import LeakDetector
+from samples.names import check_annotator_name
 from samples.records import BlindTask, KeyEntry, SampledUnit
 from samples.sampler import DEFAULT_SEED, SAMPLE_DIR, SAMPLE_FILE
-from samples.scrub import Scrubber, study_terms
+from samples.scrub import Hit, Scrubber, check_keep, study_terms
+from samples.vocabulary import default_vocabulary
 
 BLIND_DIR = "blind"
 SEALED_DIR = "sealed"
 
 
 class IdentityLeak(InputError):
-    """Identity strings survived scrubbing; the blind step wrote no tasks."""
+    """The leak detector found identity strings in scrubbed tasks; the blind step wrote nothing."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +51,31 @@ class Blinded:
     audit: list[dict]
     detail: list[dict]
     leaks: list[str]
+    kept_terms: int = 0
+
+    def terms(self) -> dict[str, dict[str, int]]:
+        """Every masked and every kept term (compact form) with its count (sealed: the strings themselves)."""
+        counts: dict[str, Counter] = {"masked": Counter(), "kept": Counter()}
+        for row in self.detail:
+            counts["masked"].update(term for _, _, term in row["masked"])
+            counts["kept"].update(term for _, _, term, _ in row["kept"])
+        return {k: dict(sorted(v.items())) for k, v in counts.items()}
+
+    def audit_document(self, *, sample_sha256: str, seed: int) -> dict:
+        """``blind/audit.json``: counts by category only, never the strings."""
+        totals: dict[str, Counter] = {"masked": Counter(), "kept": Counter(), "reasons": Counter()}
+        for row in self.audit:
+            totals["masked"].update(row["masked"])
+            totals["kept"].update(row["kept"])
+        for row in self.detail:
+            totals["reasons"].update(reason for _, _, _, reason in row["kept"])
+        return {"sample_sha256": sample_sha256, "seed": int(seed), "tasks": len(self.tasks),
+                "tasks_with_masking": len({r["task_id"] for r in self.audit if r["masked"]}),
+                "masked_by_category": dict(sorted(totals["masked"].items())),
+                "kept_by_category": dict(sorted(totals["kept"].items())),
+                "kept_by_reason": dict(sorted(totals["reasons"].items())),
+                "study_kept_terms": self.kept_terms, "masked": self.audit,
+                "leak_check": "independent detector (samples.leakcheck)", "surviving_identity_strings": len(self.leaks)}
 
 
 def task_id(salt: bytes, unit_id: str) -> str:
@@ -61,54 +91,72 @@ def annotator_order(task_ids: Sequence[str], annotator: str, seed: int) -> list[
 
 
 def check_annotators(annotators: Sequence[str]) -> list[str]:
-    names = [a.strip() for a in annotators]
+    """Names the coding app accepts (``samples.names``), each once."""
+    names = [a.strip() if isinstance(a, str) else a for a in annotators]
     if not names or any(not a for a in names):
         raise InputError(f"annotators={list(annotators)!r}: expected one or more non-empty names")
+    for name in names:
+        check_annotator_name(name, parameter="annotators: name")
     repeated = sorted(a for a, c in Counter(names).items() if c > 1)
     if repeated:
         raise InputError(f"annotators: {repeated} listed more than once")
     return names
 
 
+def _places(hits: list[Hit]) -> tuple[dict, dict]:
+    masked = Counter(h.category for h in hits if h.kept is None)
+    kept = Counter(h.category for h in hits if h.kept is not None)
+    return dict(sorted(masked.items())), dict(sorted(kept.items()))
+
+
 def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: bytes, seed: int = DEFAULT_SEED,
-          scrubber: Scrubber | None = None) -> Blinded:
-    """Split a sample into scrubbed tasks and key entries; report any surviving identity string."""
+          scrubber: Scrubber | None = None, keep: Sequence[str] = ()) -> Blinded:
+    """Split a sample into scrubbed tasks and key entries; report every identity the leak detector still finds.
+
+    ``keep`` names vendor or harness terms the study leaves readable (never model names
+    nor the study's own agent/backbone/family values).
+    """
     names = check_annotators(annotators)
     if not units:
         raise InputError("blind: the sample is empty")
+    extra = study_terms({
+        "agent": {u.strata.get("agent", "") for u in units},
+        "model": {u.strata.get(f, "") for u in units for f in ("backbone", "family")},
+    })
+    kept = check_keep(keep, default_vocabulary(), extra)
     if scrubber is None:
-        scrubber = Scrubber(extra=study_terms({
-            "agent": {u.strata.get("agent", "") for u in units},
-            "model": {u.strata.get(f, "") for u in units for f in ("backbone", "family")},
-        }))
+        scrubber = Scrubber(extra=extra, keep=kept)
+    detector = LeakDetector(extra=extra, keep=kept)
     tasks, key, audit, detail, leaks = [], [], [], [], []
     for unit in units:
         tid = task_id(salt, unit.unit_id)
         text, hits = scrubber.scrub(unit.text)
-        places = {"text": hits}
+        shown = [("text", text, hits)]
         turns = None
         if unit.turns is not None:
             turns = []
             for i, turn in enumerate(unit.turns):
                 clean, turn_hits = scrubber.scrub(turn)
                 turns.append(clean)
-                places[f"turns[{i}]"] = turn_hits
-        question, gold = None, None  # response units: shown to coders, so scrubbed like the text
+                shown.append((f"turns[{i}]", clean, turn_hits))
+        question, gold = None, None  # response units: shown to coders, so scrubbed and checked like the text
         if unit.question is not None:
-            question, places["question"] = scrubber.scrub(unit.question)
+            question, question_hits = scrubber.scrub(unit.question)
+            shown.append(("question", question, question_hits))
         if unit.gold_answers is not None:
             gold = []
             for i, answer in enumerate(unit.gold_answers):
-                clean, places[f"gold_answers[{i}]"] = scrubber.scrub(answer)
+                clean, answer_hits = scrubber.scrub(answer)
                 gold.append(clean)
-        for where, found in places.items():
+                shown.append((f"gold_answers[{i}]", clean, answer_hits))
+        for where, clean, found in shown:
             if found:
-                audit.append({"task_id": tid, "where": where, "masked": dict(sorted(Counter(h.category for h in found).items()))})
-                detail.append({"task_id": tid, "where": where, "masked": [[h.category, h.matched] for h in found]})
-        for where, shown in [("text", text), *((f"turns[{i}]", t) for i, t in enumerate(turns or [])),
-                             *([("question", question)] if question is not None else []),
-                             *((f"gold_answers[{i}]", g) for i, g in enumerate(gold or []))]:
-            leaks += [f"task {tid} {where}: {s!r}" for s in scrubber.leaks(shown)]
+                masked, kept_here = _places(found)
+                audit.append({"task_id": tid, "where": where, "masked": masked, "kept": kept_here})
+                detail.append({"task_id": tid, "where": where,
+                               "masked": [[h.category, h.matched, h.term] for h in found if h.kept is None],
+                               "kept": [[h.category, h.matched, h.term, h.kept] for h in found if h.kept is not None]})
+            leaks += [f"task {tid} (unit {unit.unit_id}) {where}: {leak}" for leak in detector.find(clean)]
         tasks.append(BlindTask(task_id=tid, kind=unit.kind, text=text, turns=turns, focus_turn=unit.focus_turn,
                                question=question, gold_answers=gold))
         key.append(KeyEntry(task_id=tid, unit_id=unit.unit_id, trajectory_id=unit.trajectory_id, kind=unit.kind,
@@ -120,15 +168,17 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
     return Blinded(tasks=[tasks[i] for i in order], key=[key[i] for i in order],
                    orders={a: annotator_order(ids, a, seed) for a in names},
                    audit=sorted(audit, key=lambda r: (r["task_id"], r["where"])),
-                   detail=sorted(detail, key=lambda r: (r["task_id"], r["where"])), leaks=leaks)
+                   detail=sorted(detail, key=lambda r: (r["task_id"], r["where"])), leaks=leaks, kept_terms=len(kept))
 
 
 def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEFAULT_SEED,
-                sample_path: str | Path | None = None, scrubber: Scrubber | None = None, replace: bool = False) -> dict:
+                sample_path: str | Path | None = None, scrubber: Scrubber | None = None, replace: bool = False,
+                keep: Sequence[str] = ()) -> dict:
     """Blind ``STUDY/sample/sample.jsonl`` into ``STUDY/blind/`` and ``STUDY/sealed/``; return a summary.
 
     An existing sealed key that differs from the new one (another sample or seed) is
     never overwritten unless ``replace``: labels collected against it would lose their units.
+    ``keep``: vendor or harness names the study leaves readable (``[blinding] keep``).
     """
     study = Path(study)
     sample_path = Path(sample_path) if sample_path else study / SAMPLE_DIR / SAMPLE_FILE
@@ -137,30 +187,26 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
     sample_sha = file_sha256(sample_path)
     salt = hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest()
     units = list(read_models(sample_path, SampledUnit))
-    result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber)
+    result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep)
+    if result.leaks:
+        raise IdentityLeak(f"blind: {len(result.leaks)} identity string(s) survived scrubbing; nothing written "
+                           "(add the form to samples/identity_vocabulary.toml, or keep an ordinary vendor word with "
+                           "--keep)", problems=result.leaks)
     sealed = study / SEALED_DIR
     sealed.mkdir(parents=True, exist_ok=True)
     os.chmod(sealed, 0o700)
-    write_json(sealed / "scrub_detail.json", {"leaks": result.leaks, "masked": result.detail}, mode=0o600)
-    if result.leaks:
-        raise IdentityLeak(f"blind: {len(result.leaks)} identity string(s) survived scrubbing; no tasks written "
-                           f"(details in {sealed / 'scrub_detail.json'}; extend samples/identity_vocabulary.toml)",
-                           problems=[leak.split(":")[0] for leak in result.leaks])
     key_path = sealed / "key.jsonl"
     new_key = b"".join(record_bytes(entry) for entry in result.key)
     if key_path.is_file() and not replace and key_path.read_bytes() != new_key:
         raise InputError(f"{key_path}: a sealed key from another sample or seed exists; labels may refer to it. "
                          "Move it away or pass --replace")
+    write_json(sealed / "scrub_detail.json", {"terms": result.terms(), "masked": result.detail}, mode=0o600)
     write_jsonl(key_path, result.key, mode=0o600)
     out = study / BLIND_DIR
     write_jsonl(out / "tasks.jsonl", result.tasks)
     write_json(out / "orders.json", result.orders)
-    masked = Counter()
-    for row in result.audit:
-        masked.update(row["masked"])
-    write_json(out / "audit.json", {"sample_sha256": sample_sha, "seed": int(seed), "tasks": len(result.tasks),
-                                    "tasks_with_masking": len({r["task_id"] for r in result.audit}),
-                                    "masked_by_category": dict(sorted(masked.items())), "masked": result.audit,
-                                    "surviving_identity_strings": 0})
-    return {"tasks": len(result.tasks), "annotators": list(result.orders), "masked_by_category": dict(sorted(masked.items())),
-            "tasks_with_masking": len({r["task_id"] for r in result.audit}), "blind_dir": str(out), "key": str(sealed / "key.jsonl")}
+    audit = result.audit_document(sample_sha256=sample_sha, seed=seed)
+    write_json(out / "audit.json", audit)
+    return {"tasks": len(result.tasks), "annotators": list(result.orders), "masked_by_category": audit["masked_by_category"],
+            "kept_by_category": audit["kept_by_category"], "tasks_with_masking": audit["tasks_with_masking"],
+            "blind_dir": str(out), "key": str(sealed / "key.jsonl")}

@@ -1,55 +1,123 @@
 """Identity scrubber: masks model, vendor and harness names before annotators see a text.
 
 Terms come from the maintained vocabulary (``identity_vocabulary.toml``) plus the
-study's own agent / backbone / family values. Text is first NFKC-normalised and
-stripped of zero-width characters (so "Ｃｌａｕｄｅ" or "Cl\u200baude" cannot slip
-through), then masked in this order:
+study's own agent / backbone / family values. The text is NFKC-normalised, stripped
+of zero-width characters and of combining marks glued to Latin letters, and an
+escaped word ("\\u0043laude", "&#67;laude", "%43laude") is decoded when its decoded
+form names an identity. Matching runs on a view of the text with look-alike letters
+folded to ASCII (``samples.confusables``) and lower-cased, of the same length, so
+every match is masked in place:
 
-1. URLs (``http(s)://``, ``www.``) containing any identity term or listed domain -> ``[URL]``;
-   bare listed domains (``api.openai.com``) -> ``[URL]``;
-2. self-identification ("I am an AI model developed by X") -> "... by [VENDOR]";
-3. harness names -> ``[AGENT]``, vendors -> ``[VENDOR]``, model names with their
-   version tail ("gpt-4o-2024-08-06", "Claude 3.5", "qwen3.5-9b") -> ``[MODEL]``.
+1. URLs containing an identity or a listed domain, and bare listed domains -> ``[URL]``;
+2. self-identification ("I am an AI model developed by X", "I was trained by X") -> "... by [VENDOR]";
+3. harness names -> ``[AGENT]``, vendors -> ``[VENDOR]``, model names with their version
+   tail ("gpt-4o-2024-08-06", "Claude 3.5", "qwen3.5-9b") -> ``[MODEL]``.
 
-Matching is case-insensitive and treats ``_``, ``-`` and punctuation as separators,
-so identities inside tool names ("claude_search") are masked too. ``leaks`` re-checks
-a scrubbed text with the plain term patterns: anything it finds fails the blind step.
+Terms are found in one pass by an Aho-Corasick automaton (pyahocorasick). A term
+starts and ends at a word or CamelCase boundary ("claudeSearch" -> "[MODEL]Search",
+"GPT4oBrowser" -> "[MODEL]Browser", "claude_search"); terms of 4+ letters are also
+masked glued inside a word ("askclaude") unless the word is a listed ordinary word
+("philanthropic"). Terms that are ordinary words ("Google", "sonnet", "cursor") are
+masked only in a model context (a version, next to another masked identity, or in
+self-identification) and kept elsewhere; terms the study keeps are kept too. Every
+masked and every kept occurrence is a ``Hit``. Whether anything survived is decided
+by an independent detector (``samples.leakcheck``), not here.
 """
 
 from __future__ import annotations
 
+import bisect
+import html
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import unquote
 
-from samples.vocabulary import Vocabulary, default_vocabulary, term_pattern
+import ahocorasick
+
+from samples.confusables import fold
+from samples.errors import InputError
+from samples.vocabulary import Vocabulary, default_vocabulary
 
 _ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
-_VERSION_TAIL = r"(?:\s?\d+(?:\.\d+)*(?![A-Za-z])|[-_.:/]?[A-Za-z0-9]*\d(?:[\w\-]|\.(?=\w))*|(?:[-_][A-Za-z0-9]+)+)?"
+_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};"
+                     r"|&[A-Za-z][A-Za-z0-9]{1,31};|%[0-9a-fA-F]{2}")
+# Escapes that can stand for a letter an identity is spelled with: Latin, Greek, Cyrillic, Armenian,
+# Cherokee, phonetic and letterlike blocks, zero-width and fullwidth forms, mathematical letters
+# (UTF-16 high surrogate D835), and every entity or percent-encoding.
+_MAY_HIDE_LETTERS = re.compile(r"\\u(?:0[0-5]|1|2|[fF][eEfF]|[dD]835)|\\U|\\x|&|%")
+_ESCAPED_RUN = re.compile(r"(?:" + _ESCAPE.pattern + r"|[A-Za-z0-9])*")
+_PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
+_BACKSLASH = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"  # a UTF-16 surrogate pair
+                        r"|\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
+_ENTITY = re.compile(r"&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});")
+_NAME = r"(?-i:[A-Z][\w\-]*(?:\.[\w\-]+)*(?:\s+[A-Z][\w\-]*(?:\.[\w\-]+)*)?)|[\w\-]+"
 _SELF_ID = re.compile(
-    r"(\b(?:I am|I'm|as|this is)\s+(?:an?\s+)?(?:AI\s+)?(?:large\s+)?(?:language\s+model|model|assistant|chatbot)"
-    r"[^.\n]{0,40}?\b(?:developed|created|trained|built|made|provided)\s+by\s+)([A-Z][\w\-]*(?:\.[\w\-]+)*(?:\s+[A-Z][\w\-]*(?:\.[\w\-]+)*)?)",
+    r"(\b(?:I am|I['’]m|as|this is)\s+(?:an?\s+)?(?:AI\s+)?(?:large\s+)?(?:language\s+model|model|assistant|chatbot)"
+    r"[^.\n]{0,40}?\b(?:developed|created|trained|built|made|provided)\s+by\s+(?:the\s+)?)(" + _NAME + ")",
     re.IGNORECASE)
+_SELF_ID_FIRST_PERSON = re.compile(
+    r"(\bI(?:\s+was|\s+am|['’]m|\s+have\s+been)\s+(?:[\w\-]+\s+){0,4}?(?:developed|created|trained|built|made|provided|"
+    r"fine-tuned)\s+by\s+(?:the\s+)?)(" + _NAME + ")", re.IGNORECASE)
+_BEFORE_OWN_NAME = re.compile(r"(?:\bi\s+am|\bi['’]m|\bthis\s+is|\bmy\s+name\s+is|\bcall\s+me)\s+(?:an?\s+|the\s+)?\Z")
+_BEFORE_AS = re.compile(r"\bas\s+\Z")
+_AFTER_AS = re.compile(r"\s*,\s*i\b")
+# A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
+_JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
+_SPELLED_OUT = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
+_SPELLED_OUT_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")  # fast: starts with a separator
+_GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
                 "model": "[MODEL]"}
+CATEGORIES = ("agent", "vendor", "model")
+GLUE_MIN_LETTERS = 4
+KEPT_ORDINARY = "ordinary_word"
+KEPT_BY_STUDY = "study_keep"
 
 
 def normalise(text: str) -> str:
-    return _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text))
+    """NFKC, without zero-width characters and without combining marks glued to Latin letters."""
+    if text.isascii():
+        return text
+    return _STRAY_MARKS.sub("", _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text)))
 
 
-def _alternation(terms: Iterable[str], tail: str = "") -> re.Pattern[str] | None:
-    unique = sorted({t.strip() for t in terms if len(t.strip()) >= 2}, key=lambda t: (-len(t), t.lower()))
-    if not unique:
-        return None
-    return re.compile("(?:" + "|".join(term_pattern(t) for t in unique) + ")" + tail, re.IGNORECASE)
+def compact(term: str) -> str:
+    """A term's letters and digits, lower case: the form keep lists and audits count by."""
+    return re.sub(r"[^0-9a-z]+", "", fold(unicodedata.normalize("NFKC", term)).lower())
+
+
+def _decode_run(run: str) -> str:
+    """Percent-encoding, backslash escapes and HTML entities decoded, up to three layers deep."""
+    def backslash(match: re.Match[str]) -> str:
+        high, low = match.group(1, 2)
+        if high:
+            return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+        code = int(next(g for g in match.groups() if g), 16)
+        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else match.group(0)
+
+    for _ in range(3):
+        decoded = _ENTITY.sub(lambda m: html.unescape(m.group(0)),
+                              _BACKSLASH.sub(backslash, _PERCENT_RUN.sub(lambda m: unquote(m.group(0)), run)))
+        if decoded == run:
+            break
+        run = decoded
+    return run
+
+
+def _stem(part: str) -> str | None:
+    """The name in a versioned id ("acmebot" in "acmebot-7b", "qwen" in "qwen3.5-9b")."""
+    found = re.match(r"([A-Za-z]{4,})(?:[-_.]?\d)", part)
+    return found.group(1) if found else None
 
 
 def study_terms(values: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
-    """Identity terms from a study's own values: each whole value and its '/'-separated parts.
+    """Identity terms from a study's own values: each whole value, its '/'-separated parts and their stems.
 
     ``values`` maps a category ("agent", "model") to strings such as
     "anthropic/claude-sonnet-5"; generic placeholders ("unknown", "none") are ignored.
@@ -62,64 +130,315 @@ def study_terms(values: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
                 part = part.strip()
                 if part.lower() not in IGNORED_STUDY_VALUES and len(part) >= 3:
                     terms.add(part)
+                    stem = _stem(part)
+                    if stem and stem.lower() not in IGNORED_STUDY_VALUES:
+                        terms.add(stem)
         out[category] = sorted(terms)
     return out
 
 
 @dataclass(frozen=True, kw_only=True)
 class Hit:
+    """One identity occurrence: masked (``kept`` None) or left readable (``kept`` says why)."""
+
     category: str
     matched: str
+    term: str = ""
+    kept: str | None = None
+
+
+@dataclass(frozen=True)
+class _Term:
+    category: str
+    term: str  # compact form
+    pattern: re.Pattern[str]
+    glue: bool
+    ordinary: bool
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int
+    category: str
+    term: str
+    placeholder: str | None = None
+    kept: str | None = None
+    ordinary: bool = False
+
+
+def _term_regex(term: str, tail: str) -> re.Pattern[str]:
+    parts = [p for p in re.split(r"[\s\-_]+", term.strip().lower()) if p]
+    joined = re.escape(parts[0])
+    for part in parts[1:]:
+        joined += (r"[\-_]?" if len(part) == 1 else r"[\s\-_]*") + re.escape(part)
+    return re.compile(f"(?P<core>{joined})(?P<tail>{tail})")
+
+
+def _spellings(term: str) -> list[str]:
+    """The forms of a term the automaton looks for: its parts joined by nothing, a space, '-' or '_'."""
+    parts = [p for p in re.split(r"[\s\-_]+", term.strip().lower()) if p]
+    forms = [parts[0]]
+    for part in parts[1:]:
+        joiners = ("", "-", "_") if len(part) == 1 else ("", " ", "-", "_")
+        forms = [f + j + part for f in forms for j in joiners]
+    return forms
+
+
+def _version_tail(variants: Sequence[str]) -> str:
+    words = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
+    segment = r"(?:[a-z]*\d[a-z0-9]*(?:\.\d+[a-z0-9]*)*" + (f"|(?:{words})" if words else "") + r")(?![a-z])"
+    return r"(?:\d[a-z0-9]*(?:\.\d+[a-z0-9]*)*)?(?:(?:[\-_.:/]|\s(?=\d))" + segment + ")*"
+
+
+def _lower(text: str) -> str:
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _word_char(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def _camel_split(cased: str, i: int) -> bool:
+    """A CamelCase boundary before position ``i`` ("claude|Search", "GPT|Browser")."""
+    a, b = cased[i - 1], cased[i]
+    return (a.islower() and b.isupper()) or (a.isupper() and b.isupper() and i + 1 < len(cased) and cased[i + 1].islower())
 
 
 class Scrubber:
-    """Masks identity terms; built once per study from the vocabulary and the study's values."""
+    """Masks identity terms; built once per study from the vocabulary, the study's values and its kept terms."""
 
-    def __init__(self, vocabulary: Vocabulary | None = None, extra: Mapping[str, Iterable[str]] | None = None) -> None:
+    def __init__(self, vocabulary: Vocabulary | None = None, extra: Mapping[str, Iterable[str]] | None = None,
+                 keep: Iterable[str] = ()) -> None:
         vocab = vocabulary or default_vocabulary()
-        extra = {k: list(v) for k, v in (extra or {}).items()}
-        self.domains = sorted({d.lower() for d in vocab.domains}, key=len, reverse=True)
-        agents = [*vocab.harnesses, *extra.get("agent", [])]
-        vendors = [*vocab.vendors, *extra.get("vendor", [])]
-        models = [*vocab.models, *extra.get("model", [])]
-        self.terms = {"agent": agents, "vendor": vendors, "model": models}
-        self.passes = [(c, p) for c, p in (("agent", _alternation(agents)), ("vendor", _alternation(vendors)),
-                                           ("model", _alternation(models, _VERSION_TAIL))) if p is not None]
-        self.domain_pattern = (re.compile(r"(?<![\w.\-])[\w.\-]*?(?:" + "|".join(re.escape(d) for d in self.domains)
-                                          + r")(?![\w\-])(?:[/:]\S*)?", re.IGNORECASE) if self.domains else None)
-        everything = [*agents, *vendors, *models, *self.domains]
-        self.check_pattern = _alternation(everything)
+        extra = {k: [t for t in v if len(t.strip()) >= 2] for k, v in (extra or {}).items()}
+        study = {compact(t) for items in extra.values() for t in items}
+        self.keep = check_keep(keep, vocab, extra)
+        listed = {"agent": vocab.harnesses, "vendor": vocab.vendors, "model": vocab.models}
+        tails = {"model": _version_tail(vocab.variants)}
+        terms: dict[str, list[_Term]] = {}
+        seen: set[tuple[str, str]] = set()
+        for category in CATEGORIES:
+            for raw in [*listed[category], *extra.get(category, [])]:
+                name = compact(raw)
+                if not name or (category, raw.lower()) in seen:
+                    continue
+                seen.add((category, raw.lower()))
+                ordinary = raw.lower() in vocab.ordinary and name not in study
+                letters = sum(c.isalpha() for c in name)
+                one_letter_part = any(len(p) == 1 for p in re.split(r"[\s\-_]+", raw.strip()))  # "command-r"
+                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS
+                                                                 or raw.lower() in vocab.glued_short)
+                term = _Term(category=category, term=name, glue=glue, ordinary=ordinary,
+                             pattern=_term_regex(raw, tails.get(category, "")))
+                for key in _spellings(raw):
+                    terms.setdefault(key, []).append(term)
+        self._terms = terms
+        self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
+        self._domains = sorted({d.lower() for d in vocab.domains})
+        self._allow = vocab.ordinary_containing
+        automaton = ahocorasick.Automaton()
+        for key in self._terms:
+            automaton.add_word(key, ("term", key))
+        for domain in self._domains:
+            automaton.add_word(domain, ("domain", domain))
+        for word in self._allow:
+            automaton.add_word(word, ("allow", word))
+        automaton.make_automaton()
+        self._automaton = automaton
 
-    def _url_has_identity(self, url: str) -> bool:
-        lowered = url.lower()
-        return any(d in lowered for d in self.domains) or bool(self.check_pattern and self.check_pattern.search(url))
+    # -- finding ------------------------------------------------------------------------------
+
+    def _candidates(self, cased: str, low: str) -> tuple[list[_Span], list[_Span]]:
+        """(term candidates, domain spans) in the folded text ``cased`` and its lower-case view ``low``."""
+        n = len(low)
+        found: list[_Span] = []
+        domains: list[_Span] = []
+        allowed: list[tuple[int, int]] = []
+        plain_glued: Counter = Counter()
+        for last, (kind, key) in self._automaton.iter(low):
+            start, end = last - len(key) + 1, last + 1
+            if kind == "term" and key in self._glue_keys:
+                plain_glued[key] += 1
+            if kind == "allow":
+                allowed.append((start, end))
+            elif kind == "domain":
+                if (start == 0 or low[start - 1] == "." or not (_word_char(low[start - 1]) or low[start - 1] == "-")) \
+                        and (end == n or not (_word_char(low[end]) or low[end] == "-")):
+                    while start > 0 and (_word_char(low[start - 1]) or low[start - 1] in "._-"):
+                        start -= 1
+                    if end < n and low[end] in "/:":
+                        while end < n and not low[end].isspace():
+                            end += 1
+                    domains.append(_Span(start, end, "url", key, PLACEHOLDERS["url"]))
+            else:
+                best: _Span | None = None
+                for term in self._terms[key]:
+                    match = term.pattern.match(low, start)
+                    if match is None:
+                        continue
+                    core = match.end("core")
+                    if not term.glue and not ((start == 0 or not _word_char(low[start - 1]) or _camel_split(cased, start))
+                                              and (core == n or not (low[core].isascii() and low[core].isalpha())
+                                                   or _camel_split(cased, core))):
+                        continue
+                    stop = match.end()
+                    for k in range(core + 1, stop):
+                        if _camel_split(cased, k):
+                            stop = k
+                            break
+                    if best is None or stop > best.end:
+                        best = _Span(start, stop, term.category, term.term, PLACEHOLDERS[term.category],
+                                     ordinary=term.ordinary and not any(c.isdigit() for c in low[core:stop]))
+                if best is not None:
+                    found.append(best)
+        if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
+            found += self._split_words(low, _JOINED_WORD)
+        if _SPELLED_OUT_HINT.search(" " + low) and _SPELLED_OUT.search(low):
+            found += self._split_words(low, _SPELLED_OUT)
+        if allowed:
+            found = [s for s in found if not any(a <= s.start and s.end <= b for a, b in allowed)]
+        found.sort(key=lambda s: (s.start, -s.end))
+        chosen: list[_Span] = []
+        for span in found:
+            if not chosen or span.start >= chosen[-1].end:
+                chosen.append(span)
+        return chosen, domains
+
+    def _glued_across_joiners(self, low: str, plain: Counter) -> bool:
+        """Whether removing '-' and '_' reveals a glued term the plain pass did not see (one cheap C pass)."""
+        joined = Counter(key for _, (kind, key) in self._automaton.iter(low.replace("-", "").replace("_", ""))
+                         if kind == "term" and key in self._glue_keys)
+        return bool(joined - plain)
+
+    def _split_words(self, low: str, words: re.Pattern[str]) -> list[_Span]:
+        """Glued terms spelled across joiners inside one word ("deep-seek", "c l a u d e" -> one mask)."""
+        out = []
+        for word in words.finditer(low):
+            positions = [i for i in range(word.start(), word.end()) if low[i].isalnum()]
+            squeezed = "".join(low[i] for i in positions)
+            matches = [(last - len(key) + 1, last + 1, kind, key) for last, (kind, key) in self._automaton.iter(squeezed)]
+            allowed = [(a, b) for a, b, kind, _ in matches if kind == "allow"]
+            for first, last, kind, key in matches:
+                start, end = positions[first], positions[last - 1] + 1
+                if kind != "term" or end - start == len(key) or any(a <= first and last <= b for a, b in allowed):
+                    continue  # not split (the plain pass sees it), or inside an ordinary word
+                term = max((t for t in self._terms[key] if t.glue and t.pattern.fullmatch(key)), default=None,
+                           key=lambda t: len(t.term))
+                if term is not None:
+                    out.append(_Span(start, end, term.category, term.term, PLACEHOLDERS[term.category]))
+        return out
+
+    def _decide(self, low: str, spans: list[_Span]) -> None:
+        """Mark ordinary-word and kept candidates; an ordinary word is masked only in a model context."""
+        for span in spans:
+            if span.ordinary:
+                if _BEFORE_OWN_NAME.search(low, max(0, span.start - 30), span.start) or (
+                        _BEFORE_AS.search(low, max(0, span.start - 4), span.start) and _AFTER_AS.match(low, span.end)):
+                    span.category, span.ordinary = "self_identification", False
+                else:
+                    span.kept = KEPT_ORDINARY
+            elif span.term in self.keep:
+                span.kept = KEPT_BY_STUDY
+        changed = True
+        while changed:  # "Claude Sonnet", "Google Gemini": an ordinary word next to a masked identity
+            changed = False
+            for i, span in enumerate(spans):
+                if span.kept != KEPT_ORDINARY:
+                    continue
+                if (i > 0 and spans[i - 1].kept is None and _GAP.fullmatch(low, spans[i - 1].end, span.start)) or (
+                        i + 1 < len(spans) and spans[i + 1].kept is None and _GAP.fullmatch(low, span.end, spans[i + 1].start)):
+                    span.kept = KEPT_BY_STUDY if span.term in self.keep else None
+                    changed = changed or span.kept is None
+
+    def _spans(self, text: str) -> list[_Span]:
+        """Every masked and kept span of a normalised text, non-overlapping, in order."""
+        cased = fold(text)
+        low = _lower(cased)
+        terms, domains = self._candidates(cased, low)
+        self._decide(low, terms)
+        masked = sorted(domains, key=lambda s: (s.start, -s.end))
+        identities = sorted((s for s in [*terms, *domains] if s.kept is None), key=lambda s: s.start)
+        starts = [s.start for s in identities]
+        for url in _URL.finditer(low) if "http" in low or "www." in low else ():
+            first = bisect.bisect_left(starts, url.start())
+            if first < len(starts) and starts[first] < url.end():
+                masked.append(_Span(url.start(), url.end(), "url", identities[first].term, PLACEHOLDERS["url"]))
+        if " by " in low and (" i " in low or "\ni " in low or low.startswith("i ") or "i'm" in low or "i’m" in low
+                              or "as " in low or "this is" in low):
+            for pattern in (_SELF_ID, _SELF_ID_FIRST_PERSON):
+                for found in pattern.finditer(cased):
+                    masked.append(_Span(found.start(2), found.end(2), "self_identification",
+                                        compact(found.group(2)), PLACEHOLDERS["self_identification"]))
+        out: list[_Span] = []
+        for span in sorted(masked, key=lambda s: (s.start, -s.end)):
+            if not out or span.start >= out[-1].end:
+                out.append(span)
+            elif span.end > out[-1].end and span.category == "url" == out[-1].category:
+                out[-1].end = span.end
+        blocked, j = list(out), 0
+        for span in terms:  # sorted by start, as are the blocked spans (which do not overlap)
+            while j < len(blocked) and blocked[j].end <= span.start:
+                j += 1
+            if j == len(blocked) or blocked[j].start >= span.end:
+                out.append(span)
+        return sorted(out, key=lambda s: s.start)
+
+    def _decode_escapes(self, text: str) -> str:
+        """Decode an escaped word where its decoded form names an identity; leave the rest as written."""
+        if "\\" not in text and "&" not in text and "%" not in text:
+            return text
+        parts, last, scanned = [], 0, 0
+        for escape in _ESCAPE.finditer(text):
+            if escape.start() < scanned:
+                continue  # inside the run just read
+            start = escape.start()
+            while start > scanned and _word_char(text[start - 1]):
+                start -= 1
+            scanned = _ESCAPED_RUN.match(text, escape.start()).end()
+            run = text[start:scanned]
+            if not _MAY_HIDE_LETTERS.search(run):
+                continue  # only escapes of scripts that fold to no ASCII letter (CJK, emoji halves...)
+            decoded = normalise(_decode_run(run))
+            if decoded != run and any(s.kept is None for s in self._spans(decoded)):
+                parts += [text[last:start], decoded]
+                last = scanned
+        return "".join(parts) + text[last:] if parts else text
 
     def scrub(self, text: str) -> tuple[str, list[Hit]]:
-        """The masked text and what was masked (category and the original string)."""
-        hits: list[Hit] = []
-        text = normalise(text)
+        """The masked text and every identity occurrence (masked or kept, with the original string)."""
+        text = self._decode_escapes(normalise(text))
+        pieces, hits, last = [], [], 0
+        for span in self._spans(text):
+            hits.append(Hit(category=span.category, matched=text[span.start:span.end], term=span.term, kept=span.kept))
+            if span.kept is None:
+                pieces += [text[last:span.start], span.placeholder]
+                last = span.end
+        return "".join(pieces) + text[last:], hits
 
-        def url(match: re.Match[str]) -> str:
-            if self._url_has_identity(match.group(0)):
-                hits.append(Hit(category="url", matched=match.group(0)))
-                return PLACEHOLDERS["url"]
-            return match.group(0)
 
-        text = _URL.sub(url, text)
-        if self.domain_pattern is not None:
-            text = self.domain_pattern.sub(lambda m: hits.append(Hit(category="url", matched=m.group(0))) or "[URL]", text)
+def check_keep(keep: Iterable[str], vocabulary: Vocabulary, extra: Mapping[str, Iterable[str]]) -> frozenset[str]:
+    """The study's kept terms (compact forms): vendor or harness names of the vocabulary only.
 
-        def self_id(match: re.Match[str]) -> str:
-            hits.append(Hit(category="self_identification", matched=match.group(2)))
-            return match.group(1) + PLACEHOLDERS["self_identification"]
-
-        text = _SELF_ID.sub(self_id, text)
-        for category, pattern in self.passes:
-            text = pattern.sub(lambda m, c=category: hits.append(Hit(category=c, matched=m.group(0))) or PLACEHOLDERS[c], text)
-        return text, hits
-
-    def leaks(self, text: str) -> list[str]:
-        """Identity strings still present in ``text`` (checked after normalisation)."""
-        if self.check_pattern is None:
-            return []
-        return [m.group(0) for m in self.check_pattern.finditer(normalise(text))]
+    Model names and the study's own agent/backbone/family values are always masked.
+    """
+    models = {compact(t) for t in vocabulary.models} - {compact(t) for t in vocabulary.ordinary}
+    keepable = {compact(t) for t in [*vocabulary.vendors, *vocabulary.harnesses, *vocabulary.ordinary]}
+    study = {compact(t) for items in extra.values() for t in items}
+    out = set()
+    for term in keep:
+        name = compact(term) if isinstance(term, str) else ""
+        if not name:
+            raise InputError(f"keep: {term!r} is not a term; expected a vendor or harness name such as 'Google'")
+        if name in study:
+            raise InputError(f"keep: {term!r} is one of the study's own agent/backbone/family values; those are always masked")
+        if name in models:
+            raise InputError(f"keep: {term!r} is a model name; model names are always masked")
+        if name not in keepable:
+            raise InputError(f"keep: {term!r} is not in the identity vocabulary (samples/identity_vocabulary.toml); "
+                             "nothing to keep")
+        out.add(name)
+    return frozenset(out)

@@ -21,13 +21,23 @@ UNKNOWN_FAMILY = "unknown"
 
 @dataclass(frozen=True, kw_only=True)
 class Vocabulary:
-    """Identity terms by category; ``families`` maps family -> its model stems and vendors."""
+    """Identity terms by category; ``families`` maps family -> its model stems and vendors.
+
+    ``ordinary`` terms are also ordinary words (masked only in a model context);
+    ``glued_short`` short terms still masked inside a longer word; ``ordinary_containing``
+    ordinary words that contain a term; ``variants`` words that may follow a model name.
+    All are lower case.
+    """
 
     models: tuple[str, ...]
     vendors: tuple[str, ...]
     harnesses: tuple[str, ...]
     domains: tuple[str, ...]
     families: dict[str, tuple[str, ...]]
+    ordinary: frozenset[str] = frozenset()
+    glued_short: frozenset[str] = frozenset()
+    ordinary_containing: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
 
 
 def _terms(table: dict, key: str, where: str) -> list[str]:
@@ -59,8 +69,19 @@ def load_vocabulary(path: str | Path = VOCABULARY_PATH) -> Vocabulary:
     providers = data.get("providers", {})
     vendors += _terms(providers, "names", f"{path}: [providers]")
     domains += _terms(providers, "domains", f"{path}: [providers]")
+    matching = data.get("matching", {})
+    where = f"{path}: [matching]"
+    known = {t.lower() for t in [*models, *vendors, *harnesses]}
+    ordinary = {t.lower() for t in _terms(matching, "ordinary", where)}
+    glued_short = {t.lower() for t in _terms(matching, "glued_short", where)}
+    unknown = sorted((ordinary | glued_short) - known)
+    if unknown:
+        raise InputError(f"{where}: {unknown} are not vendors, models or harnesses listed above; expected identity terms")
     return Vocabulary(models=tuple(models), vendors=tuple(vendors), harnesses=tuple(harnesses),
-                      domains=tuple(domains), families=families)
+                      domains=tuple(domains), families=families, ordinary=frozenset(ordinary),
+                      glued_short=frozenset(glued_short),
+                      ordinary_containing=tuple(t.lower() for t in _terms(matching, "ordinary_containing", where)),
+                      variants=tuple(t.lower() for t in _terms(matching, "variants", where)))
 
 
 @lru_cache(maxsize=1)

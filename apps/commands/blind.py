@@ -1,8 +1,8 @@
 """Blind a study's sample: scrubbed annotator tasks, per-annotator orders, an audit and a sealed key.
 
 Writes STUDY/blind/tasks.jsonl, orders.json, audit.json and STUDY/sealed/key.jsonl
-(mode 0600). Exits 1, writing no tasks, if any known identity string survives
-the scrubber.
+(mode 0600). Exits 2, writing nothing, if the independent leak detector still finds
+an identity in any scrubbed task (the error names the task and field).
 """
 
 from __future__ import annotations
@@ -18,25 +18,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed for task ids and orders (default {DEFAULT_SEED})")
     parser.add_argument("--replace", action="store_true",
                         help="overwrite an existing sealed key from another sample or seed (labels against it are orphaned)")
+    parser.add_argument("--keep", action="append", default=[], metavar="TERM",
+                        help="leave this vendor or harness name readable, e.g. --keep Google (repeatable; model names "
+                             "and the study's own agents and backbones are always masked)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import sys
 
     from rich.console import Console
     from rich.table import Table
 
-    from samples.blind import IdentityLeak, blind_study
+    from samples.blind import blind_study
 
-    try:
-        summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed, replace=args.replace)
-    except IdentityLeak as leak:
-        if args.json:
-            print(json.dumps({"ok": False, "error": str(leak)}, sort_keys=True))
-        print(f"accord blind: {leak}", file=sys.stderr)
-        return 1
+    summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed, replace=args.replace,
+                          keep=args.keep)
     if args.json:
         print(json.dumps({"ok": True, **summary}, indent=2, sort_keys=True))
         return 0
@@ -48,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("tasks with masking", str(summary["tasks_with_masking"]))
     for category, count in summary["masked_by_category"].items():
         table.add_row(f"masked: {category}", str(count))
+    for category, count in summary["kept_by_category"].items():
+        table.add_row(f"kept readable: {category}", str(count))
     table.add_row("sealed key", summary["key"])
     Console().print(table)
     return 0

@@ -109,7 +109,7 @@ def test_orders_are_seeded_permutations(study: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="sealed key from another sample or seed exists"):
         blind_study(study, annotators=["ann1", "ann2", "ann3"], seed=99)
     blind_study(study, annotators=["ann1", "ann2", "ann3"], seed=99, replace=True)
-    assert set(json.loads(l)["task_id"] for l in (study / "blind" / "tasks.jsonl").read_text().splitlines()).isdisjoint(ids)
+    assert {json.loads(l)["task_id"] for l in (study / "blind" / "tasks.jsonl").read_text().splitlines()}.isdisjoint(ids)
     blind_study(study, annotators=["ann1", "ann2", "ann3"], replace=True)
 
 
@@ -117,11 +117,16 @@ def test_audit_says_what_was_masked_where(study: Path) -> None:
     audit = json.loads((study / "blind" / "audit.json").read_text())
     assert audit["surviving_identity_strings"] == 0
     assert set(audit["masked_by_category"]) == {"agent", "model", "url", "vendor", "self_identification"}
-    assert all(set(row) == {"task_id", "where", "masked"} for row in audit["masked"])
+    assert all(set(row) == {"task_id", "where", "masked", "kept"} for row in audit["masked"])
     audit_text = json.dumps(audit).lower()
     assert not any(n in audit_text for n in IDENTITY_STRINGS)  # the audit itself is blind
     detail = json.loads((study / "sealed" / "scrub_detail.json").read_text())
-    assert any(m[1] == "claude_web_search" for row in detail["masked"] for m in row["masked"])
+    # the tool name keeps its meaning: only the model inside it is masked
+    assert any(m[1] == "claude" for row in detail["masked"] for m in row["masked"])
+    assert "[MODEL]_web_search" in (study / "blind" / "tasks.jsonl").read_text(encoding="utf-8")
+    # every masked term with its count, sealed; the audit's category totals add up to them
+    assert detail["terms"]["masked"]["claude"] > 0 and detail["terms"]["masked"]["openhands"] > 0
+    assert sum(detail["terms"]["masked"].values()) == sum(audit["masked_by_category"].values())
 
 
 class _Broken(Scrubber):
@@ -131,11 +136,16 @@ class _Broken(Scrubber):
         return text, []
 
 
+def _folder_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def test_a_surviving_identity_fails_the_blind_step(study: Path, tmp_path: Path) -> None:
-    before = (study / "blind" / "tasks.jsonl").read_bytes()
-    with pytest.raises(IdentityLeak, match="survived scrubbing; no tasks written"):
+    before = _folder_bytes(study)
+    with pytest.raises(IdentityLeak, match=r"survived scrubbing; nothing written.*task t_[0-9a-f]{16} \(unit .*\) "
+                                           r"(text|turns\[\d+\])"):
         blind_study(study, annotators=["ann1"], scrubber=_Broken())
-    assert (study / "blind" / "tasks.jsonl").read_bytes() == before
+    assert _folder_bytes(study) == before
 
 
 def test_annotator_names_are_checked(study: Path) -> None:
@@ -145,3 +155,9 @@ def test_annotator_names_are_checked(study: Path) -> None:
         blind_study(study, annotators=["a", "a"])
     with pytest.raises(InputError, match="non-empty names"):
         blind_study(study, annotators=[""])
+    # the coding app's rule (annotate.store refuses these), applied before anything is written
+    before = _folder_bytes(study)
+    for bad in ["ann 1", "-ann", "ann/1", "é", "a" * 65, "ann;drop"]:
+        with pytest.raises(InputError, match="not a valid annotator name"):
+            blind_study(study, annotators=["ann1", bad])
+    assert _folder_bytes(study) == before
