@@ -1,29 +1,33 @@
 """The judge runner: units x judges x samples -> the labels table, cached and resumable.
 
 Order of durability per call: the response goes into the SQLite cache (committed)
-before its label is appended to labels.jsonl. A run killed at any point therefore
+before its label is appended to the label log, and the labels table is rebuilt from
+the log when the run ends (``judges.tables``). A run killed at any point therefore
 resumes without paying again for a call that succeeded: finished labels are skipped
-(same fingerprint), and a response whose label was not yet written is a cache hit.
+(same fingerprint), and a response whose label was not yet logged is a cache hit.
 Failed calls are never cached; after the retries they become unscored rows
-(``call_failed: ...``) that the next run tries again.
+(``call_failed: ...``) that the next run tries again. A run holds the study's judges
+lock throughout, so a second run on the same study is refused with the holder's pid.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.layout import StudyLayout
 from samples.records import Unit
 
 from judges.cache import RequestCache, RequestKeyer, request_key
@@ -32,7 +36,8 @@ from judges.prices import PriceTable
 from judges.providers.base import CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
-from judges.tables import LabelKey, LabelWriter, RunLog, compact_labels, read_label_rows
+from judges.lock import exclusive
+from judges.tables import LabelKey, LabelLog, RunLog, read_labels, remove_stale_temporaries, write_label_table
 
 DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -56,17 +61,26 @@ def unit_set_hash(units: Sequence[Unit]) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class StudyPaths:
-    """Where a run reads and writes: STUDY/judges/{labels.jsonl, runs.jsonl, cache.sqlite}."""
+    """Where a run reads and writes: the labels table, its label log, the run log, the
+    request cache, and the lock that lets one run at a time write them."""
 
     labels: Path
+    label_log: Path
     runs: Path
     cache: Path
+    lock: Path
 
     @classmethod
     def in_dir(cls, judges_dir: str | Path, *, cache: str | Path | None = None) -> "StudyPaths":
-        judges_dir = Path(judges_dir)
-        return cls(labels=judges_dir / "labels.jsonl", runs=judges_dir / "runs.jsonl",
-                   cache=Path(cache) if cache else judges_dir / "cache.sqlite")
+        """The files of a judges folder, named as in ``StudyLayout``; the lock is
+        ``.locks/<folder name>.lock`` beside it, so ``STUDY/judges`` gets exactly the
+        layout's judge paths and lock (``STUDY/.locks/judges.lock``)."""
+        judges_dir = Path(judges_dir).absolute()
+        names = StudyLayout.of(judges_dir.parent)
+        return cls(labels=judges_dir / names.judge_labels.name, label_log=judges_dir / names.judge_label_log.name,
+                   runs=judges_dir / names.judge_runs.name,
+                   cache=Path(cache) if cache else judges_dir / names.judge_cache.name,
+                   lock=names.locks / f"{judges_dir.name}.lock")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,19 +264,36 @@ def run_judges(
     started = time.monotonic()
     prices = prices or PriceTable.load()
     version = accord_version()
-    existing, rows_before = read_label_rows(paths.labels)
+    providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
+    # A dry run writes nothing, so it needs no lock and may watch a running one.
+    with nullcontext() if dry_run else exclusive(paths.lock, what=f"the judge labels in {paths.labels.parent}"):
+        summary = _run_locked(units, judges, paths, providers, prices=prices, dry_run=dry_run, progress=progress,
+                              seed=seed, on_label=on_label, version=version)
+    return replace(summary, seconds=time.monotonic() - started)
+
+
+def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: StudyPaths, providers: dict[str, Provider],
+                *, prices: PriceTable, dry_run: bool, progress: bool, seed: int,
+                on_label: Callable[[JudgeLabel], None] | None, version: str) -> RunSummary:
+    """``run_judges`` once its checks pass and, unless a dry run, the study's judges lock is held."""
+    started = time.monotonic()
+    label_log = None
+    if not dry_run:
+        remove_stale_temporaries(paths.labels)
+        label_log = LabelLog(paths.label_log)  # cuts a torn last line a killed run left
+    # The table as the log makes it; an older table's rows the log lacks (written before the log existed) stay.
+    table = {**read_labels(paths.labels), **read_labels(paths.label_log)}
+    existing = dict(table)
     cache = RequestCache(paths.cache)
     run_id = uuid.uuid4().hex[:16]
-    providers: dict[str, Provider] = {}
     plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
     fingerprint_parts: dict[str, dict[str, Any]] = {}
     for spec in judges:
-        provider = providers[spec.name] = make_provider(spec.provider, spec.connection)
         mine = [u for u in units if u.kind in spec.unit_kinds]
         units_hash = unit_set_hash(mine)
         fingerprint = spec.fingerprint(units_hash, version)
         fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
-        tasks, done = build_tasks(spec, provider, mine, fingerprint=fingerprint, existing=existing)
+        tasks, done = build_tasks(spec, providers[spec.name], mine, fingerprint=fingerprint, existing=existing)
         plan.append((spec, fingerprint, mine, tasks, done))
 
     cached: dict[str, dict[str, Any]] = cache.get_many(
@@ -270,12 +301,12 @@ def run_judges(
     )
     tallies = {spec.name: _Tally() for spec in judges}
     log = None if dry_run else RunLog(paths.runs)
-    writer = None if dry_run else LabelWriter(paths.labels)
+    writer = None if label_log is None else _TableWriter(label_log, table)
     try:
         if log is not None:
             log.event("start", run_id=run_id, time=time.time(), accord_version=version, labels=str(paths.labels),
                       cache=str(paths.cache), units=len(units), existing_rows=len(existing),
-                      judges=fingerprint_parts)
+                      judges=fingerprint_parts, pid=os.getpid())
         pending: list[tuple[_Task, str]] = []
         hit_labels: list[JudgeLabel] = []
         for spec, fingerprint, _, tasks, _ in plan:
@@ -300,17 +331,14 @@ def run_judges(
         if not dry_run:
             asyncio.run(_call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label))
     finally:
-        if writer is not None:
-            writer.close()
         cache.close()
+        if label_log is not None:
+            label_log.close()
+            # Also after an error or Ctrl-C: the table then holds every label logged so far.
+            write_label_table(paths.labels, table)
 
     stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
                   for spec, fp, mine, tasks, done in plan)
-    # Rewriting the table is needed only when a key has two rows: this run replaced rows
-    # (retried failures, a changed fingerprint) or an earlier one was killed before its rewrite.
-    replaced = any((t.unit.unit_id, t.spec.name, t.sample_index) in existing for *_, tasks, _ in plan for t in tasks)
-    if not dry_run and (replaced or rows_before > len(existing)):
-        compact_labels(paths.labels)
     summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
                          seconds=time.monotonic() - started)
     if log is not None:
@@ -318,6 +346,22 @@ def run_judges(
                   judges=[asdict(s) for s in stats])
         log.close()
     return summary
+
+
+class _TableWriter:
+    """Logs each label, then records it in the in-memory table the run rewrites at its end."""
+
+    def __init__(self, log: LabelLog, table: dict[LabelKey, JudgeLabel]) -> None:
+        self.log = log
+        self.table = table
+
+    def write(self, label: JudgeLabel) -> None:
+        self.log.write(label)
+        self.table[(label.unit_id, label.judge, label.sample_index)] = label
+
+    def write_many(self, labels: Sequence[JudgeLabel]) -> None:
+        self.log.write_many(labels)
+        self.table.update(((label.unit_id, label.judge, label.sample_index), label) for label in labels)
 
 
 def _count(tally: _Tally, label: JudgeLabel) -> None:
@@ -436,7 +480,9 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
         if not error.retryable or attempt == spec.max_retries:
             break
         if error.retry_after is not None:
-            wait = error.retry_after
+            # The server's wish, but never past the run's own bound: a "Retry-After: 86400"
+            # from a proxy must not park the run for a day.
+            wait = min(error.retry_after, spec.max_backoff_s)
         else:
             cap = min(spec.max_backoff_s, spec.backoff_s * 2 ** attempt)
             wait = cap / 2 + rng.uniform(0, cap / 2)  # exponential backoff, "equal jitter"

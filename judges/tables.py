@@ -1,11 +1,15 @@
-"""Reading units and the judge labels table; appending labels and run-log events.
+"""Reading units; the judge labels table, its append-only log and the run log.
 
-``labels.jsonl`` is appended one complete line per label while a run goes, so a
-killed run keeps every label it finished; a torn last line (the kill landed
-mid-write) was never a finished label and is cut off on the next open. The table's
-key is (unit_id, judge, sample_index); when a key repeats (a failed call retried by
-a later run, a changed fingerprint) the last row wins and ``compact_labels`` rewrites
-the file atomically with one row per key.
+A run appends every finished label to ``label_log.jsonl``, one complete line per
+label in one ``write``, so a killed run keeps every label it finished; a torn last
+line (the kill landed mid-write) was never a finished label: readers skip it and
+the next run cuts it off. ``labels.jsonl``, the table the other stages read, is
+rebuilt from the log (with the rows of an older table the log does not hold): one
+row per (unit_id, judge, sample_index), the last logged row winning, sorted by key,
+written whole through a unique temporary file renamed over it. A reader sees the
+old table or the new, never half of one nor a repeated key. Only the holder of the
+study's judges lock (``judges.lock``) appends, cuts or rebuilds, so nothing is ever
+rewritten under a writer.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from samples.errors import InputError
+from samples.jsonl import atomic_writer, record_bytes
 from samples.records import SampledUnit, Unit
 
 from judges.records import JudgeLabel
@@ -59,7 +64,7 @@ def read_units(path: str | Path) -> list[Unit]:
 
 
 def _repair_torn_tail(path: Path) -> None:
-    """Cut a last line without its newline: it is a write the kill interrupted."""
+    """Cut a last line without its newline: a write the kill interrupted. Lock holders only."""
     if not path.exists() or path.stat().st_size == 0:
         return
     with path.open("rb+") as handle:
@@ -72,21 +77,23 @@ def _repair_torn_tail(path: Path) -> None:
 
 
 def read_labels(path: str | Path) -> dict[LabelKey, JudgeLabel]:
-    """The labels table, last row per (unit_id, judge, sample_index)."""
+    """The labels table (or log), last row per (unit_id, judge, sample_index)."""
     return read_label_rows(path)[0]
 
 
 def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
-    """The table (last row per key) and how many rows the file holds (more means repeated keys)."""
+    """The last row per key and how many complete rows the file holds; a torn last line is skipped.
+
+    Reading never changes the file: a run may be appending to it.
+    """
     path = Path(path)
     if not path.exists():
         return {}, 0
-    _repair_torn_tail(path)
     table: dict[LabelKey, JudgeLabel] = {}
     rows = 0
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
+            if not line.endswith("\n") or not line.strip():
                 continue
             try:
                 label = JudgeLabel.model_validate_json(line)
@@ -97,50 +104,68 @@ def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
     return table, rows
 
 
+def table_bytes(table: dict[LabelKey, JudgeLabel]) -> bytes:
+    """The labels table file's bytes: one row per key, sorted by (unit_id, judge, sample_index)."""
+    return b"".join(record_bytes(table[key]) for key in sorted(table))
+
+
+def write_label_table(path: str | Path, table: dict[LabelKey, JudgeLabel]) -> bool:
+    """Replace the table atomically when its bytes change (lock holders only); True when written."""
+    path = Path(path)
+    data = table_bytes(table)
+    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        return False
+    with atomic_writer(path) as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary siblings of ``path`` a killed rewrite left (lock holders only)."""
+    path = Path(path)
+    # atomic_writer's unique names, and the fixed name rewrites used before them
+    stale = sorted(path.parent.glob(f".{path.name}.*.tmp")) + sorted(path.parent.glob(f"{path.name}.tmp"))
+    for temporary in stale:
+        temporary.unlink(missing_ok=True)
+    return stale
+
+
 class _JsonlAppender:
-    """An append-only JSONL file: a torn last line is cut on open, every write is flushed."""
+    """An append-only JSONL file (lock holders only): a torn last line is cut on open, each
+    record goes out in one ``write`` on an O_APPEND descriptor, so lines never interleave."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _repair_torn_tail(self.path)
-        self._handle = self.path.open("a", encoding="utf-8")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+
+    def _append(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
 
     def close(self) -> None:
-        self._handle.close()
+        os.close(self._fd)
 
 
-class LabelWriter(_JsonlAppender):
-    """Appends one complete JSON line per label."""
+class LabelLog(_JsonlAppender):
+    """Appends one complete JSON line per finished label to the label log."""
 
     def write(self, label: JudgeLabel) -> None:
-        self._handle.write(label.model_dump_json() + "\n")
-        self._handle.flush()
+        self._append(record_bytes(label))
 
     def write_many(self, labels: Iterable[JudgeLabel]) -> None:
-        self._handle.write("".join(label.model_dump_json() + "\n" for label in labels))
-        self._handle.flush()
-
-
-def compact_labels(path: str | Path) -> int:
-    """Rewrite the table with one row per key (last wins), atomically; returns the row count."""
-    path = Path(path)
-    table = read_labels(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write("".join(label.model_dump_json() + "\n" for label in table.values()))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return len(table)
+        self._append(b"".join(record_bytes(label) for label in labels))
 
 
 class RunLog(_JsonlAppender):
     """Append-only ``runs.jsonl``: start, retry, call_failed and end events of every run."""
 
     def event(self, event: str, **fields: Any) -> None:
-        self._handle.write(json.dumps({"event": event, **fields}, ensure_ascii=False, sort_keys=True) + "\n")
-        self._handle.flush()
+        self._append((json.dumps({"event": event, **fields}, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def read_run_log(path: str | Path) -> Iterator[dict[str, Any]]:
