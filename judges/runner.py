@@ -37,7 +37,15 @@ from judges.providers.base import CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.lock import exclusive
-from judges.tables import LabelKey, LabelLog, RunLog, read_labels, remove_stale_temporaries, write_label_table
+from judges.tables import (
+    LabelKey,
+    LabelLog,
+    RunLog,
+    read_labels,
+    remove_stale_temporaries,
+    seed_label_log,
+    write_label_table,
+)
 
 DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -279,10 +287,11 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
     started = time.monotonic()
     label_log = None
     if not dry_run:
-        remove_stale_temporaries(paths.labels)
+        for path in (paths.labels, paths.label_log):
+            remove_stale_temporaries(path)
+        seed_label_log(paths.labels, paths.label_log)
         label_log = LabelLog(paths.label_log)  # cuts a torn last line a killed run left
-    # The table as the log makes it; an older table's rows the log lacks (written before the log existed) stay.
-    table = {**read_labels(paths.labels), **read_labels(paths.label_log)}
+    table = read_labels(paths.label_log if paths.label_log.exists() else paths.labels)
     existing = dict(table)
     cache = RequestCache(paths.cache)
     run_id = uuid.uuid4().hex[:16]

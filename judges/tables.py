@@ -4,9 +4,9 @@ A run appends every finished label to ``label_log.jsonl``, one complete line per
 label in one ``write``, so a killed run keeps every label it finished; a torn last
 line (the kill landed mid-write) was never a finished label: readers skip it and
 the next run cuts it off. ``labels.jsonl``, the table the other stages read, is
-rebuilt from the log (with the rows of an older table the log does not hold): one
-row per (unit_id, judge, sample_index), the last logged row winning, sorted by key,
-written whole through a unique temporary file renamed over it. A reader sees the
+rebuilt from the log: one row per (unit_id, judge, sample_index), the last logged
+row winning, sorted by key, written whole through a unique temporary file renamed
+over it. A table without a log (written before logs existed) seeds the log. A reader sees the
 old table or the new, never half of one nor a repeated key. Only the holder of the
 study's judges lock (``judges.lock``) appends, cuts or rebuilds, so nothing is ever
 rewritten under a writer.
@@ -130,6 +130,17 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     for temporary in stale:
         temporary.unlink(missing_ok=True)
     return stale
+
+
+def seed_label_log(table: str | Path, log: str | Path) -> bool:
+    """Start a missing log from the table's complete rows, in file order (lock holders only)."""
+    table, log = Path(table), Path(log)
+    if log.exists() or not table.is_file():
+        return False
+    data = table.read_bytes()
+    with atomic_writer(log) as handle:
+        handle.write(data[:data.rfind(b"\n") + 1])
+    return True
 
 
 class _JsonlAppender:

@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from apps.cli import main
 from judges.lock import LockHeld, exclusive
 from samples.layout import StudyLayout
 
@@ -28,7 +29,8 @@ REFUSAL = re.compile(r"^accord judge: error: another run \(pid (\d+)\) is writin
                      r"\(lock (\S+)\); wait for it to finish or stop it, then run again$")
 
 
-def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_study(fault_server, tmp_path) -> None:
+def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_study(fault_server, tmp_path,
+                                                                                       capsys) -> None:
     fault_server.delay_s = 0.5  # the first run is still calling while the second starts
     units = escalate_units(N_UNITS)
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
@@ -47,6 +49,12 @@ def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_s
     assert match, err
     assert int(match[1]) == first.pid
     assert match[2] == str(layout.judges_dir.absolute()) and match[3] == str(layout.judge_lock.absolute())
+    # A dry run writes nothing, so it needs no lock: it reports while the first run works.
+    dry = main(["judge", "run", "--study", str(study), "--units", str(units_file), "--config", str(config),
+                "--dry-run", "--json"])
+    assert dry == 0 and first.poll() is None
+    planned = json.loads(capsys.readouterr().out)["judges"]
+    assert sum(j["already_done"] + j["cache_hits"] + j["calls"] for j in planned) == N_UNITS * len(cli_runs.JUDGES)
 
     # kill -9 the holder mid-run: the kernel drops its lock, the next run resumes at once.
     first.send_signal(signal.SIGKILL)
