@@ -20,7 +20,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import ExitStack, asynccontextmanager, closing, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,15 +37,7 @@ from judges.providers.base import CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.lock import exclusive
-from judges.tables import (
-    LabelKey,
-    LabelLog,
-    RunLog,
-    read_labels,
-    remove_stale_temporaries,
-    seed_label_log,
-    write_label_table,
-)
+from judges.tables import LabelKey, LabelStore, RunLog, current_labels
 
 DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -285,33 +277,26 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
                 on_label: Callable[[JudgeLabel], None] | None, version: str) -> RunSummary:
     """``run_judges`` once its checks pass and, unless a dry run, the study's judges lock is held."""
     started = time.monotonic()
-    label_log = None
-    if not dry_run:
-        for path in (paths.labels, paths.label_log):
-            remove_stale_temporaries(path)
-        seed_label_log(paths.labels, paths.label_log)
-        label_log = LabelLog(paths.label_log)  # cuts a torn last line a killed run left
-    table = read_labels(paths.label_log if paths.label_log.exists() else paths.labels)
-    existing = dict(table)
-    cache = RequestCache(paths.cache)
-    run_id = uuid.uuid4().hex[:16]
-    plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
-    fingerprint_parts: dict[str, dict[str, Any]] = {}
-    for spec in judges:
-        mine = [u for u in units if u.kind in spec.unit_kinds]
-        units_hash = unit_set_hash(mine)
-        fingerprint = spec.fingerprint(units_hash, version)
-        fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
-        tasks, done = build_tasks(spec, providers[spec.name], mine, fingerprint=fingerprint, existing=existing)
-        plan.append((spec, fingerprint, mine, tasks, done))
+    with ExitStack() as stack:  # on any error or Ctrl-C: the table is rebuilt from every label logged so far
+        store = None if dry_run else stack.enter_context(closing(LabelStore(paths.labels, paths.label_log)))
+        existing = dict(store.table) if store else current_labels(paths.labels, paths.label_log)
+        cache = stack.enter_context(closing(RequestCache(paths.cache)))
+        run_id = uuid.uuid4().hex[:16]
+        plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
+        fingerprint_parts: dict[str, dict[str, Any]] = {}
+        for spec in judges:
+            mine = [u for u in units if u.kind in spec.unit_kinds]
+            units_hash = unit_set_hash(mine)
+            fingerprint = spec.fingerprint(units_hash, version)
+            fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
+            tasks, done = build_tasks(spec, providers[spec.name], mine, fingerprint=fingerprint, existing=existing)
+            plan.append((spec, fingerprint, mine, tasks, done))
 
-    cached: dict[str, dict[str, Any]] = cache.get_many(
-        t.key for _, _, _, tasks, _ in plan for t in tasks if providers[t.spec.name].cacheable
-    )
-    tallies = {spec.name: _Tally() for spec in judges}
-    log = None if dry_run else RunLog(paths.runs)
-    writer = None if label_log is None else _TableWriter(label_log, table)
-    try:
+        cached: dict[str, dict[str, Any]] = cache.get_many(
+            t.key for _, _, _, tasks, _ in plan for t in tasks if providers[t.spec.name].cacheable
+        )
+        tallies = {spec.name: _Tally() for spec in judges}
+        log = None if dry_run else stack.enter_context(closing(RunLog(paths.runs)))
         if log is not None:
             log.event("start", run_id=run_id, time=time.time(), accord_version=version, labels=str(paths.labels),
                       cache=str(paths.cache), units=len(units), existing_rows=len(existing),
@@ -331,46 +316,23 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
                     label = _label(task, fingerprint, providers[spec.name].completion_from_raw(raw), None,
                                    cache_hit=True, latency=0.0)
                     hit_labels.append(label)
-        if writer is not None:
-            writer.write_many(hit_labels)
+        if store is not None:
+            store.write_many(hit_labels)
             for label in hit_labels:
                 _count(tallies[label.judge], label)
                 if on_label:
                     on_label(label)
-        if not dry_run:
-            asyncio.run(_call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label))
-    finally:
-        cache.close()
-        if label_log is not None:
-            label_log.close()
-            # Also after an error or Ctrl-C: the table then holds every label logged so far.
-            write_label_table(paths.labels, table)
+            asyncio.run(_call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label))
+            store.close()  # the table is rebuilt before the run's end is logged
 
-    stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
-                  for spec, fp, mine, tasks, done in plan)
-    summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
-                         seconds=time.monotonic() - started)
-    if log is not None:
-        log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
-                  judges=[asdict(s) for s in stats])
-        log.close()
+        stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
+                      for spec, fp, mine, tasks, done in plan)
+        summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
+                             seconds=time.monotonic() - started)
+        if log is not None:
+            log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
+                      judges=[asdict(s) for s in stats])
     return summary
-
-
-class _TableWriter:
-    """Logs each label, then records it in the in-memory table the run rewrites at its end."""
-
-    def __init__(self, log: LabelLog, table: dict[LabelKey, JudgeLabel]) -> None:
-        self.log = log
-        self.table = table
-
-    def write(self, label: JudgeLabel) -> None:
-        self.log.write(label)
-        self.table[(label.unit_id, label.judge, label.sample_index)] = label
-
-    def write_many(self, labels: Sequence[JudgeLabel]) -> None:
-        self.log.write_many(labels)
-        self.table.update(((label.unit_id, label.judge, label.sample_index), label) for label in labels)
 
 
 def _count(tally: _Tally, label: JudgeLabel) -> None:
@@ -407,7 +369,7 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
     )
 
 
-async def _call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label) -> None:
+async def _call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label) -> None:
     rng = random.Random(seed)
     # One limiter per endpoint, shared by the judges that call it; the strictest judge's bounds win.
     bounds: dict[tuple, list[JudgeSpec]] = {}
@@ -432,7 +394,7 @@ async def _call_all(pending, providers, cache, writer, log, tallies, run_id, see
         if completion is not None and provider.cacheable:
             cache.put(task.key, task.request, completion.raw)
         label = _label(task, fingerprint, completion, error, cache_hit=False, latency=latency)
-        writer.write(label)
+        store.write(label)
         _count(tally, label)
         if on_label:
             on_label(label)

@@ -151,25 +151,58 @@ class _JsonlAppender:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _repair_torn_tail(self.path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     def _append(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
 
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-class LabelLog(_JsonlAppender):
-    """Appends one complete JSON line per finished label to the label log."""
+class LabelStore(_JsonlAppender):
+    """The label log and the table rebuilt from it, for the one run holding the judges lock.
+
+    Opening removes a killed rewrite's temporaries, seeds a missing log from an older
+    table and cuts a torn last line; ``table`` is then the log's last row per key and
+    follows every ``write``; ``close`` rewrites the table file from it.
+    """
+
+    def __init__(self, table_path: str | Path, log_path: str | Path) -> None:
+        self.table_path = Path(table_path)
+        for path in (self.table_path, Path(log_path)):
+            remove_stale_temporaries(path)
+        seed_label_log(self.table_path, log_path)
+        self.table = read_labels(log_path)  # before opening: a foreign row refuses the run with nothing open
+        super().__init__(log_path)
 
     def write(self, label: JudgeLabel) -> None:
-        self._append(record_bytes(label))
+        self.write_many((label,))
 
     def write_many(self, labels: Iterable[JudgeLabel]) -> None:
+        labels = list(labels)
         self._append(b"".join(record_bytes(label) for label in labels))
+        self.table.update(((label.unit_id, label.judge, label.sample_index), label) for label in labels)
+
+    def close(self) -> None:
+        """Stop appending and rewrite the table (once; later calls do nothing)."""
+        if not self.closed:
+            super().close()
+            write_label_table(self.table_path, self.table)
+
+
+def current_labels(table_path: str | Path, log_path: str | Path) -> dict[LabelKey, JudgeLabel]:
+    """The labels as of the last finished write, for readers that hold no lock (a dry run)."""
+    log_path = Path(log_path)
+    return read_labels(log_path if log_path.exists() else table_path)
 
 
 class RunLog(_JsonlAppender):

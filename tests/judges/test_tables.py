@@ -107,3 +107,22 @@ def test_unit_file_errors_name_line_and_field(tmp_path) -> None:
         read_units(path)
     with pytest.raises(InputError, match="not found"):
         read_units(tmp_path / "missing.jsonl")
+
+
+def test_a_run_stopped_by_an_error_leaves_a_table_of_what_it_logged(tmp_path) -> None:
+    units = _answer_units(6, "stop")
+    seen = []
+
+    def stop_after_two(label) -> None:
+        seen.append(label)
+        if len(seen) == 2:
+            raise OSError("No space left on device")  # mid-run
+
+    judge = build_judge({"provider": "rule", "model": "aggarwal"})
+    with pytest.raises(OSError, match="No space"):
+        run_judges(units, [judge], StudyPaths.in_dir(tmp_path), on_label=stop_after_two)
+    table, rows = read_label_rows(tmp_path / "labels.jsonl")
+    logged = read_labels(tmp_path / "label_log.jsonl")
+    assert 2 <= rows == len(table) == len(logged) and table == logged  # (calls already in flight finish)
+    assert _aggarwal_run(tmp_path, units).judges[0].already_done == rows
+    assert len(read_labels(tmp_path / "labels.jsonl")) == 6
