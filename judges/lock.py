@@ -21,6 +21,8 @@ from pathlib import Path
 
 from samples.errors import InputError
 
+from judges.tables import file_errors
+
 # A refused run reads the holder's pid; the holder writes it just after locking, so a
 # read in between sees the previous holder's line (or none) and is tried again.
 _PID_WAIT_S = 1.0
@@ -59,8 +61,9 @@ def exclusive(path: str | Path, *, what: str) -> Iterator[None]:
     ``what`` names what the lock guards in the message ("the judge labels of STUDY").
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    with file_errors(path, "create the lock"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -20,7 +20,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack, asynccontextmanager, closing, nullcontext
+from contextlib import ExitStack, asynccontextmanager, closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -265,22 +265,24 @@ def run_judges(
     prices = prices or PriceTable.load()
     version = accord_version()
     providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
-    # A dry run writes nothing, so it needs no lock and may watch a running one.
-    with nullcontext() if dry_run else exclusive(paths.lock, what=f"the judge labels in {paths.labels.parent}"):
-        summary = _run_locked(units, judges, paths, providers, prices=prices, dry_run=dry_run, progress=progress,
-                              seed=seed, on_label=on_label, version=version)
+    with ExitStack() as stack:
+        cache = stack.enter_context(closing(RequestCache(paths.cache)))  # a bad cache is refused before the lock
+        # (the lock file stays: unlinking a flock file lets two runs lock two different files)
+        if not dry_run:  # a dry run writes nothing, so it needs no lock and may watch a running one
+            stack.enter_context(exclusive(paths.lock, what=f"the judge labels in {paths.labels.parent}"))
+        summary = _run_locked(units, judges, paths, providers, cache, prices=prices, dry_run=dry_run,
+                              progress=progress, seed=seed, on_label=on_label, version=version)
     return replace(summary, seconds=time.monotonic() - started)
 
 
 def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: StudyPaths, providers: dict[str, Provider],
-                *, prices: PriceTable, dry_run: bool, progress: bool, seed: int,
+                cache: RequestCache, *, prices: PriceTable, dry_run: bool, progress: bool, seed: int,
                 on_label: Callable[[JudgeLabel], None] | None, version: str) -> RunSummary:
     """``run_judges`` once its checks pass and, unless a dry run, the study's judges lock is held."""
     started = time.monotonic()
     with ExitStack() as stack:  # on any error or Ctrl-C: the table is rebuilt from every label logged so far
         store = None if dry_run else stack.enter_context(closing(LabelStore(paths.labels, paths.label_log)))
         existing = dict(store.table) if store else current_labels(paths.labels, paths.label_log)
-        cache = stack.enter_context(closing(RequestCache(paths.cache)))
         run_id = uuid.uuid4().hex[:16]
         plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
         fingerprint_parts: dict[str, dict[str, Any]] = {}

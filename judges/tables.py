@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +32,48 @@ from judges.records import JudgeLabel
 LabelKey = tuple[str, str, int]
 
 
+@contextmanager
+def file_errors(path: Path, doing: str) -> Iterator[None]:
+    """An OS refusal (permission, a folder where a file belongs, a full disk) as one InputError line."""
+    try:
+        yield
+    except OSError as error:
+        raise InputError(f"{error.filename or path}: cannot {doing}: {error.strerror or error}") from None
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> None:
+    raise _NonFinite(f"{name} is not a JSON number (the JSON standard has no NaN or Infinity)")
+
+
 def read_units(path: str | Path) -> list[Unit]:
     """Units (or sampled units) from JSONL; errors name the file, line and field."""
     path = Path(path)
     units: list[Unit] = []
     problems: list[str] = []
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError(f"{path}: units file not found") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the units file: {error.strerror or error}") from None
     with handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = json.loads(line, parse_constant=_refuse_constant)
                 model = SampledUnit if isinstance(data, dict) and "stratum" in data else Unit
                 units.append(model.model_validate(data))
             except json.JSONDecodeError as error:
                 problems.append(f"{path}:{number}: not JSON ({error.msg})")
+            except UnicodeDecodeError as error:
+                problems.append(f"{path}:{number}: not UTF-8 ({error.reason} at byte {error.start})")
+            except _NonFinite as error:
+                problems.append(f"{path}:{number}: {error}")
             except ValidationError as error:
                 first = error.errors()[0]
                 field = ".".join(str(p) for p in first["loc"]) or "(record)"
@@ -91,9 +115,9 @@ def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
         return {}, 0
     table: dict[LabelKey, JudgeLabel] = {}
     rows = 0
-    with path.open(encoding="utf-8") as handle:
+    with file_errors(path, "read the judge labels"), path.open("rb") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.endswith("\n") or not line.strip():
+            if not line.endswith(b"\n") or not line.strip():
                 continue
             try:
                 label = JudgeLabel.model_validate_json(line)
@@ -113,12 +137,15 @@ def write_label_table(path: str | Path, table: dict[LabelKey, JudgeLabel]) -> bo
     """Replace the table atomically when its bytes change (lock holders only); True when written."""
     path = Path(path)
     data = table_bytes(table)
-    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return False
-    with atomic_writer(path) as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+    with file_errors(path, "write the judge labels table"):
+        if not table and not path.exists():  # a run refused before labelling anything writes no table
+            return False
+        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+        with atomic_writer(path) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
     return True
 
 
@@ -137,35 +164,42 @@ def seed_label_log(table: str | Path, log: str | Path) -> bool:
     table, log = Path(table), Path(log)
     if log.exists() or not table.is_file():
         return False
-    data = table.read_bytes()
-    with atomic_writer(log) as handle:
-        handle.write(data[:data.rfind(b"\n") + 1])
+    with file_errors(log, "start the label log"):
+        data = table.read_bytes()
+        with atomic_writer(log) as handle:
+            handle.write(data[:data.rfind(b"\n") + 1])
     return True
 
 
 class _JsonlAppender:
     """An append-only JSONL file (lock holders only): a torn last line is cut on open, each
-    record goes out in one ``write`` on an O_APPEND descriptor, so lines never interleave."""
+    record goes out in one ``write`` on an O_APPEND descriptor, so lines never interleave.
+    The file (and its folder) is created by the first write: a run refused before it writes
+    nothing."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _repair_torn_tail(self.path)
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self._fd: int | None = None
+        self.closed = False
+        with file_errors(self.path, "open for appending"):
+            _repair_torn_tail(self.path)
 
     def _append(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._fd is None:
+            with file_errors(self.path, "open for appending"):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
-
-    @property
-    def closed(self) -> bool:
-        return self._fd is None
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self.closed = True
 
 
 class LabelStore(_JsonlAppender):
@@ -178,6 +212,8 @@ class LabelStore(_JsonlAppender):
 
     def __init__(self, table_path: str | Path, log_path: str | Path) -> None:
         self.table_path = Path(table_path)
+        if self.table_path.is_dir():  # found now, not after the calls were paid for
+            raise InputError(f"{self.table_path}: is a folder; expected the judge labels table (a file)")
         for path in (self.table_path, Path(log_path)):
             remove_stale_temporaries(path)
         seed_label_log(self.table_path, log_path)

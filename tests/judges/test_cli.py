@@ -172,3 +172,68 @@ def test_bad_settings_in_a_config_file_name_file_table_and_field(tmp_path, capsy
     units = _units_file(tmp_path, escalate_units(1))
     assert main(["judge", "run", "--units", units, "--study", str(tmp_path / "study"), "--config", str(config)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"accord judge: error: {config} [[judge]] #1: {message}"]
+
+
+def _snapshot(root) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def _bad_cache(study, units_file) -> str:
+    (study / "judges").mkdir(parents=True)
+    (study / "judges" / "cache.sqlite").write_bytes(b"not a database, just some bytes" * 100)
+    return "judges/cache.sqlite: not a usable request cache (file is not a database)"
+
+
+def _table_is_a_folder(study, units_file) -> str:
+    (study / "judges" / "labels.jsonl").mkdir(parents=True)
+    return "judges/labels.jsonl: is a folder; expected the judge labels table (a file)"
+
+
+def _log_not_utf8(study, units_file) -> str:
+    (study / "judges").mkdir(parents=True)
+    (study / "judges" / "label_log.jsonl").write_bytes(b'{"unit_id": "\xff\xfe"}\n')
+    return "judges/label_log.jsonl:1: not a JudgeLabel row (Invalid JSON"
+
+
+def _units_not_utf8(study, units_file) -> str:
+    units_file.write_bytes(b'{"unit_id": "u_\xff"}\n')
+    return "units.jsonl:1: not UTF-8 (invalid start byte at byte"
+
+
+def _units_with_nan(study, units_file) -> str:
+    row = json.loads(escalate_units(1)[0].model_dump_json())
+    units_file.write_text(json.dumps({**row, "reference": {"score": float("nan")}}) + "\n")
+    return "units.jsonl:1: NaN is not a JSON number (the JSON standard has no NaN or Infinity)"
+
+
+def _units_a_folder(study, units_file) -> str:
+    units_file.unlink()
+    units_file.mkdir()
+    return "units.jsonl: cannot read the units file: Is a directory"
+
+
+def _study_is_a_file(study, units_file) -> str:
+    study.rmdir()
+    study.write_text("a file where the study folder belongs")
+    return "study/judges: cannot open the request cache: Not a directory"
+
+
+@pytest.mark.parametrize("make", [_bad_cache, _table_is_a_folder, _log_not_utf8, _units_not_utf8, _units_with_nan,
+                                  _units_a_folder, _study_is_a_file], ids=lambda f: f.__name__.strip("_"))
+def test_bad_study_files_are_one_line_exit_2_and_change_nothing(fault_server, tmp_path, capsys, make) -> None:
+    study = tmp_path / "study"
+    study.mkdir()
+    units_file = tmp_path / "units.jsonl"
+    units_file.write_text("".join(u.model_dump_json() + "\n" for u in escalate_units(2)))
+    expected = make(study, units_file)
+    before = _snapshot(tmp_path)
+    code = main(["judge", "run", "--study", str(study), "--units", str(units_file), "--judge", REF,
+                 "--base-url", fault_server.base_url + "/v1"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("accord judge: error: ") and expected in err, err
+    assert fault_server.attempts == []
+    # What existed is unchanged; new are at most the lock and an empty cache (opened before the table is read).
+    after = _snapshot(tmp_path)
+    assert {k: after.get(k, "gone") for k in before} == before
+    assert set(after) - set(before) <= {"study/.locks", "study/.locks/judges.lock", "study/judges/cache.sqlite"}
