@@ -150,7 +150,10 @@ def write_label_table(path: str | Path, table: dict[LabelKey, JudgeLabel]) -> bo
 
 
 def remove_stale_temporaries(path: str | Path) -> list[Path]:
-    """Delete the temporary siblings of ``path`` a killed rewrite left (lock holders only)."""
+    """Delete the temporary siblings of ``path`` a killed rewrite left (lock holders only).
+
+    The names are ``samples.jsonl.atomic_writer``'s; no other process writes them while the lock is held.
+    """
     path = Path(path)
     # atomic_writer's unique names, and the fixed name rewrites used before them
     stale = sorted(path.parent.glob(f".{path.name}.*.tmp")) + sorted(path.parent.glob(f"{path.name}.tmp"))
@@ -217,8 +220,8 @@ class LabelStore(_JsonlAppender):
         for path in (self.table_path, Path(log_path)):
             remove_stale_temporaries(path)
         seed_label_log(self.table_path, log_path)
-        self.table = read_labels(log_path)  # before opening: a foreign row refuses the run with nothing open
         super().__init__(log_path)
+        self.table = read_labels(self.path)
 
     def write(self, label: JudgeLabel) -> None:
         self.write_many((label,))
