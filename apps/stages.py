@@ -300,7 +300,8 @@ def _sample_run(ctx: Context) -> Outcome:
 def _blind_run(ctx: Context) -> Outcome:
     from samples.blind import blind_study
 
-    summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed)
+    summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed,
+                          keep=ctx.study.blinding.keep)
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
 
@@ -576,7 +577,8 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
               outputs=lambda ctx: [ctx.layout.sample, ctx.layout.sample_manifest], run=_sample_run),
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",
               material=lambda ctx: {"sample": ctx.sha(ctx.layout.sample),
-                                    "annotators": ctx.study.blinding.annotators, "seed": ctx.study.blinding.seed},
+                                    "annotators": ctx.study.blinding.annotators, "seed": ctx.study.blinding.seed,
+                                    "keep": ctx.study.blinding.keep},
               outputs=lambda ctx: [ctx.layout.tasks, ctx.layout.orders, ctx.layout.blind_audit, ctx.layout.key],
               run=_blind_run),
         Stage(name="annotate", title=f"human labels ({study.annotation.backend} backend)", material=_annotate_material,

@@ -73,6 +73,8 @@ class Sampling(_Section):
 class Blinding(_Section):
     annotators: list[str] = Field(min_length=1, description="Annotator names; each gets a seeded task order.")
     seed: int = Field(default=DEFAULT_SEED, ge=0, description="Seed of task ids and orders.")
+    keep: list[str] = Field(default_factory=list, description="Vendor or harness names shown as written (accord "
+                                                             "blind --keep); model names are always masked.")
 
 
 class Annotation(_Section):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from samples.errors import InputError
+from samples.jsonl import atomic_writer
 from samples.records import Unit
 
 from judges.cache import RequestCache
@@ -62,13 +63,15 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
             stem = spec.name.replace("/", "_").replace(":", "_").replace("@", "_")
             batch_file = out_dir / f"{stem}.{fmt}-batch.jsonl"
             sidecar = out_dir / f"{stem}.requests.jsonl"
-            with batch_file.open("w", encoding="utf-8") as out, sidecar.open("w", encoding="utf-8") as side:
+            # Each file through a unique temporary sibling: a killed write leaves the old file or none.
+            with atomic_writer(batch_file) as out, atomic_writer(sidecar) as side:
                 for task in todo:
                     body = task.request["body"]
                     line = ({"custom_id": task.key, "method": "POST", "url": "/v1/chat/completions", "body": body}
                             if fmt == "openai" else {"custom_id": task.key, "params": body})
-                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                    side.write(json.dumps({"custom_id": task.key, "request": task.request}, ensure_ascii=False) + "\n")
+                    out.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+                    side.write((json.dumps({"custom_id": task.key, "request": task.request}, ensure_ascii=False)
+                                + "\n").encode("utf-8"))
             written.append({"judge": spec.name, "format": fmt, "batch_file": str(batch_file), "requests_file": str(sidecar),
                             "requests": len(todo), "already_cached": len(tasks) - len(todo)})
     finally:

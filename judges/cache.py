@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from samples.canonical import canonical_json, sha256_hex
+from samples.errors import InputError
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -70,11 +71,16 @@ class RequestKeyer:
 class RequestCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except OSError as error:  # no permission, a file where a folder belongs
+            raise InputError(f"{error.filename or self.path}: cannot open the request cache: {error.strerror}") from None
+        except sqlite3.DatabaseError as error:  # not a database, a folder, read-only
+            raise InputError(f"{self.path}: not a usable request cache ({error})") from None
 
     def _migrate(self) -> None:
         with self._db:

@@ -1,30 +1,34 @@
 """The judge runner: units x judges x samples -> the labels table, cached and resumable.
 
 Order of durability per call: the response goes into the SQLite cache (committed)
-before its label is appended to labels.jsonl. A run killed at any point therefore
+before its label is appended to the label log, and the labels table is rebuilt from
+the log when the run ends (``judges.tables``). A run killed at any point therefore
 resumes without paying again for a call that succeeded: finished labels are skipped
-(same fingerprint), and a response whose label was not yet written is a cache hit.
+(same fingerprint), and a response whose label was not yet logged is a cache hit.
 Failed calls are never cached; after the retries they become unscored rows
-(``call_failed: ...``) that the next run tries again.
+(``call_failed: ...``) that the next run tries again. A run holds the study's judges
+lock throughout, so a second run on the same study is refused with the holder's pid.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import random
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from contextlib import ExitStack, asynccontextmanager, closing
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.kinds import judge_message
+from samples.layout import StudyLayout
 from samples.records import Unit
 
 from judges.cache import RequestCache, RequestKeyer, request_key
@@ -33,7 +37,8 @@ from judges.prices import PriceTable
 from judges.providers.base import CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
-from judges.tables import LabelKey, LabelWriter, RunLog, compact_labels, read_label_rows
+from judges.lock import exclusive
+from judges.tables import LabelKey, LabelStore, RunLog, current_labels
 
 DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -57,17 +62,26 @@ def unit_set_hash(units: Sequence[Unit]) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class StudyPaths:
-    """Where a run reads and writes: STUDY/judges/{labels.jsonl, runs.jsonl, cache.sqlite}."""
+    """Where a run reads and writes: the labels table, its label log, the run log, the
+    request cache, and the lock that lets one run at a time write them."""
 
     labels: Path
+    label_log: Path
     runs: Path
     cache: Path
+    lock: Path
 
     @classmethod
     def in_dir(cls, judges_dir: str | Path, *, cache: str | Path | None = None) -> "StudyPaths":
-        judges_dir = Path(judges_dir)
-        return cls(labels=judges_dir / "labels.jsonl", runs=judges_dir / "runs.jsonl",
-                   cache=Path(cache) if cache else judges_dir / "cache.sqlite")
+        """The files of a judges folder, named as in ``StudyLayout``; the lock is
+        ``.locks/<folder name>.lock`` beside it, so ``STUDY/judges`` gets exactly the
+        layout's judge paths and lock (``STUDY/.locks/judges.lock``)."""
+        judges_dir = Path(judges_dir).absolute()
+        names = StudyLayout.of(judges_dir.parent)
+        return cls(labels=judges_dir / names.judge_labels.name, label_log=judges_dir / names.judge_label_log.name,
+                   runs=judges_dir / names.judge_runs.name,
+                   cache=Path(cache) if cache else judges_dir / names.judge_cache.name,
+                   lock=names.locks / f"{judges_dir.name}.lock")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,32 +266,45 @@ def run_judges(
     started = time.monotonic()
     prices = prices or PriceTable.load()
     version = accord_version()
-    existing, rows_before = read_label_rows(paths.labels)
-    cache = RequestCache(paths.cache)
-    run_id = uuid.uuid4().hex[:16]
-    providers: dict[str, Provider] = {}
-    plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
-    fingerprint_parts: dict[str, dict[str, Any]] = {}
-    for spec in judges:
-        provider = providers[spec.name] = make_provider(spec.provider, spec.connection)
-        mine = [u for u in units if u.kind in spec.unit_kinds]
-        units_hash = unit_set_hash(mine)
-        fingerprint = spec.fingerprint(units_hash, version)
-        fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
-        tasks, done = build_tasks(spec, provider, mine, fingerprint=fingerprint, existing=existing)
-        plan.append((spec, fingerprint, mine, tasks, done))
+    providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
+    with ExitStack() as stack:
+        cache = stack.enter_context(closing(RequestCache(paths.cache)))  # a bad cache is refused before the lock
+        # (the lock file stays: unlinking a flock file lets two runs lock two different files)
+        if not dry_run:  # a dry run writes nothing, so it needs no lock and may watch a running one
+            stack.enter_context(exclusive(paths.lock, what=f"the judge labels in {paths.labels.parent}"))
+        summary = _run_locked(units, judges, paths, providers, cache, prices=prices, dry_run=dry_run,
+                              progress=progress, seed=seed, on_label=on_label, version=version)
+    return replace(summary, seconds=time.monotonic() - started)
 
-    cached: dict[str, dict[str, Any]] = cache.get_many(
-        t.key for _, _, _, tasks, _ in plan for t in tasks if providers[t.spec.name].cacheable
-    )
-    tallies = {spec.name: _Tally() for spec in judges}
-    log = None if dry_run else RunLog(paths.runs)
-    writer = None if dry_run else LabelWriter(paths.labels)
-    try:
+
+def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: StudyPaths, providers: dict[str, Provider],
+                cache: RequestCache, *, prices: PriceTable, dry_run: bool, progress: bool, seed: int,
+                on_label: Callable[[JudgeLabel], None] | None, version: str) -> RunSummary:
+    """``run_judges`` once its checks pass and, unless a dry run, the study's judges lock is held."""
+    started = time.monotonic()
+    with ExitStack() as stack:  # on any error or Ctrl-C: the table is rebuilt from every label logged so far
+        store = None if dry_run else stack.enter_context(closing(LabelStore(paths.labels, paths.label_log)))
+        existing = dict(store.table) if store else current_labels(paths.labels, paths.label_log)
+        run_id = uuid.uuid4().hex[:16]
+        plan: list[tuple[JudgeSpec, str, list[Unit], list[_Task], int]] = []
+        fingerprint_parts: dict[str, dict[str, Any]] = {}
+        for spec in judges:
+            mine = [u for u in units if u.kind in spec.unit_kinds]
+            units_hash = unit_set_hash(mine)
+            fingerprint = spec.fingerprint(units_hash, version)
+            fingerprint_parts[spec.name] = {"fingerprint": fingerprint, **spec.fingerprint_parts(units_hash, version)}
+            tasks, done = build_tasks(spec, providers[spec.name], mine, fingerprint=fingerprint, existing=existing)
+            plan.append((spec, fingerprint, mine, tasks, done))
+
+        cached: dict[str, dict[str, Any]] = cache.get_many(
+            t.key for _, _, _, tasks, _ in plan for t in tasks if providers[t.spec.name].cacheable
+        )
+        tallies = {spec.name: _Tally() for spec in judges}
+        log = None if dry_run else stack.enter_context(closing(RunLog(paths.runs)))
         if log is not None:
             log.event("start", run_id=run_id, time=time.time(), accord_version=version, labels=str(paths.labels),
                       cache=str(paths.cache), units=len(units), existing_rows=len(existing),
-                      judges=fingerprint_parts)
+                      judges=fingerprint_parts, pid=os.getpid())
         pending: list[tuple[_Task, str]] = []
         hit_labels: list[JudgeLabel] = []
         for spec, fingerprint, _, tasks, _ in plan:
@@ -293,32 +320,22 @@ def run_judges(
                     label = _label(task, fingerprint, providers[spec.name].completion_from_raw(raw), None,
                                    cache_hit=True, latency=0.0)
                     hit_labels.append(label)
-        if writer is not None:
-            writer.write_many(hit_labels)
+        if store is not None:
+            store.write_many(hit_labels)
             for label in hit_labels:
                 _count(tallies[label.judge], label)
                 if on_label:
                     on_label(label)
-        if not dry_run:
-            asyncio.run(_call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label))
-    finally:
-        if writer is not None:
-            writer.close()
-        cache.close()
+            asyncio.run(_call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label))
+            store.close()  # the table is rebuilt before the run's end is logged
 
-    stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
-                  for spec, fp, mine, tasks, done in plan)
-    # Rewriting the table is needed only when a key has two rows: this run replaced rows
-    # (retried failures, a changed fingerprint) or an earlier one was killed before its rewrite.
-    replaced = any((t.unit.unit_id, t.spec.name, t.sample_index) in existing for *_, tasks, _ in plan for t in tasks)
-    if not dry_run and (replaced or rows_before > len(existing)):
-        compact_labels(paths.labels)
-    summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
-                         seconds=time.monotonic() - started)
-    if log is not None:
-        log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
-                  judges=[asdict(s) for s in stats])
-        log.close()
+        stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
+                      for spec, fp, mine, tasks, done in plan)
+        summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
+                             seconds=time.monotonic() - started)
+        if log is not None:
+            log.event("end", run_id=run_id, time=time.time(), seconds=summary.seconds,
+                      judges=[asdict(s) for s in stats])
     return summary
 
 
@@ -356,7 +373,7 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
     )
 
 
-async def _call_all(pending, providers, cache, writer, log, tallies, run_id, seed, progress, on_label) -> None:
+async def _call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label) -> None:
     rng = random.Random(seed)
     # One limiter per endpoint, shared by the judges that call it; the strictest judge's bounds win.
     bounds: dict[tuple, list[JudgeSpec]] = {}
@@ -381,7 +398,7 @@ async def _call_all(pending, providers, cache, writer, log, tallies, run_id, see
         if completion is not None and provider.cacheable:
             cache.put(task.key, task.request, completion.raw)
         label = _label(task, fingerprint, completion, error, cache_hit=False, latency=latency)
-        writer.write(label)
+        store.write(label)
         _count(tally, label)
         if on_label:
             on_label(label)
@@ -438,7 +455,9 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
         if not error.retryable or attempt == spec.max_retries:
             break
         if error.retry_after is not None:
-            wait = error.retry_after
+            # The server's wish, but never past the run's own bound: a "Retry-After: 86400"
+            # from a proxy must not park the run for a day.
+            wait = min(error.retry_after, spec.max_backoff_s)
         else:
             cap = min(spec.max_backoff_s, spec.backoff_s * 2 ** attempt)
             wait = cap / 2 + rng.uniform(0, cap / 2)  # exponential backoff, "equal jitter"

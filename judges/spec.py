@@ -8,10 +8,12 @@ the judge is built, with messages naming the field, the value and what is allowe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -28,6 +30,56 @@ DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_BACKOFF_S = 1.0
 DEFAULT_MAX_BACKOFF_S = 60.0
+
+# What each setting may be. Beyond these a run would hang (10**12 samples), overflow a
+# timer (an infinite backoff), never time out (NaN compares false) or be refused by
+# every provider, so they are refused where the judge is built, naming field and value.
+MAX_SAMPLES = 1_000
+MAX_CONCURRENCY = 1_024
+MAX_RETRIES = 100
+MAX_SECONDS = 86_400.0  # timeouts and backoffs: one day
+MAX_OUTPUT_TOKENS = 1_000_000  # above any model's output limit (the largest are ~10**5)
+
+
+@dataclass(frozen=True)
+class _Range:
+    integer: bool
+    low: float
+    high: float | None = None
+    low_open: bool = False  # low itself not allowed
+
+    def allows(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int if self.integer else (int, float)):
+            return False
+        if not math.isfinite(value):
+            return False
+        return (value > self.low if self.low_open else value >= self.low) and (self.high is None or value <= self.high)
+
+    def describe(self) -> str:
+        if self.integer:
+            return f"an integer from {self.low} to {self.high}" if self.high is not None else f"an integer >= {self.low}"
+        text = f"a finite number {'>' if self.low_open else '>='} {self.low:g}"
+        return text + (f" and <= {self.high:g}" if self.high is not None else "")
+
+
+_SETTINGS = {
+    "samples": _Range(True, 1, MAX_SAMPLES),
+    "concurrency": _Range(True, 1, MAX_CONCURRENCY),
+    "max_retries": _Range(True, 0, MAX_RETRIES),
+    "timeout_s": _Range(False, 0, MAX_SECONDS, low_open=True),
+    "backoff_s": _Range(False, 0, MAX_SECONDS, low_open=True),
+    "max_backoff_s": _Range(False, 0, MAX_SECONDS, low_open=True),
+    "requests_per_minute": _Range(False, 0, low_open=True),
+    "tokens_per_minute": _Range(False, 0, low_open=True),
+}
+# Numeric judge parameters (judges.providers.sdk.JUDGE_PARAMS); the others are checked by type below.
+_PARAM_RANGES = {
+    "temperature": _Range(False, 0, 2),
+    "top_p": _Range(False, 0, 1),
+    "seed": _Range(True, -(2**63), 2**63 - 1),
+    "max_tokens": _Range(True, 1, MAX_OUTPUT_TOKENS),
+    "max_completion_tokens": _Range(True, 1, MAX_OUTPUT_TOKENS),
+}
 
 _FIELDS = {
     "name", "prompt", "provider", "model", "api", "base_url", "api_key_env", "parse_mode", "samples", "params",
@@ -69,21 +121,61 @@ class JudgeSpec:
         return sha256_hex(self.fingerprint_parts(unit_set_hash, accord_version))
 
 
-def _positive(where: str, name: str, value: Any, *, integer: bool, allow_none: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"{where}: {name} must be {kind}, got {value!r}")
+def _setting(where: str, label: str, value: Any, allowed: _Range) -> Any:
+    if not allowed.allows(value):
+        raise InputError(f"{where}: {label} must be {allowed.describe()}, got {value!r}")
     return value
 
 
-def build_judge(data: Mapping[str, Any], *, where: str = "judge") -> JudgeSpec:
-    """A validated JudgeSpec from a config mapping."""
+def _params(where: str, label: Callable[[str], str], params: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in params.items():
+        if key in _PARAM_RANGES:
+            _setting(where, label(key), value, _PARAM_RANGES[key])
+        elif key == "constrain" and not isinstance(value, bool):
+            raise InputError(f"{where}: {label(key)} must be true or false, got {value!r}")
+        elif key == "reasoning_effort" and not (isinstance(value, str) and value.strip()):
+            raise InputError(f"{where}: {label(key)} must be a non-empty string (e.g. \"low\"), got {value!r}")
+    return dict(params)
+
+
+def _base_url(where: str, label: str, value: Any) -> str | None:
+    """A URL a call can reach: http(s), a host, a valid port, nothing a request would not send."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isprintable() and not any(c.isspace() for c in value):
+        try:
+            parts = urlsplit(value)
+            port = parts.port  # raises on a non-numeric or out-of-range port
+        except ValueError:
+            parts = port = None
+        if parts and parts.scheme in ("http", "https") and parts.hostname and port != 0 \
+                and not parts.query and not parts.fragment:
+            return value
+    raise InputError(f"{where}: {label} must be an http:// or https:// URL with a host "
+                     f"(e.g. http://127.0.0.1:8080/v1), got {value!r}")
+
+
+def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping[str, str] | None = None) -> JudgeSpec:
+    """A validated JudgeSpec from a config mapping.
+
+    ``flags`` names the command-line flag a field came from, for messages ("--timeout"
+    rather than "timeout_s"; "params" -> "--param" gives "--param temperature").
+    """
     from judges.providers.base import provider_names
     from judges.providers.rule import RULE_OUTPUT_KIND
     from judges.providers.sdk import JUDGE_PARAMS
+
+    flags = flags or {}
+
+    def label(name: str) -> str:
+        return flags.get(name, name)
+
+    def param_label(key: str) -> str:
+        return f"{flags['params']} {key}" if "params" in flags else f"params.{key}"
+
+    def setting(name: str, default: Any) -> Any:
+        value = data.get(name, default)
+        return None if value is None and default is None else _setting(where, label(name), value, _SETTINGS[name])
 
     unknown = sorted(set(data) - _FIELDS)
     if unknown:
@@ -123,25 +215,18 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge") -> JudgeSpec:
     name = data.get("name") or (f"rule:{model}" if provider == "rule" else f"{prompt.name}@{provider}:{model}")
     return JudgeSpec(
         name=str(name), provider=provider, model=model, prompt=prompt, output=output, unit_kinds=kinds,
-        parse_mode=parse_mode, samples=_positive(where, "samples", data.get("samples", 1), integer=True),
-        params=dict(params),
+        parse_mode=parse_mode, samples=setting("samples", 1), params=_params(where, param_label, params),
         connection=ProviderConfig(
-            base_url=data.get("base_url"), api_key_env=data.get("api_key_env"), api=api,
-            timeout_s=_positive(where, "timeout_s", data.get("timeout_s", DEFAULT_TIMEOUT_S), integer=False),
+            base_url=_base_url(where, label("base_url"), data.get("base_url")), api_key_env=data.get("api_key_env"),
+            api=api, timeout_s=setting("timeout_s", DEFAULT_TIMEOUT_S),
         ),
-        concurrency=_positive(where, "concurrency", data.get("concurrency", DEFAULT_CONCURRENCY), integer=True),
-        requests_per_minute=_positive(where, "requests_per_minute", data.get("requests_per_minute"), integer=False, allow_none=True),
-        tokens_per_minute=_positive(where, "tokens_per_minute", data.get("tokens_per_minute"), integer=False, allow_none=True),
-        max_retries=_nonnegative_int(where, "max_retries", data.get("max_retries", DEFAULT_MAX_RETRIES)),
-        backoff_s=_positive(where, "backoff_s", data.get("backoff_s", DEFAULT_BACKOFF_S), integer=False),
-        max_backoff_s=_positive(where, "max_backoff_s", data.get("max_backoff_s", DEFAULT_MAX_BACKOFF_S), integer=False),
+        concurrency=setting("concurrency", DEFAULT_CONCURRENCY),
+        requests_per_minute=setting("requests_per_minute", None),
+        tokens_per_minute=setting("tokens_per_minute", None),
+        max_retries=setting("max_retries", DEFAULT_MAX_RETRIES),
+        backoff_s=setting("backoff_s", DEFAULT_BACKOFF_S),
+        max_backoff_s=setting("max_backoff_s", DEFAULT_MAX_BACKOFF_S),
     )
-
-
-def _nonnegative_int(where: str, name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"{where}: {name} must be an integer >= 0, got {value!r}")
-    return value
 
 
 def parse_judge_ref(ref: str) -> dict[str, Any]:

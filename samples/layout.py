@@ -135,6 +135,16 @@ class StudyLayout:
         return [path for path in files if path.is_file()]
 
     @property
+    def judge_label_log(self) -> Path:
+        """Append-only log of every judge label written; ``judge_labels`` is rebuilt from it."""
+        return self.judges_dir / "label_log.jsonl"
+
+    @property
+    def judge_lock(self) -> Path:
+        """Held by the one judge run writing this study's judge files."""
+        return self.locks / "judges.lock"
+
+    @property
     def judge_runs(self) -> Path:
         return self.judges_dir / "runs.jsonl"
 

@@ -8,8 +8,10 @@
 
 A judge is PROMPT@PROVIDER:MODEL (a shipped prompt name or a .toml prompt file) or
 rule:ehq / rule:aggarwal; a config file holds [[judge]] tables with every setting.
-Labels go to STUDY/judges/labels.jsonl, the request cache to STUDY/judges/cache.sqlite,
-the append-only run log to STUDY/judges/runs.jsonl. Unscored outputs are counted.
+Labels go to STUDY/judges/labels.jsonl (rebuilt at the end of each run from the
+append-only STUDY/judges/label_log.jsonl), the request cache to STUDY/judges/cache.sqlite,
+the append-only run log to STUDY/judges/runs.jsonl. Unscored outputs are counted. One run
+at a time writes a study: a second is refused (exit 2) with the running one's pid.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+# The flag each --judge setting comes from, so that a refused value names what was typed.
+_FLAGS = {"base_url": "--base-url", "samples": "--samples", "timeout_s": "--timeout",
+          "concurrency": "--concurrency", "params": "--param"}
+
+
 def _judges(args: argparse.Namespace) -> list[Any]:
     from samples.errors import InputError
 
@@ -90,7 +97,7 @@ def _judges(args: argparse.Namespace) -> list[Any]:
                 raise InputError(f"--param {item!r}: VALUE must be JSON (a number, true/false or a quoted string)") from None
         if params:
             data["params"] = params
-        judges.append(build_judge(data, where=f"--judge {ref}"))
+        judges.append(build_judge(data, where=f"--judge {ref}", flags=_FLAGS))
     if not judges:
         raise InputError("no judges: give --judge PROMPT@PROVIDER:MODEL, or --config FILE with [[judge]] tables")
     return judges
@@ -98,17 +105,19 @@ def _judges(args: argparse.Namespace) -> list[Any]:
 
 def _units(args: argparse.Namespace) -> list[Any]:
     from samples.errors import InputError
+    from samples.layout import StudyLayout
 
     from judges.tables import read_units
 
     path = args.units
     if path is None:
-        for candidate in (args.study / "sample" / "sample.jsonl", args.study / "units.jsonl"):
+        layout = StudyLayout.of(args.study)
+        for candidate in (layout.sample, layout.units):
             if candidate.exists():
                 path = candidate
                 break
         else:
-            raise InputError(f"no units: {args.study}/sample/sample.jsonl and {args.study}/units.jsonl are absent; give --units FILE")
+            raise InputError(f"no units: {layout.sample} and {layout.units} are absent; give --units FILE")
     return read_units(path)
 
 
@@ -126,13 +135,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from samples.layout import StudyLayout
+
     from judges.prices import PriceTable
     from judges.runner import StudyPaths, run_judges
 
     judges = _judges(args)
     units = _judged_units(args, judges)
     prices = PriceTable.load(args.prices)
-    paths = StudyPaths.in_dir(args.study / "judges", cache=args.cache)
+    paths = StudyPaths.in_dir(StudyLayout.of(args.study).judges_dir, cache=args.cache)
     summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
                          progress=not (args.json or args.no_progress or args.dry_run))
     if args.json:
@@ -206,11 +217,17 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_cache(args: argparse.Namespace) -> Path:
+    from samples.layout import StudyLayout
+
+    return StudyLayout.of(args.study).judge_cache
+
+
 def _batch_write(args: argparse.Namespace) -> int:
     from judges.batch import write_batch
 
     judges = _judges(args)
-    written = write_batch(_judged_units(args, judges), judges, args.out, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
+    written = write_batch(_judged_units(args, judges), judges, args.out, cache_path=args.cache or _default_cache(args))
     if args.json:
         print(json.dumps(written, indent=2))
     else:
@@ -223,7 +240,7 @@ def _batch_write(args: argparse.Namespace) -> int:
 def _batch_import(args: argparse.Namespace) -> int:
     from judges.batch import import_batch_results
 
-    result = import_batch_results(args.results, args.requests, cache_path=args.cache or args.study / "judges" / "cache.sqlite")
+    result = import_batch_results(args.results, args.requests, cache_path=args.cache or _default_cache(args))
     if args.json:
         print(json.dumps(result, indent=2))
     else:

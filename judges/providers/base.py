@@ -10,6 +10,7 @@ as a third-party provider would; SDKs are imported only when a provider is built
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -100,14 +101,19 @@ def make_provider(name: str, config: ProviderConfig) -> Provider:
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None when unusable.
+
+    The runner caps the wait at the judge's ``max_backoff_s``.
+    """
     if not value:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None  # "nan" / "inf": no usable wish
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -193,3 +193,35 @@ def test_refused_connection_is_reported_at_once_not_retried(tmp_path, api: str) 
     assert len(rows) == 2 and all(r.parse_status == "unscored" for r in rows)
     assert all(r.unscored_reason.startswith("call_failed: no server") for r in rows)
     assert not any(event.get("event") == "retry" for event in read_run_log(paths.runs))
+
+
+@pytest.mark.parametrize("header", ["3600", "1e12", "inf"])
+def test_retry_after_is_capped_by_the_max_backoff(fault_server, tmp_path, header: str) -> None:
+    """A server asking for an hour (or for ever) gets max_backoff_s at most; measured between attempts."""
+    unit = escalate_unit("traj-ra", f"The bridge opened in 1971. #fault:429:{header},ok")
+    paths = StudyPaths.in_dir(tmp_path)
+    started = time.monotonic()
+    run_judges([unit], [_judge(fault_server, "openai", max_backoff_s=0.4, backoff_s=0.2)], paths)
+    assert time.monotonic() - started < 30.0
+    assert fault_server.actions_for(unit.text) == [f"429:{header}", "ok"]
+    first, second = (a.at for a in fault_server.attempts)
+    (retry,) = [e for e in read_run_log(paths.runs) if e["event"] == "retry"]
+    if header == "inf":  # not a usable wish: the run's own exponential backoff, within [cap/2, cap]
+        assert retry["retry_after"] is None and 0.1 <= retry["wait_s"] <= 0.2
+    else:
+        assert (retry["retry_after"], retry["wait_s"]) == (float(header), 0.4)
+    assert retry["wait_s"] <= second - first < retry["wait_s"] + 5.0
+    assert read_labels(paths.labels)[(unit.unit_id, "escalate-openai", 0)].label == "yes"
+
+
+def test_retry_after_values() -> None:
+    from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
+
+    from judges.providers.base import parse_retry_after
+
+    assert parse_retry_after("7") == 7.0 and parse_retry_after(" 0.5 ") == 0.5
+    assert parse_retry_after("-3") == 0.0  # in the past: go now
+    assert parse_retry_after("nan") is None and parse_retry_after("inf") is None and parse_retry_after("soon") is None
+    in_an_hour = format_datetime(datetime.now(timezone.utc) + timedelta(hours=1), usegmt=True)
+    assert 3590 < parse_retry_after(in_an_hour) <= 3600

@@ -76,7 +76,7 @@ def test_unknown_prompt_name() -> None:
     [
         ({"prompt": "ise-escalate", "provider": "gemini", "model": "m"}, "provider 'gemini'"),
         ({"prompt": "ise-escalate", "provider": "local", "model": "m", "parse_mode": "fuzzy"}, "parse_mode"),
-        ({"prompt": "ise-escalate", "provider": "local", "model": "m", "samples": 0}, "samples must be a positive integer, got 0"),
+        ({"prompt": "ise-escalate", "provider": "local", "model": "m", "samples": 0}, "samples must be an integer from 1 to 1000, got 0"),
         ({"prompt": "ise-escalate", "provider": "local", "model": "m", "params": {"temp": 1}}, "params \\['temp'\\] not allowed"),
         ({"prompt": "ise-escalate", "provider": "local", "model": "m", "concurrency": -2}, "concurrency"),
         ({"provider": "rule", "model": "vibes"}, "rule model 'vibes'"),
