@@ -133,13 +133,16 @@ def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ma
 
 def import_human_labels(path: str | Path, study: str | Path, *, match: MatchColumns, columns: HumanColumns,
                         scheme: str | None = None, format: str | None = None, name: str | None = None,
-                        where: dict[str, str] | None = None) -> ImportReport:
-    """Import a table of human labels into ``study`` (replacing an earlier import of the same name)."""
+                        where: dict[str, str] | None = None, rows: Sequence[TableRow] | None = None) -> ImportReport:
+    """Import a table of human labels into ``study`` (replacing an earlier import of the same name).
+
+    ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
+    """
     from samples.jsonl import write_jsonl
 
     path, layout = Path(path), StudyLayout.of(study)
     name = _name(name or path.stem, "--name")
-    rows = select(read_table(path, format=format), where)
+    rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
     labels = human_labels_from_rows(rows, UnitMatcher.for_study(layout), match=match, columns=columns, scheme=scheme,

@@ -84,8 +84,12 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
 
 def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, match: MatchColumns, output_column: str,
                         output_kind: str | None = None, parse_mode: str = "strict", scheme: str | None = None,
-                        format: str | None = None, where: dict[str, str] | None = None) -> JudgeImportReport:
-    """Import one judge's verdicts from a table into ``study`` (replacing an earlier import of that judge)."""
+                        format: str | None = None, where: dict[str, str] | None = None,
+                        rows: Sequence[TableRow] | None = None) -> JudgeImportReport:
+    """Import one judge's verdicts from a table into ``study`` (replacing an earlier import of that judge).
+
+    ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
+    """
     import re
 
     from samples.jsonl import write_jsonl
@@ -93,7 +97,7 @@ def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, matc
     if not re.match(JUDGE_NAME, judge):
         raise InputError(f"--judge {judge!r}: expected letters, digits and _ . @ : + - (starting with a letter or digit)")
     path, layout = Path(path), StudyLayout.of(study)
-    rows = select(read_table(path, format=format), where)
+    rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
     fingerprint = sha256_hex(["import", judge, file_sha256(path), format, output_column, output_kind, parse_mode, scheme,

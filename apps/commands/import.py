@@ -64,12 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--output-column", required=True, help="column holding the judge's raw output or label")
     _judge_options(judge)
 
-    table = sub.add_parser("table", help="units, human labels and judge verdicts from one wide table")
+    table = sub.add_parser("table", help="units, human labels and judge verdicts from one table (wide or long)")
     common(table)
     table.add_argument("--unit-column", required=True, help="column holding the unit id")
     _unit_options(table)
-    table.add_argument("--annotator-columns", type=_columns, required=True, help="one label column per annotator")
-    table.add_argument("--judge-columns", type=_columns, required=True, help="one output column per judge")
+    table.add_argument("--annotator-columns", type=_columns, default=(), help="wide: one label column per annotator")
+    table.add_argument("--judge-columns", type=_columns, default=(), help="wide: one output column per judge")
+    table.add_argument("--rater-column", help="long: column naming the rater (annotator or judge)")
+    table.add_argument("--label-column", help="long: column holding the label or the judge's output")
+    table.add_argument("--judges", type=_columns, default=(), help="long: the raters that are judges (the rest are people)")
     table.add_argument("--scheme", help="label scheme (default: the kind's); 'any' accepts labels as found")
     _judge_options(table, scheme=False)
 
@@ -182,20 +185,35 @@ def _table(args: argparse.Namespace) -> dict:
     from judges.imports import import_judge_labels
     from samples.imports import MatchColumns, read_table
 
+    from samples.errors import InputError
+    from samples.imports import label_text
+
     rows = read_table(args.file, format=args.format)
+    long = args.rater_column is not None
+    if long == bool(args.annotator_columns or args.judge_columns) or (long and not (args.label_column and args.judges)):
+        raise InputError("give --annotator-columns and --judge-columns (a wide table: one column per rater), or "
+                         "--rater-column, --label-column and --judges (a long table: one row per rating)")
     overlap = sorted(set(args.annotator_columns) & set(args.judge_columns))
     if overlap:
-        from samples.errors import InputError
-
         raise InputError(f"columns {overlap} are named both as annotators and as judges")
     body = _register(args, rows)
     match = MatchColumns(unit=args.unit_column)
-    human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
-                                columns=HumanColumns(annotators=args.annotator_columns))
-    judges = [_judge_report(import_judge_labels(args.file, args.study, judge=name, match=match, output_column=name,
+    if long:
+        judged = set(args.judges)
+        people = [r for r in rows if label_text(r.get(args.rater_column)) not in judged]
+        human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
+                                    rows=people, columns=HumanColumns(annotator=args.rater_column,
+                                                                      label=args.label_column))
+        outputs = [(name, args.label_column, [r for r in rows if label_text(r.get(args.rater_column)) == name])
+                   for name in args.judges]
+    else:
+        human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
+                                    columns=HumanColumns(annotators=args.annotator_columns))
+        outputs = [(name, name, rows) for name in args.judge_columns]
+    judges = [_judge_report(import_judge_labels(args.file, args.study, judge=name, match=match, output_column=column,
                                                 output_kind=args.output_kind, parse_mode=args.parse_mode,
-                                                scheme=args.scheme, format=args.format))
-              for name in args.judge_columns]
+                                                scheme=args.scheme, format=args.format, rows=judge_rows))
+              for name, column, judge_rows in outputs]
     body.update(human_labels=human.labels, judges=judges)
     body["lines"] = [f"registered {body['units']} units in {args.study}",
                      f"imported {human.labels} human labels from {len(human.annotators)} annotator(s)",
