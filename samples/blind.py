@@ -4,11 +4,12 @@ Tasks carry only an opaque id and the scrubbed display payload. Task ids are
 ``t_`` + 16 hex of HMAC-SHA256(salt, unit_id), the salt derived from the seed and
 the sample file's hash: deterministic for the same sample and seed, unlinkable to
 unit ids without the sealed key (which maps them) or the sample plus seed. The
-key (``sealed/key.jsonl``, mode 0600 in a 0700 folder) restores every design
-field. ``blind/audit.json`` says where the scrubber masked what category;
-the masked strings themselves go to ``sealed/scrub_detail.json``. If any identity
-string survives scrubbing, nothing is written to ``blind/`` and ``IdentityLeak``
-is raised.
+key (``sealed/key.jsonl``, in a 0700 folder) restores every design field.
+``blind/audit.json`` says where the scrubber masked what category; the masked
+strings themselves go to ``sealed/scrub_detail.json``. The five files are one
+generation (``samples.generation``), every file 0600. If any identity string
+survives scrubbing, no task is written, the survivors go to ``sealed/leaks.json``
+and ``IdentityLeak`` is raised.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hmac
 import os
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +27,18 @@ import numpy as np
 
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.jsonl import read_models, record_bytes, write_json, write_jsonl
+from samples.generation import publishing, reading
+from samples.jsonl import (
+    PRIVATE_DIR,
+    private_dir,
+    read_models,
+    record_bytes,
+    write_json,
+)
+from samples.layout import StudyLayout
 from samples.records import BlindTask, KeyEntry, SampledUnit
-from samples.sampler import DEFAULT_SEED, SAMPLE_DIR, SAMPLE_FILE
+from samples.sampler import DEFAULT_SEED, check_seed
 from samples.scrub import Scrubber, study_terms
-
-BLIND_DIR = "blind"
-SEALED_DIR = "sealed"
 
 
 class IdentityLeak(InputError):
@@ -119,37 +126,50 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
     An existing sealed key that differs from the new one (another sample or seed) is
     never overwritten unless ``replace``: labels collected against it would lose their units.
     """
-    study = Path(study)
-    sample_path = Path(sample_path) if sample_path else study / SAMPLE_DIR / SAMPLE_FILE
+    layout = StudyLayout.of(study)
+    seed = check_seed(seed)
+    sample_path = Path(sample_path) if sample_path else layout.sample
+    if sample_path.is_dir():
+        raise InputError(f"{sample_path}: is a folder; expected the sample file")
     if not sample_path.is_file():
         raise InputError(f"{sample_path}: sample not found (run `accord sample` first)")
-    sample_sha = file_sha256(sample_path)
+    with reading(layout, "sample") if sample_path == layout.sample else nullcontext(None) as hashes:
+        sample_sha = (hashes or {}).get(layout.relative(sample_path)) or file_sha256(sample_path)
+        units = list(read_models(sample_path, SampledUnit))
     salt = hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest()
-    units = list(read_models(sample_path, SampledUnit))
     result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber)
-    sealed = study / SEALED_DIR
-    sealed.mkdir(parents=True, exist_ok=True)
-    os.chmod(sealed, 0o700)
-    write_json(sealed / "scrub_detail.json", {"leaks": result.leaks, "masked": result.detail}, mode=0o600)
+    return _publish(layout, result, sample_sha=sample_sha, seed=int(seed), replace=replace)
+
+
+def _publish(layout: StudyLayout, result: Blinded, *, sample_sha: str, seed: int, replace: bool) -> dict:
+    """Write the blinded sample as one generation: tasks, orders, audit, sealed key and scrub detail
+    appear together or not at all (a killed run leaves the previous set), all private (0600)."""
     if result.leaks:
+        write_json(layout.blind_leaks, {"leaks": result.leaks, "masked": result.detail})
         raise IdentityLeak(f"blind: {len(result.leaks)} identity string(s) survived scrubbing; no tasks written "
-                           f"(details in {sealed / 'scrub_detail.json'}; extend samples/identity_vocabulary.toml)",
+                           f"(details in {layout.blind_leaks}; extend samples/identity_vocabulary.toml)",
                            problems=[leak.split(":")[0] for leak in result.leaks])
-    key_path = sealed / "key.jsonl"
     new_key = b"".join(record_bytes(entry) for entry in result.key)
-    if key_path.is_file() and not replace and key_path.read_bytes() != new_key:
-        raise InputError(f"{key_path}: a sealed key from another sample or seed exists; labels may refer to it. "
-                         "Move it away or pass --replace")
-    write_jsonl(key_path, result.key, mode=0o600)
-    out = study / BLIND_DIR
-    write_jsonl(out / "tasks.jsonl", result.tasks)
-    write_json(out / "orders.json", result.orders)
     masked = Counter()
     for row in result.audit:
         masked.update(row["masked"])
-    write_json(out / "audit.json", {"sample_sha256": sample_sha, "seed": int(seed), "tasks": len(result.tasks),
-                                    "tasks_with_masking": len({r["task_id"] for r in result.audit}),
-                                    "masked_by_category": dict(sorted(masked.items())), "masked": result.audit,
-                                    "surviving_identity_strings": 0})
+    private_dir(layout.sealed_dir)
+    os.chmod(layout.sealed_dir, PRIVATE_DIR)  # also a sealed folder made before this was enforced
+    with publishing(layout, "blind") as generation:
+        old_key = layout.key.read_bytes() if layout.key.is_file() else None
+        if old_key is not None and not replace and old_key != new_key:
+            raise InputError(f"{layout.key}: a sealed key from another sample or seed exists; labels may refer to it. "
+                             "Move it away or pass --replace")
+        generation.write_bytes(layout.key, new_key)
+        generation.write_bytes(layout.tasks, b"".join(record_bytes(task) for task in result.tasks))
+        generation.write_json(layout.orders, result.orders)
+        generation.write_json(layout.blind_audit, {
+            "sample_sha256": sample_sha, "seed": seed, "tasks": len(result.tasks),
+            "tasks_with_masking": len({r["task_id"] for r in result.audit}),
+            "masked_by_category": dict(sorted(masked.items())), "masked": result.audit,
+            "surviving_identity_strings": 0})
+        generation.write_json(layout.scrub_detail, {"leaks": result.leaks, "masked": result.detail})
+    layout.blind_leaks.unlink(missing_ok=True)
     return {"tasks": len(result.tasks), "annotators": list(result.orders), "masked_by_category": dict(sorted(masked.items())),
-            "tasks_with_masking": len({r["task_id"] for r in result.audit}), "blind_dir": str(out), "key": str(sealed / "key.jsonl")}
+            "tasks_with_masking": len({r["task_id"] for r in result.audit}), "blind_dir": str(layout.blind_dir),
+            "key": str(layout.key)}

@@ -48,6 +48,11 @@ class StudyLayout:
         """Advisory lock files (one per writer kind, e.g. judges)."""
         return self.root / ".locks"
 
+    @property
+    def generations(self) -> Path:
+        """Each stage's published generation and commit journal (``samples.generation``)."""
+        return self.root / ".generations"
+
     # --- sources and ingest ------------------------------------------------------------------
     @property
     def sources(self) -> Path:
@@ -112,6 +117,11 @@ class StudyLayout:
     @property
     def scrub_detail(self) -> Path:
         return self.sealed_dir / "scrub_detail.json"
+
+    @property
+    def blind_leaks(self) -> Path:
+        """What survived scrubbing when `accord blind` refused to write tasks (sealed: it names identities)."""
+        return self.sealed_dir / "leaks.json"
 
     # --- judges ------------------------------------------------------------------------------
     @property
