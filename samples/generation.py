@@ -81,15 +81,35 @@ def _fsync_dir(folder: Path) -> None:
         os.close(descriptor)
 
 
+_HELD: set[IO[str]] = set()
+"""Lock files this process has open: a forked child (ingest's workers) closes its copies at once,
+else a worker outliving a killed ingest would hold the stage's lock (flock locks follow the file
+description, which fork shares)."""
+
+
+def _close_inherited_locks() -> None:
+    for handle in list(_HELD):
+        try:
+            os.close(handle.fileno())
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
 @contextmanager
 def _flock(path: Path, how: int) -> Iterator[IO[str]]:
     private_dir(path.parent)
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - the lock lives as long as the handle
+    _HELD.add(handle)
     try:
         os.chmod(path, PRIVATE_FILE)
         fcntl.flock(handle, how)
         yield handle
     finally:
+        _HELD.discard(handle)
         handle.close()
 
 
@@ -118,8 +138,8 @@ def stage_lock(layout: StudyLayout, stage: str) -> Iterator[None]:
 
 
 def _temps(layout: StudyLayout, stage: str) -> Iterator[Path]:
-    """Temporary files beside the stage's files (the writer's own, or a killed run's)."""
-    for path in stage_files(layout, stage):
+    """Temporary files beside the stage's files, its record and its journal (the writer's own, or a killed run's)."""
+    for path in [*stage_files(layout, stage), _record_path(layout, stage), _journal_path(layout, stage)]:
         if path.parent.is_dir():
             yield from (candidate for candidate in path.parent.iterdir() if _is_temp(candidate, path))
 
@@ -157,7 +177,7 @@ class _HashingFile:
 
     def __init__(self, path: Path) -> None:
         self.handle = temp_sibling(path)
-        self.temp = Path(self.handle.name)
+        self.temp = path.parent / Path(self.handle.name).name  # relative when the study path is
         self.digest = hashlib.sha256()
         self.size = 0
 

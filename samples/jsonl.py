@@ -226,6 +226,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def json_text(text: str) -> Any:
+    """``json.loads`` that refuses what JSON lacks (NaN, Infinity, numbers beyond a float): ValueError."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except _NotFinite as error:
+        raise ValueError(f"invalid JSON ({error} is not a finite number; JSON has no NaN or infinity)") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON (nested too deeply)") from None
+
+
 def decode_json_line(line: bytes) -> Any:
     """Parse one JSONL line; ValueError with a readable reason (UTF-8 or JSON).
 
@@ -247,14 +259,7 @@ def decode_json_line(line: bytes) -> Any:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from None
-    try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except _NotFinite as error:
-        raise ValueError(f"invalid JSON ({error} is not a finite number; JSON has no NaN or infinity)") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
-    except RecursionError:
-        raise ValueError("invalid JSON (nested too deeply)") from None
+    value = json_text(text)
     try:  # json.loads keeps an unpaired surrogate escape, which no UTF-8 output can hold
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
