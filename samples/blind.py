@@ -68,9 +68,14 @@ def annotator_order(task_ids: Sequence[str], annotator: str, seed: int) -> list[
 
 
 def check_annotators(annotators: Sequence[str]) -> list[str]:
+    """The names, each one the coding app and Label Studio accept (refused here, before any task is written)."""
+    from annotate.tasks import check_name
+
     names = [a.strip() for a in annotators]
     if not names or any(not a for a in names):
         raise InputError(f"annotators={list(annotators)!r}: expected one or more non-empty names")
+    for name in names:
+        check_name(name, parameter="annotator")
     repeated = sorted(a for a, c in Counter(names).items() if c > 1)
     if repeated:
         raise InputError(f"annotators: {repeated} listed more than once")
@@ -128,6 +133,8 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
     """
     layout = StudyLayout.of(study)
     seed = check_seed(seed)
+    if layout.root.exists() and not layout.root.is_dir():
+        raise InputError(f"{layout.root}: is a file; expected the study folder")
     sample_path = Path(sample_path) if sample_path else layout.sample
     if sample_path.is_dir():
         raise InputError(f"{sample_path}: is a folder; expected the sample file")

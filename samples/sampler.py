@@ -372,6 +372,8 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
 
     seed = check_seed(seed)
     layout = StudyLayout.of(study)
+    if layout.root.exists() and not layout.root.is_dir():
+        raise InputError(f"{layout.root}: is a file; expected the study folder")
     plan, plan_sha = load_plan(plan_path)
     units_path = Path(units_path) if units_path else layout.units
     if units_path.is_dir():
