@@ -87,12 +87,14 @@ class IngestResult:
         }
 
 
-Record = tuple[str, str | None, str | None, int, int, list[str], list[tuple[str, str]]]
+Record = tuple[str, str | None, str | None, int, int, list[str], list[tuple[str, str]], tuple[str, ...]]
 """(where, problem, trajectory id, length of its trajectory line, length of its unit lines,
-[unit kind per unit line], [(kind, reason not cut)])."""
+[unit kind per unit line], [(kind, reason not cut)], the metadata strata its units carry)."""
 Block = tuple[list[Record], bytes, bytes]
 """Records converted together, with their trajectory lines and unit lines, each joined in order."""
 
+_MISSING = "(missing)"
+"""The stratum value ``samples.units`` gives a unit whose trajectory lacks a metadata stratum."""
 _BLOCK_BYTES = 256 << 10
 """Input bytes converted together: what 256 KB of JSONL decodes into stays in a core's L2 cache
 (ingest ran about 1.3x faster than with 1 MB blocks here, and 64 KB was slower again)."""
@@ -106,7 +108,7 @@ def _convert_items(items: Iterable[tuple[str, msgspec.Struct | Row | Trajectory 
     lines, unit_lines = bytearray(), bytearray()
     for where, item in items:
         if isinstance(item, BadRecord):
-            records.append((where, str(item), None, 0, 0, [], []))
+            records.append((where, str(item), None, 0, 0, [], [], ()))
             continue
         line_at, units_at = len(lines), len(unit_lines)
         try:
@@ -116,10 +118,11 @@ def _convert_items(items: Iterable[tuple[str, msgspec.Struct | Row | Trajectory 
                 append_row(unit_lines, unit)
         except PydanticSerializationError as error:  # e.g. nested deeper than the models write
             del lines[line_at:], unit_lines[units_at:]
-            records.append((where, f"{where}: cannot be written as JSON ({error})", None, 0, 0, [], []))
+            records.append((where, f"{where}: cannot be written as JSON ({error})", None, 0, 0, [], [], ()))
             continue
+        carried = tuple(k for k in metadata_strata if units[0]["strata"].get(k, _MISSING) != _MISSING) if units else ()
         records.append((where, None, trajectory_id, len(lines) - line_at, len(unit_lines) - units_at,
-                        [u["kind"] for u in units], [(s.kind, s.reason) for s in skips]))
+                        [u["kind"] for u in units], [(s.kind, s.reason) for s in skips], carried))
     return records, bytes(lines), bytes(unit_lines)
 
 
@@ -253,6 +256,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
     seen: dict[str, str] = {}
     units_by_kind: Counter[str] = Counter()
     skipped: dict[str, Counter[str]] = {}
+    strata_seen: set[str] = set()
     count = 0
     read = 0
 
@@ -278,7 +282,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
             for records, lines, unit_lines in blocks(path):
                 kept: list[tuple[int, int, int, int]] = []  # offsets and lengths of the lines to write
                 line_at = unit_at = 0
-                for where, problem, trajectory_id, line_size, units_size, unit_kinds, skips in records:
+                for where, problem, trajectory_id, line_size, units_size, unit_kinds, skips, carried in records:
                     read += 1
                     if progress is not None and read % 1000 == 0:
                         progress(read)
@@ -296,6 +300,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                                 units_by_kind[kind] += 1
                             for kind, reason in skips:
                                 skipped.setdefault(kind, Counter())[reason] += 1
+                            strata_seen.update(carried)
                     line_at += line_size
                     unit_at += units_size
                 if len(kept) == len(records):  # the usual case: every record of the block is written
@@ -315,6 +320,10 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                              "(fix them, or pass --skip-bad to skip and list them in the manifest)", problems=problems)
         if count == 0:
             raise InputError(f"ingest: no trajectories read from {[str(p) for p in paths]}")
+        unseen = [k for k in metadata_strata if k not in strata_seen]
+        if kinds is not None and sum(units_by_kind.values()) and unseen:
+            raise InputError(f"ingest: --metadata-stratum {unseen}: no trajectory's metadata has this key "
+                             "(a typo? every unit would be in stratum '(missing)'); nothing was written")
         # Inside the stack: leaving it cancels the hashes the thread has not started yet.
         inputs = [{"path": str(p), "sha256": digest.result(), "bytes": p.stat().st_size}
                   for p, digest in zip(paths, hashes, strict=True)]

@@ -178,6 +178,7 @@ CASES = [
     Case("ingest-workers-huge", (*ING, "{root}/input.jsonl", *ISE_IN, "--workers", "100000000000000000000")),
     Case("ingest-workers-nan", (*ING, "{root}/input.jsonl", *ISE_IN, "--workers", "nan")),
     Case("ingest-kinds-unknown", (*ING, "{root}/input.jsonl", *ISE_IN, "--kinds", "identify_turn,nope")),
+    Case("ingest-metadata-stratum-typo", (*ING, "{root}/input.jsonl", *ISE_IN, "--metadata-stratum", "max_turn")),
     Case("ingest-kinds-empty", (*ING, "{root}/input.jsonl", *ISE_IN, "--kinds", ",")),
     Case("ingest-option-malformed", (*ING, "{root}/input.jsonl", *ISE_IN, "--option", "novalue")),
     Case("ingest-option-unknown", (*ING, "{root}/input.jsonl", *ISE_IN, "--option", "x=1")),
