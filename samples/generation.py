@@ -88,11 +88,14 @@ description, which fork shares)."""
 
 
 def _close_inherited_locks() -> None:
-    for handle in list(_HELD):
-        try:
-            os.close(handle.fileno())
-        except OSError:
-            pass
+    """In a forked child: point each inherited lock descriptor at /dev/null (the child's copy of the
+    lock's file description goes; the descriptor number stays valid for whatever later closes it)."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for handle in list(_HELD):
+            os.dup2(null, handle.fileno())
+    finally:
+        os.close(null)
     _HELD.clear()
 
 
@@ -100,17 +103,23 @@ os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 @contextmanager
-def _flock(path: Path, how: int) -> Iterator[IO[str]]:
+def _lock_file(path: Path) -> Iterator[IO[str]]:
     private_dir(path.parent)
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - the lock lives as long as the handle
     _HELD.add(handle)
     try:
         os.chmod(path, PRIVATE_FILE)
-        fcntl.flock(handle, how)
         yield handle
     finally:
         _HELD.discard(handle)
         handle.close()
+
+
+@contextmanager
+def _flock(path: Path, how: int) -> Iterator[IO[str]]:
+    with _lock_file(path) as handle:
+        fcntl.flock(handle, how)
+        yield handle
 
 
 def _holder(path: Path) -> str:
@@ -125,16 +134,17 @@ def _holder(path: Path) -> str:
 def stage_lock(layout: StudyLayout, stage: str) -> Iterator[None]:
     """The one writer of ``stage`` in this study; a second one is refused, naming the first's pid."""
     path = layout.locks / f"{stage}.lock"
-    try:
-        with _flock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as handle:
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()}\n")
-            handle.flush()
-            yield
-    except BlockingIOError:
-        raise InputError(f"{layout.root}: another `accord {stage}` ({_holder(path)}) is writing this study; "
-                         "wait for it to finish") from None
+    with _lock_file(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"{layout.root}: another `accord {stage}` ({_holder(path)}) is writing this study; "
+                             "wait for it to finish") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
 
 
 def _temps(layout: StudyLayout, stage: str) -> Iterator[Path]:

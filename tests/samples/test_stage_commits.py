@@ -247,10 +247,11 @@ def test_a_second_writer_is_refused_naming_the_first(small_study: Path) -> None:
     from samples.generation import stage_lock
 
     layout = StudyLayout.of(small_study)
-    with stage_lock(layout, "ingest"):
-        with pytest.raises(InputError, match=rf"another `accord ingest` \(pid {os.getpid()}\) is writing this study"):
-            with stage_lock(layout, "ingest"):
-                pass
+    refused = pytest.raises(InputError, match=rf"another `accord ingest` \(pid {os.getpid()}\) is writing this study")
+    with stage_lock(layout, "ingest"), refused, stage_lock(layout, "ingest"):
+        pass
+    with stage_lock(layout, "ingest"):  # released: the next writer gets it
+        pass
 
 
 def test_workers_are_bounded_by_the_cores(small_study: Path, capsys) -> None:
