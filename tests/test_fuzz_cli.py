@@ -24,8 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from apps.cli import main
+from tests.samples.test_fuzz import SEEDS
 
 REPO = Path(__file__).resolve().parents[1]
 ISE_LINE = json.loads((REPO / "data" / "ise_example.jsonl").read_text().splitlines()[0])
@@ -132,6 +135,14 @@ def _nan_line(record: dict, key: str) -> bytes:
     return json.dumps({**record, key: "@@NAN@@"}).replace('"@@NAN@@"', "NaN").encode()
 
 
+def _parquet(path: Path) -> None:
+    """A Parquet table whose unmapped float column holds NaN (pandas' missing value): refused, not nulled."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"run": ["r1", "r2"], "answer": ["a", "b"], "score": [0.5, float("nan")]}), path)
+
+
 def _ise(**fields) -> str:
     return json.dumps({**ISE_LINE, **fields}) + "\n"
 
@@ -169,6 +180,7 @@ CASES = [
     Case("ingest-csv-unterminated-quote", (*ING, "{root}/bad.csv", *GENERIC), _write("bad.csv", 'run,answer\nr1,"a\nr2,b\n')),
     Case("ingest-csv-repeated-header", (*ING, "{root}/bad.csv", *GENERIC), _write("bad.csv", "run,answer,run\nr1,a,r\n")),
     Case("ingest-csv-non-utf8", (*ING, "{root}/bad.csv", *GENERIC), _write("bad.csv", b"run,answer\nr1,\xff\n")),
+    Case("ingest-parquet-nan-cell", (*ING, "{root}/bad.parquet", *GENERIC), lambda r: _parquet(r / "bad.parquet")),
     Case("ingest-parquet-not-parquet", (*ING, "{root}/bad.parquet", *GENERIC), _write("bad.parquet", b"PAR1 nope")),
     # ingest: study folder and flags
     Case("ingest-study-is-a-file", ("ingest", "{root}/input.jsonl", *ISE_IN, "--study", "{root}/plan.toml")),
@@ -349,6 +361,45 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(case: Case, request, t
     after = _snapshot(root)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == [], f"the command changed {changed}"
+
+
+@st.composite
+def _broken_bytes(draw, good: bytes) -> bytes:
+    """A good record cut short, with a byte that is not UTF-8 put in, or replaced by random bytes:
+    never a valid record, so ingest must refuse it."""
+    how = draw(st.sampled_from(["truncate", "non_utf8", "garbage"]))
+    if how == "truncate":
+        return good[: draw(st.integers(0, len(good) - 1))]
+    if how == "non_utf8":
+        at = draw(st.integers(0, len(good)))
+        return good[:at] + draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\x80"])) + good[at:]
+    return draw(st.binary(max_size=60)).replace(b"\n", b" ")
+
+
+@pytest.mark.parametrize("adapter", sorted(SEEDS))
+def test_generated_bad_records_through_the_cli(adapter: str, ise_base: Path, tmp_path_factory, capsys) -> None:
+    options, seed = SEEDS[adapter]
+    good = json.dumps(seed, ensure_ascii=False).encode("utf-8")
+    root = tmp_path_factory.mktemp(f"gen_{adapter}")
+    shutil.copytree(ise_base, root / "base", symlinks=True)
+    study = root / "base" / "study"
+    before = _snapshot(study)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(payload=_broken_bytes(good))
+    def check(payload: bytes) -> None:
+        source = root / "input.jsonl"
+        source.write_bytes(payload + b"\n")
+        argv = ["ingest", str(source), "--adapter", adapter, "--study", str(study)]
+        for key, value in options.items():
+            argv += ["--option", f"{key}={value}"]
+        capsys.readouterr()
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (payload, err)
+        assert _snapshot(study) == before
+
+    check()
 
 
 def test_every_command_that_reads_files_is_covered() -> None:
