@@ -36,13 +36,17 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from samples.errors import InputError
 from samples.jsonl import record_bytes
-from samples.plans import SamplingPlan
+from samples.plans import JUDGE_PREFIX, SamplingPlan
+
+if TYPE_CHECKING:
+    from samples.hardness import HardnessScorer
 
 DEFAULT_SEED = 20261129
 MAX_SEED = 2**63 - 1
@@ -367,7 +371,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     from samples.hardness import make_scorer
     from samples.jsonl import decode_json_line, os_error_message
     from samples.layout import StudyLayout
-    from samples.plans import JUDGE_PREFIX, load_plan
+    from samples.plans import load_plan
     from samples.records import SampledUnit
 
     seed = check_seed(seed)
@@ -393,7 +397,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     own_units = units_path == layout.units
     with reading(layout, "ingest") if own_units else nullcontext(None) as ingest_hashes:
         try:
-            frame, missing_fields = _population(units_path, plan, labels, scorer, JUDGE_PREFIX, progress)
+            frame, missing_fields = _population(units_path, plan, labels, scorer, progress)
         except OSError as error:
             raise InputError(os_error_message(units_path, error)) from None
         _check_plan_against(frame, plan, missing_fields, units_path)
@@ -445,7 +449,7 @@ def _sha(path: str | Path) -> str:
     return file_sha256(path)
 
 
-def _population(units_path: Path, plan: SamplingPlan, labels: dict, scorer, judge_prefix: str,
+def _population(units_path: Path, plan: SamplingPlan, labels: dict, scorer: HardnessScorer | None,
                 progress: Callable[[int], None] | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """The plan's population from a units file: one row per unit of the plan's kinds (unit and
     trajectory id, byte offset, stratum values, hardness) and per field the units lacking it."""
@@ -476,8 +480,8 @@ def _population(units_path: Path, plan: SamplingPlan, labels: dict, scorer, judg
             columns["offset"].append(start)
             unit_labels = {j: judge_label(labels[j], unit) for j in labels}
             for field in plan.strata:
-                if field.startswith(judge_prefix):
-                    value = unit_labels[field[len(judge_prefix):]]
+                if field.startswith(JUDGE_PREFIX):
+                    value = unit_labels[field[len(JUDGE_PREFIX):]]
                 elif field == "kind":
                     value = unit["kind"]
                 else:
