@@ -14,6 +14,7 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from samples.errors import InputError
 
@@ -34,6 +35,13 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line (argparse prints the whole usage first), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -44,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"accord: error: unknown command {name!r}; choose from {', '.join(_command_names())}", file=sys.stderr)
         return 2
     module = importlib.import_module(f"{_COMMANDS_PACKAGE}.{name.replace('-', '_')}")
-    parser = argparse.ArgumentParser(prog=f"accord {name}", description=module.__doc__)
+    parser = _Parser(prog=f"accord {name}", description=module.__doc__)
     module.add_arguments(parser)
     try:
         args = parser.parse_args(argv[1:])
@@ -54,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.run(args))
     except InputError as error:
         print(f"accord {name}: error: {error}", file=sys.stderr)
+        return 2
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError) as error:
+        # the user's files or folders, not a bug: e.g. a study folder they cannot write
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"accord {name}: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"accord {name}: interrupted", file=sys.stderr)

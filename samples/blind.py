@@ -4,13 +4,14 @@ Tasks carry only an opaque id and the scrubbed display payload. Task ids are
 ``t_`` + 16 hex of HMAC-SHA256(salt, unit_id), the salt derived from the seed and
 the sample file's hash: deterministic for the same sample and seed, unlinkable to
 unit ids without the sealed key (which maps them) or the sample plus seed. The
-key (``sealed/key.jsonl``, mode 0600 in a 0700 folder) restores every design
-field. ``blind/audit.json`` counts, per task field and in all, what the scrubber
-masked and what it kept readable (ordinary words such as "Google translation", terms
-the study keeps), by category; the strings themselves and the count of every term go
-to ``sealed/scrub_detail.json``. Every scrubbed field is then read by an independent
-leak detector (``samples.leakcheck``); if it finds any identity, nothing is written
-and ``IdentityLeak`` names the task and field.
+key (``sealed/key.jsonl``, in a 0700 folder) restores every design field.
+``blind/audit.json`` counts, per task field and in all, what the scrubber masked and
+what it kept readable (ordinary words such as "Google translation", terms the study
+keeps), by category; the strings themselves and the count of every term go to
+``sealed/scrub_detail.json``. Every scrubbed field is then read by an independent leak
+detector (``samples.leakcheck``); if it finds any identity, nothing is written and
+``IdentityLeak`` names the task and field. The five files are one generation
+(``samples.generation``), every file 0600: a killed run leaves the old set or the new.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import hashlib
 import hmac
 import os
 from collections import Counter
+from contextlib import nullcontext
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +29,15 @@ import numpy as np
 
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.jsonl import read_models, record_bytes, write_json, write_jsonl
+from samples.generation import publishing, reading
+from samples.jsonl import PRIVATE_DIR, private_dir, read_models, record_bytes
+from samples.layout import StudyLayout
 from samples.leakcheck import LeakDetector
 from samples.names import check_annotator_name
 from samples.records import BlindTask, KeyEntry, SampledUnit
-from samples.sampler import DEFAULT_SEED, SAMPLE_DIR, SAMPLE_FILE
+from samples.sampler import DEFAULT_SEED, check_seed
 from samples.scrub import Hit, Scrubber, check_keep, study_terms
 from samples.vocabulary import default_vocabulary
-
-BLIND_DIR = "blind"
-SEALED_DIR = "sealed"
 
 
 class IdentityLeak(InputError):
@@ -180,33 +181,44 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
     never overwritten unless ``replace``: labels collected against it would lose their units.
     ``keep``: vendor or harness names the study leaves readable (``[blinding] keep``).
     """
-    study = Path(study)
-    sample_path = Path(sample_path) if sample_path else study / SAMPLE_DIR / SAMPLE_FILE
+    layout = StudyLayout.of(study)
+    seed = check_seed(seed)
+    if layout.root.exists() and not layout.root.is_dir():
+        raise InputError(f"{layout.root}: is a file; expected the study folder")
+    sample_path = Path(sample_path) if sample_path else layout.sample
+    if sample_path.is_dir():
+        raise InputError(f"{sample_path}: is a folder; expected the sample file")
     if not sample_path.is_file():
         raise InputError(f"{sample_path}: sample not found (run `accord sample` first)")
-    sample_sha = file_sha256(sample_path)
+    with reading(layout, "sample") if sample_path == layout.sample else nullcontext(None) as hashes:
+        sample_sha = (hashes or {}).get(layout.relative(sample_path)) or file_sha256(sample_path)
+        units = list(read_models(sample_path, SampledUnit))
     salt = hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest()
-    units = list(read_models(sample_path, SampledUnit))
     result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep)
+    return _publish(layout, result, sample_sha=sample_sha, seed=int(seed), replace=replace)
+
+
+def _publish(layout: StudyLayout, result: Blinded, *, sample_sha: str, seed: int, replace: bool) -> dict:
+    """Write the blinded sample as one generation: tasks, orders, audit, sealed key and scrub detail
+    appear together or not at all (a killed run leaves the previous set), all private (0600)."""
     if result.leaks:
         raise IdentityLeak(f"blind: {len(result.leaks)} identity string(s) survived scrubbing; nothing written "
                            "(add the form to samples/identity_vocabulary.toml, or keep an ordinary vendor word with "
                            "--keep)", problems=result.leaks)
-    sealed = study / SEALED_DIR
-    sealed.mkdir(parents=True, exist_ok=True)
-    os.chmod(sealed, 0o700)
-    key_path = sealed / "key.jsonl"
     new_key = b"".join(record_bytes(entry) for entry in result.key)
-    if key_path.is_file() and not replace and key_path.read_bytes() != new_key:
-        raise InputError(f"{key_path}: a sealed key from another sample or seed exists; labels may refer to it. "
-                         "Move it away or pass --replace")
-    write_json(sealed / "scrub_detail.json", {"terms": result.terms(), "masked": result.detail}, mode=0o600)
-    write_jsonl(key_path, result.key, mode=0o600)
-    out = study / BLIND_DIR
-    write_jsonl(out / "tasks.jsonl", result.tasks)
-    write_json(out / "orders.json", result.orders)
+    private_dir(layout.sealed_dir)
+    os.chmod(layout.sealed_dir, PRIVATE_DIR)  # also a sealed folder made before this was enforced
     audit = result.audit_document(sample_sha256=sample_sha, seed=seed)
-    write_json(out / "audit.json", audit)
+    with publishing(layout, "blind") as generation:
+        old_key = layout.key.read_bytes() if layout.key.is_file() else None
+        if old_key is not None and not replace and old_key != new_key:
+            raise InputError(f"{layout.key}: a sealed key from another sample or seed exists; labels may refer to it. "
+                             "Move it away or pass --replace")
+        generation.write_bytes(layout.key, new_key)
+        generation.write_bytes(layout.tasks, b"".join(record_bytes(task) for task in result.tasks))
+        generation.write_json(layout.orders, result.orders)
+        generation.write_json(layout.blind_audit, audit)
+        generation.write_json(layout.scrub_detail, {"terms": result.terms(), "masked": result.detail})
     return {"tasks": len(result.tasks), "annotators": list(result.orders), "masked_by_category": audit["masked_by_category"],
             "kept_by_category": audit["kept_by_category"], "tasks_with_masking": audit["tasks_with_masking"],
-            "blind_dir": str(out), "key": str(sealed / "key.jsonl")}
+            "blind_dir": str(layout.blind_dir), "key": str(layout.key)}

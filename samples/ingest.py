@@ -13,6 +13,7 @@ records are counted and listed in the manifest.
 
 from __future__ import annotations
 
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,20 +31,21 @@ from samples.adapters import BadRecord, get_adapter
 from samples.adapters.base import BlockAdapter, LineAdapter, Row, RowAdapter
 from samples.canonical import file_sha256
 from samples.errors import InputError
+from samples.generation import publishing
 from samples.jsonl import (
     append_row,
-    atomic_writer,
     iter_jsonl_blocks,
     numbered_lines,
+    os_error_message,
     record_bytes,
-    write_json,
 )
+from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, Trajectory
 from samples.units import unit_rows
 
-TRAJECTORIES_FILE = "trajectories.jsonl"
-UNITS_FILE = "units.jsonl"
-MANIFEST_FILE = "ingest_manifest.json"
+TRAJECTORIES_FILE = StudyLayout(Path()).trajectories.name
+UNITS_FILE = StudyLayout(Path()).units.name
+MANIFEST_FILE = StudyLayout(Path()).ingest_manifest.name
 INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".parquet")
 
 
@@ -85,12 +87,14 @@ class IngestResult:
         }
 
 
-Record = tuple[str, str | None, str | None, int, int, list[str], list[tuple[str, str]]]
+Record = tuple[str, str | None, str | None, int, int, list[str], list[tuple[str, str]], tuple[str, ...]]
 """(where, problem, trajectory id, length of its trajectory line, length of its unit lines,
-[unit kind per unit line], [(kind, reason not cut)])."""
+[unit kind per unit line], [(kind, reason not cut)], the metadata strata its units carry)."""
 Block = tuple[list[Record], bytes, bytes]
 """Records converted together, with their trajectory lines and unit lines, each joined in order."""
 
+_MISSING = "(missing)"
+"""The stratum value ``samples.units`` gives a unit whose trajectory lacks a metadata stratum."""
 _BLOCK_BYTES = 256 << 10
 """Input bytes converted together: what 256 KB of JSONL decodes into stays in a core's L2 cache
 (ingest ran about 1.3x faster than with 1 MB blocks here, and 64 KB was slower again)."""
@@ -104,7 +108,7 @@ def _convert_items(items: Iterable[tuple[str, msgspec.Struct | Row | Trajectory 
     lines, unit_lines = bytearray(), bytearray()
     for where, item in items:
         if isinstance(item, BadRecord):
-            records.append((where, str(item), None, 0, 0, [], []))
+            records.append((where, str(item), None, 0, 0, [], [], ()))
             continue
         line_at, units_at = len(lines), len(unit_lines)
         try:
@@ -114,10 +118,11 @@ def _convert_items(items: Iterable[tuple[str, msgspec.Struct | Row | Trajectory 
                 append_row(unit_lines, unit)
         except PydanticSerializationError as error:  # e.g. nested deeper than the models write
             del lines[line_at:], unit_lines[units_at:]
-            records.append((where, f"{where}: cannot be written as JSON ({error})", None, 0, 0, [], []))
+            records.append((where, f"{where}: cannot be written as JSON ({error})", None, 0, 0, [], [], ()))
             continue
+        carried = tuple(k for k in metadata_strata if units[0]["strata"].get(k, _MISSING) != _MISSING) if units else ()
         records.append((where, None, trajectory_id, len(lines) - line_at, len(unit_lines) - units_at,
-                        [u["kind"] for u in units], [(s.kind, s.reason) for s in skips]))
+                        [u["kind"] for u in units], [(s.kind, s.reason) for s in skips], carried))
     return records, bytes(lines), bytes(unit_lines)
 
 
@@ -173,7 +178,8 @@ def _line_blocks(path: Path, adapter: str, options: dict, kinds, metadata_strata
 
     # fork while ingest's hashing thread runs: the workers touch nothing that thread locks
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         pending: deque = deque()
         for job in jobs:
             pending.append(pool.submit(_convert_block, job))
@@ -181,6 +187,29 @@ def _line_blocks(path: Path, adapter: str, options: dict, kinds, metadata_strata
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker's first act: ask the kernel to kill it when ingest dies (PR_SET_PDEATHSIG), so a
+    killed ingest leaves no workers behind; if ingest died before this ran, exit now."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG (linux/prctl.h)
+    except (OSError, AttributeError):  # not Linux: workers then end when they next read from a dead parent
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _item_blocks(located: Iterator[tuple[str, Trajectory | BadRecord]], kinds, metadata_strata) -> Iterator[Block]:
@@ -194,29 +223,40 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
            workers: int = 1, progress: Callable[[int], None] | None = None) -> IngestResult:
     """Read ``inputs`` through ``adapter`` and write the study's trajectory (and unit) files.
 
-    ``kinds=None`` writes trajectories only. ``workers > 1`` converts JSONL inputs
-    of line-based adapters on that many processes (same output bytes). ``progress``
-    is called with the number of records read so far, every 1,000 records.
+    ``kinds=None`` writes trajectories only (and removes an older ``units.jsonl``).
+    ``workers > 1`` converts JSONL inputs of line-based adapters on that many processes,
+    at most one per usable core (same output bytes). ``progress`` is called with the
+    number of records read so far, every 1,000 records. The trajectories, units and
+    manifest are published together as one generation (``samples.generation``).
     """
     options = dict(options or {})
     if not inputs:
         raise InputError("ingest: no input files given")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError(f"ingest: workers={workers!r}; expected an integer >= 1")
+    workers = min(workers, usable_cores())
     if kinds is not None:
         bad_kinds = [k for k in kinds if k not in UNIT_KINDS]
         if bad_kinds:
             raise InputError(f"ingest: kinds {bad_kinds} are not unit kinds; allowed: {list(UNIT_KINDS)}")
+        if not kinds:
+            raise InputError(f"ingest: no unit kinds given; allowed: {list(UNIT_KINDS)} (or write trajectories only)")
     reader = get_adapter(adapter)
     paths = [Path(p) for p in inputs]
     for path in paths:
-        if not path.is_file():
-            raise InputError(f"{path}: input file not found")
-    out_dir = Path(out_dir)
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as error:
+            raise InputError(os_error_message(path, error)) from None
+    layout = StudyLayout.of(out_dir)
+    if layout.root.exists() and not layout.root.is_dir():
+        raise InputError(f"{layout.root}: is a file; expected the study folder")
     problems: list[str] = []
     seen: dict[str, str] = {}
     units_by_kind: Counter[str] = Counter()
     skipped: dict[str, Counter[str]] = {}
+    strata_seen: set[str] = set()
     count = 0
     read = 0
 
@@ -226,7 +266,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
             return _line_blocks(path, adapter, options, kinds, metadata_strata, workers)
         return _item_blocks(reader.locate(path, options), kinds, metadata_strata)
 
-    with ExitStack() as stack:
+    with publishing(layout, "ingest") as generation, ExitStack() as stack:
         # The inputs' sha256 on a helper thread while they convert: hashlib and reads release the
         # GIL, so on a second core it costs no wall time (as a pass after ingest it was a tenth of
         # it). Large chunks: the thread then rarely waits for the GIL; feeding it each block
@@ -234,13 +274,15 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
         hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-sha256")
         stack.callback(hashing.shutdown, wait=False, cancel_futures=True)  # an error need not wait for it
         hashes = [hashing.submit(file_sha256, p, chunk=_HASH_CHUNK) for p in paths]
-        trajectories_out = stack.enter_context(atomic_writer(out_dir / TRAJECTORIES_FILE))
-        units_out = stack.enter_context(atomic_writer(out_dir / UNITS_FILE)) if kinds is not None else None
+        trajectories_out = generation.open(layout.trajectories)
+        units_out = generation.open(layout.units) if kinds is not None else None
+        if units_out is None:
+            generation.remove(layout.units)  # units of an older ingest would no longer match the trajectories
         for path in paths:
             for records, lines, unit_lines in blocks(path):
                 kept: list[tuple[int, int, int, int]] = []  # offsets and lengths of the lines to write
                 line_at = unit_at = 0
-                for where, problem, trajectory_id, line_size, units_size, unit_kinds, skips in records:
+                for where, problem, trajectory_id, line_size, units_size, unit_kinds, skips, carried in records:
                     read += 1
                     if progress is not None and read % 1000 == 0:
                         progress(read)
@@ -258,6 +300,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                                 units_by_kind[kind] += 1
                             for kind, reason in skips:
                                 skipped.setdefault(kind, Counter())[reason] += 1
+                            strata_seen.update(carried)
                     line_at += line_size
                     unit_at += units_size
                 if len(kept) == len(records):  # the usual case: every record of the block is written
@@ -277,14 +320,18 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
                              "(fix them, or pass --skip-bad to skip and list them in the manifest)", problems=problems)
         if count == 0:
             raise InputError(f"ingest: no trajectories read from {[str(p) for p in paths]}")
+        unseen = [k for k in metadata_strata if k not in strata_seen]
+        if kinds is not None and sum(units_by_kind.values()) and unseen:
+            raise InputError(f"ingest: --metadata-stratum {unseen}: no trajectory's metadata has this key "
+                             "(a typo? every unit would be in stratum '(missing)'); nothing was written")
         # Inside the stack: leaving it cancels the hashes the thread has not started yet.
         inputs = [{"path": str(p), "sha256": digest.result(), "bytes": p.stat().st_size}
                   for p, digest in zip(paths, hashes, strict=True)]
-    result = IngestResult(
-        n_trajectories=count, units_by_kind=dict(sorted(units_by_kind.items())),
-        skipped_units={k: dict(sorted(v.items())) for k, v in sorted(skipped.items())}, bad_records=problems,
-        inputs=inputs,
-    )
-    write_json(out_dir / MANIFEST_FILE, result.manifest(adapter=adapter, options=options, kinds=list(kinds or []),
-                                                        metadata_strata=metadata_strata))
+        result = IngestResult(
+            n_trajectories=count, units_by_kind=dict(sorted(units_by_kind.items())),
+            skipped_units={k: dict(sorted(v.items())) for k, v in sorted(skipped.items())}, bad_records=problems,
+            inputs=inputs,
+        )
+        generation.write_json(layout.ingest_manifest, result.manifest(
+            adapter=adapter, options=options, kinds=list(kinds or []), metadata_strata=metadata_strata))
     return result

@@ -3,6 +3,8 @@
 Every file a study writes goes through ``write_jsonl`` (one fixed-key-order JSON per line,
 ``\\n`` line ends, written to a temporary file and renamed), so the same records
 give byte-identical files and a failed write never leaves half a file behind.
+Every file is created private (0600, folders 0700) whatever the umask. A stage that
+writes several files publishes them together through ``samples.generation``.
 Reading streams line by line, so memory stays flat in file size.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -68,23 +71,54 @@ _BUFFER = 1 << 20
 """Read and write buffer: a record is a few KB, so the default 8 KB means a system call per record."""
 
 
-def _default_mode() -> int:
-    """0666 minus the process umask: what ``open(path, "w")`` would have given."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+PRIVATE_FILE = 0o600
+"""Mode of every file a study writes: study files can map a task to its model or its judge label,
+so only the study's owner reads them, whatever the umask (README: privacy on disk)."""
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: str | Path) -> Path:
+    """Create ``path`` and any missing parents as 0700 folders (whatever the umask); existing ones are kept."""
+    path = folder = Path(path)
+    missing = []
+    while not folder.is_dir() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise InputError(f"{folder}: is a file; expected a folder") from None
+            continue
+        os.chmod(folder, PRIVATE_DIR)
+    return path
+
+
+def temp_sibling(path: str | Path, *, mode: int = PRIVATE_FILE) -> IO[bytes]:
+    """An open temporary file ``.<name>.<random>.tmp`` beside ``path`` (same file system: renames are
+    atomic), created with ``mode``; ``handle.name`` is its path."""
+    path = Path(path)
+    private_dir(path.parent)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",  # noqa: SIM115
+                                         delete=False, buffering=_BUFFER)  # the caller closes it
+    os.chmod(handle.name, mode)
+    return handle
 
 
 @contextmanager
-def atomic_writer(path: str | Path, *, mode: int | None = None) -> Iterator[IO[bytes]]:
-    """Write ``path`` through a temporary sibling renamed into place on success only."""
+def atomic_writer(path: str | Path, *, mode: int = PRIVATE_FILE) -> Iterator[IO[bytes]]:
+    """Write ``path`` through a temporary sibling renamed into place on success only.
+
+    ``mode`` defaults to private (0600); a killed writer leaves only its temporary file,
+    which a later run of the same stage deletes (``samples.generation``).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
-                                         buffering=_BUFFER)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; expected a file")
+    handle = temp_sibling(path, mode=mode)
     try:
         with handle:
-            os.chmod(handle.name, _default_mode() if mode is None else mode)
             yield handle
         os.replace(handle.name, path)
     except BaseException:
@@ -92,7 +126,7 @@ def atomic_writer(path: str | Path, *, mode: int | None = None) -> Iterator[IO[b
         raise
 
 
-def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]], *, mode: int | None = None) -> int:
+def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]], *, mode: int = PRIVATE_FILE) -> int:
     """Write records as canonical JSONL; returns the number of lines."""
     count = 0
     with atomic_writer(path, mode=mode) as handle:
@@ -102,7 +136,7 @@ def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]],
     return count
 
 
-def write_json(path: str | Path, obj: Any, *, mode: int | None = None) -> None:
+def write_json(path: str | Path, obj: Any, *, mode: int = PRIVATE_FILE) -> None:
     """A JSON document with sorted keys and 2-space indent (readable and deterministic)."""
     text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     with atomic_writer(path, mode=mode) as handle:
@@ -112,10 +146,21 @@ def write_json(path: str | Path, obj: Any, *, mode: int | None = None) -> None:
 def _open(path: Path) -> IO[bytes]:
     try:
         return open(path, "rb", buffering=_BUFFER)
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder; expected a file") from None
+    except OSError as error:
+        raise InputError(os_error_message(path, error)) from None
+
+
+def os_error_message(path: str | Path, error: OSError) -> str:
+    """One line for a file the user named that cannot be opened (missing, a folder, no permission)."""
+    if isinstance(error, FileNotFoundError):
+        return f"{path}: file not found"
+    if isinstance(error, IsADirectoryError):
+        return f"{path}: is a folder; expected a file"
+    if isinstance(error, NotADirectoryError):
+        return f"{path}: a part of the path is a file; expected a folder"
+    if isinstance(error, PermissionError):
+        return f"{path}: permission denied"
+    return f"{path}: cannot be read ({error.strerror or error})"
 
 
 def iter_jsonl_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
@@ -166,6 +211,33 @@ def numbered_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:
 _DECODER = msgspec.json.Decoder()
 
 
+class _NotFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def json_text(text: str) -> Any:
+    """``json.loads`` that refuses what JSON lacks (NaN, Infinity, numbers beyond a float): ValueError."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except _NotFinite as error:
+        raise ValueError(f"invalid JSON ({error} is not a finite number; JSON has no NaN or infinity)") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON (nested too deeply)") from None
+
+
 def decode_json_line(line: bytes) -> Any:
     """Parse one JSONL line; ValueError with a readable reason (UTF-8 or JSON).
 
@@ -175,7 +247,9 @@ def decode_json_line(line: bytes) -> Any:
     equal values (duplicate keys, big integers, float rounding: tests/samples);
     anything it refuses (NaN, lone surrogates, bad UTF-8, bad JSON) goes through
     ``json.loads``, which keeps the stdlib's reading and its error messages; a lone
-    surrogate escape is refused there (it made every writer fail later).
+    surrogate escape is refused there (it made every writer fail later), and so are
+    NaN, Infinity and numbers too large for a float (JSON has none; the stdlib reads
+    them as non-finite floats that later writers turned into null).
     """
     try:
         return _DECODER.decode(line)
@@ -185,12 +259,7 @@ def decode_json_line(line: bytes) -> Any:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 ({error.reason} at byte {error.start})") from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"invalid JSON ({error.msg} at column {error.colno})") from None
-    except RecursionError:
-        raise ValueError("invalid JSON (nested too deeply)") from None
+    value = json_text(text)
     try:  # json.loads keeps an unpaired surrogate escape, which no UTF-8 output can hold
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -48,6 +48,11 @@ class StudyLayout:
         """Advisory lock files (one per writer kind, e.g. judges)."""
         return self.root / ".locks"
 
+    @property
+    def generations(self) -> Path:
+        """Each stage's published generation and commit journal (``samples.generation``)."""
+        return self.root / ".generations"
+
     # --- sources and ingest ------------------------------------------------------------------
     @property
     def sources(self) -> Path:

@@ -31,19 +31,33 @@ inputs and seed give the same draw in any process (no dependence on hashing orde
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from samples.errors import InputError
 from samples.jsonl import record_bytes
-from samples.plans import SamplingPlan
+from samples.plans import JUDGE_PREFIX, SamplingPlan
+
+if TYPE_CHECKING:
+    from samples.hardness import HardnessScorer
 
 DEFAULT_SEED = 20261129
+MAX_SEED = 2**63 - 1
+"""Seeds are 0..2**63-1: every store and table that records one holds it as a 64-bit integer."""
+
+
+def check_seed(seed: object) -> int:
+    """The seed as an int, or an ``InputError`` naming it (negative, oversized, not an integer)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed <= MAX_SEED:
+        raise InputError(f"seed={seed!r}: expected an integer from 0 to 2**63-1")
+    return int(seed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,8 +188,7 @@ def _rank_within(groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def draw(frame: pd.DataFrame, plan: SamplingPlan, *, seed: int = DEFAULT_SEED) -> Draw:
     """Draw the plan's sample from ``frame`` (columns unit_id, trajectory_id, the strata fields, optional hardness)."""
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
-        raise InputError(f"seed={seed!r}: expected a non-negative integer")
+    seed = check_seed(seed)
     missing = [c for c in ("unit_id", "trajectory_id", *plan.strata) if c not in frame.columns]
     if missing:
         raise InputError(f"sample: frame lacks column(s) {missing}")
@@ -266,10 +279,8 @@ def draw(frame: pd.DataFrame, plan: SamplingPlan, *, seed: int = DEFAULT_SEED) -
                 counts=tuple(counts), seed=int(seed))
 
 
-SAMPLE_DIR = "sample"
-SAMPLE_FILE = "sample.jsonl"
-SAMPLE_MANIFEST = "manifest.json"
 _NO_LABEL = "(none)"
+_MISSING = "(missing)"
 _UNSCORED = "(unscored)"
 
 
@@ -347,31 +358,106 @@ def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[s
 def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAULT_SEED,
                  labels_path: str | Path | None = None, units_path: str | Path | None = None,
                  progress: Callable[[int], None] | None = None) -> dict:
-    """Draw the plan's sample from ``STUDY/units.jsonl``; write ``STUDY/sample/`` and return the manifest."""
-    from samples.canonical import file_sha256
+    """Draw the plan's sample from ``STUDY/units.jsonl``; write ``STUDY/sample/`` and return the manifest.
+
+    The units are read only when they match their ingest generation, and the sample and
+    its manifest are published together (``samples.generation``). A plan that names a
+    stratum field, a positive value or a stratum no unit has is refused (a typo would
+    otherwise give an unstratified sample), and so is a draw of no units: the sample
+    already saved stays.
+    """
+    from contextlib import nullcontext
+
+    from samples.generation import publishing, reading
     from samples.hardness import make_scorer
-    from samples.jsonl import atomic_writer, decode_json_line, write_json
+    from samples.jsonl import decode_json_line, os_error_message
     from samples.kinds import context_turns, get_kind
     from samples.layout import StudyLayout
-    from samples.plans import JUDGE_PREFIX, load_plan
+    from samples.plans import load_plan
     from samples.records import SampledUnit
 
-    study = Path(study)
+    seed = check_seed(seed)
+    layout = StudyLayout.of(study)
+    if layout.root.exists() and not layout.root.is_dir():
+        raise InputError(f"{layout.root}: is a file; expected the study folder")
     plan, plan_sha = load_plan(plan_path)
-    units_path = Path(units_path) if units_path else study / "units.jsonl"
+    units_path = Path(units_path) if units_path else layout.units
+    if units_path.is_dir():
+        raise InputError(f"{units_path}: is a folder; expected the units file")
     if not units_path.is_file():
         raise InputError(f"{units_path}: units file not found (run `accord ingest` first)")
     judges = plan.judges_needed()
     if judges and labels_path is None:
-        default = study / "judges" / "labels.jsonl"
-        if not default.is_file():
-            raise InputError(f"plan {plan.name!r} uses judge labels {judges}: pass --labels (no {default})")
-        labels_path = default
+        if not layout.judge_labels.is_file():
+            raise InputError(f"plan {plan.name!r} uses judge labels {judges}: pass --labels (no {layout.judge_labels})")
+        labels_path = layout.judge_labels
     labels = read_judge_labels(labels_path, judges) if judges else {}
     scorer = None
     if plan.hard_negatives is not None:
         scorer = make_scorer(plan.hard_negatives.scorer, judges=plan.hard_negatives.judges,
                              terms=plan.hard_negatives.terms)
+    own_units = units_path == layout.units
+    with reading(layout, "ingest") if own_units else nullcontext(None) as ingest_hashes:
+        try:
+            frame, missing_fields = _population(units_path, plan, labels, scorer, progress)
+        except OSError as error:
+            raise InputError(os_error_message(units_path, error)) from None
+        _check_plan_against(frame, plan, missing_fields, units_path)
+        result = draw(frame, plan, seed=seed)
+        if result.n == 0:
+            raise InputError(f"{plan_path}: the plan draws no units from {units_path} "
+                             f"({len(frame)} in the population); nothing written, the saved sample is kept")
+        offsets = frame["offset"].to_numpy()[result.rows]
+        chosen = []
+        with open(units_path, "rb") as source:
+            for at in offsets:
+                source.seek(int(at))
+                chosen.append(decode_json_line(source.readline()))
+        needs_context = {u["kind"] for u in chosen if get_kind(u["kind"]).needs_context}
+        contexts = turn_contexts(layout.trajectories,
+                                 {u["trajectory_id"] for u in chosen if u["kind"] in needs_context})
+        units_sha = (ingest_hashes or {}).get(layout.relative(units_path)) or _sha(units_path)
+        bad = {"count": 0, "skipped": []}
+        if own_units and layout.ingest_manifest.is_file():
+            try:
+                bad = json.loads(layout.ingest_manifest.read_text(encoding="utf-8")).get("bad_records", bad)
+            except (ValueError, AttributeError):
+                raise InputError(f"{layout.ingest_manifest}: not an ingest manifest; re-run `accord ingest`") from None
+    manifest = {
+        "plan": plan.model_dump(mode="json"), "plan_file": str(plan_path), "plan_sha256": plan_sha,
+        "seed": int(seed),
+        "inputs": {"units": {"path": str(units_path), "sha256": units_sha},
+                   **({"judge_labels": {"path": str(labels_path), "sha256": _sha(labels_path)}} if judges else {})},
+        "design": "one_per_trajectory" if plan.one_per_trajectory else "stratified_srs_units",
+        "population_units": int(len(frame)), "sampled": result.n,
+        "strata": [c.as_dict() for c in result.counts],
+        "shortfalls": result.shortfalls,
+        "missing_stratum_fields": missing_fields,
+        "skipped_bad_records": bad,
+    }
+    with publishing(layout, "sample") as generation:
+        out = generation.open(layout.sample)
+        for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob, strict=True):
+            if unit["kind"] in needs_context:  # what annotators and judges read: turns 0..focus
+                unit["turns"] = context_turns(contexts[unit["trajectory_id"]], unit["focus_turn"])
+            row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
+            out.write(record_bytes(row))
+        generation.write_json(layout.sample_manifest, manifest)
+    return manifest
+
+
+def _sha(path: str | Path) -> str:
+    from samples.canonical import file_sha256
+
+    return file_sha256(path)
+
+
+def _population(units_path: Path, plan: SamplingPlan, labels: dict, scorer: HardnessScorer | None,
+                progress: Callable[[int], None] | None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The plan's population from a units file: one row per unit of the plan's kinds (unit and
+    trajectory id, byte offset, stratum values, hardness) and per field the units lacking it."""
+    from samples.jsonl import decode_json_line
+
     kinds = set(plan.kinds)
     columns: dict[str, list] = {"unit_id": [], "trajectory_id": [], "offset": [], "hardness": []}
     for field in plan.strata:
@@ -388,6 +474,8 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
                 if unit["kind"] not in kinds:
                     continue
                 strata = unit["strata"]
+                if not isinstance(unit["unit_id"], str) or not isinstance(unit["trajectory_id"], str):
+                    raise TypeError("'unit_id' and 'trajectory_id' must be strings")
                 columns["unit_id"].append(unit["unit_id"])
                 columns["trajectory_id"].append(unit["trajectory_id"])
             except (ValueError, KeyError, TypeError) as error:
@@ -400,50 +488,38 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
                 elif field == "kind":
                     value = unit["kind"]
                 else:
-                    value = strata.get(field)
-                    if value is None:
+                    value = strata.get(field) if isinstance(strata, dict) else None
+                    if value is None or value == _MISSING:
                         missing_fields[field] = missing_fields.get(field, 0) + 1
-                        value = "(missing)"
+                        value = _MISSING
+                    elif not isinstance(value, str):
+                        raise InputError(f"{units_path}:{number}: field 'strata.{field}': expected a string, got "
+                                         f"{type(value).__name__} {value!r} (stratum values are text; re-run `accord ingest`)")
                 columns[field].append(value)
             columns["hardness"].append(scorer.score(unit, {j: (None if v in (_NO_LABEL, _UNSCORED) else v)
                                                            for j, v in unit_labels.items()}) if scorer else 0.0)
             if progress is not None and number % 10000 == 0:
                 progress(number)
-    frame = pd.DataFrame(columns)
-    result = draw(frame, plan, seed=seed)
-    offsets = frame["offset"].to_numpy()[result.rows]
-    chosen = []
-    with open(units_path, "rb") as source:
-        for at in offsets:
-            source.seek(int(at))
-            chosen.append(decode_json_line(source.readline()))
-    needs_context = {kind for kind in kinds if get_kind(kind).needs_context}
-    contexts = turn_contexts(StudyLayout.of(study).trajectories,
-                             {u["trajectory_id"] for u in chosen if u["kind"] in needs_context})
-    out_dir = study / SAMPLE_DIR
-    with atomic_writer(out_dir / SAMPLE_FILE) as out:
-        for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob):
-            if unit["kind"] in needs_context:  # what annotators and judges read: turns 0..focus
-                unit["turns"] = context_turns(contexts[unit["trajectory_id"]], unit["focus_turn"])
-            row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
-            out.write(record_bytes(row))
-    ingest_manifest = study / "ingest_manifest.json"
-    bad = {"count": 0, "skipped": []}
-    if ingest_manifest.is_file():
-        import json
+    return pd.DataFrame(columns), missing_fields
 
-        bad = json.loads(ingest_manifest.read_text(encoding="utf-8")).get("bad_records", bad)
-    manifest = {
-        "plan": plan.model_dump(mode="json"), "plan_file": str(plan_path), "plan_sha256": plan_sha,
-        "seed": int(seed),
-        "inputs": {"units": {"path": str(units_path), "sha256": file_sha256(units_path)},
-                   **({"judge_labels": {"path": str(labels_path), "sha256": file_sha256(labels_path)}} if judges else {})},
-        "design": "one_per_trajectory" if plan.one_per_trajectory else "stratified_srs_units",
-        "population_units": int(len(frame)), "sampled": result.n,
-        "strata": [c.as_dict() for c in result.counts],
-        "shortfalls": result.shortfalls,
-        "missing_stratum_fields": missing_fields,
-        "skipped_bad_records": bad,
-    }
-    write_json(out_dir / SAMPLE_MANIFEST, manifest)
-    return manifest
+
+def _check_plan_against(frame: pd.DataFrame, plan: SamplingPlan, missing_fields: dict[str, int], units_path: Path) -> None:
+    """Refuse a plan naming what no unit of the population has: a stratum field, a positive value, a stratum."""
+    if len(frame) == 0:
+        return  # draw names the empty population
+    absent = sorted(f for f, n in missing_fields.items() if n == len(frame))
+    if absent:
+        raise InputError(f"sampling plan {plan.name!r}: no unit in {units_path} has stratum field(s) {absent} "
+                         "(a typo? or ingest with --metadata-stratum)")
+    if plan.positive is not None:
+        present = set(frame[plan.positive.field].unique().tolist())
+        lacking = sorted(set(plan.positive.values) - present)
+        if lacking:
+            raise InputError(f"sampling plan {plan.name!r}: field 'positive.values': no unit has "
+                             f"{plan.positive.field} = {lacking}; present: {sorted(present)[:20]}")
+    if plan.n_by_stratum:
+        _, keys, _ = _stratum_codes(frame, plan.strata)
+        unknown = sorted(set(plan.n_by_stratum) - set(keys))
+        if unknown:
+            raise InputError(f"sampling plan {plan.name!r}: field 'n_by_stratum': no unit is in stratum/strata "
+                             f"{unknown[:5]}; strata present: {keys[:10]}")

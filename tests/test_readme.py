@@ -10,7 +10,10 @@ reuse an earlier run. The marker's options say what a block needs:
 - `labelstudio`: `ACCORD_LS_URL` and `ACCORD_LS_TOKEN` name a running Label Studio
   server (the session's), as the walkthrough tells the reader to set them;
 - `exit=N`: the block's expected exit status (a gate that rejects exits 1);
-- `serves=URL`: the block ends in a server; it must answer URL, then it is stopped.
+- `serves=URL`: the block ends in a server; it must answer URL, then it is stopped;
+- `signin=NAME`: with `serves`, the coding app's block printed NAME's token (`accord
+  annotators add`): NAME signs in with it in chromium and labels a unit, which must
+  reach the study's store.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from tests.conftest import REPO
 from tests.support.servers import wait_until_answering
 
 _BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```", re.S)
-_OPTIONS = {"demo", "labelstudio", "exit", "serves"}
+_OPTIONS = {"demo", "labelstudio", "exit", "serves", "signin"}
 SERVE_TIMEOUT_S = 120
 
 
@@ -40,6 +43,7 @@ class Block:
     labelstudio: bool
     exit: int
     serves: str | None
+    signin: str | None
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -54,7 +58,8 @@ def runnable_blocks() -> list[Block]:
     for options_text, script in _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
         options = parse_options(options_text or "")
         blocks.append(Block(script=script, demo="demo" in options, labelstudio="labelstudio" in options,
-                            exit=int(options.get("exit") or 0), serves=options.get("serves") or None))
+                            exit=int(options.get("exit") or 0), serves=options.get("serves") or None,
+                            signin=options.get("signin") or None))
     return blocks
 
 
@@ -67,6 +72,43 @@ def _mirror(tmp_path: Path, shared: Path) -> Path:
     (mirror / ".run").mkdir()
     (tmp_path / "shared").symlink_to(shared.resolve())
     return mirror
+
+
+def _token(process: subprocess.Popen, name: str) -> str:
+    """The token `accord annotators add NAME` printed (the line after its heading), read from the block's stdout."""
+    lines = []
+    while True:
+        line = process.stdout.readline()
+        assert line, f"the block printed no token for {name}: {lines}"
+        lines.append(line.rstrip("\n"))
+        if len(lines) >= 2 and lines[-2].startswith(f"token for {name} "):
+            return lines[-1].strip()
+
+
+def _sign_in_and_label(block: Block, process: subprocess.Popen, mirror: Path) -> None:
+    """NAME signs in to the served coding app in chromium with the printed token and labels the first unit."""
+    import time
+
+    from annotate.store import Store
+    from tests.annotate.test_browser import sign_in
+    from tests.support.browser import browser
+
+    token = _token(process, block.signin)
+    base = block.serves.removesuffix("/_stcore/health")
+    store = Store.open(mirror / "studies" / "demo" / "labels" / "store.sqlite")
+    try:
+        before = len([r for r in store.labels() if r.annotator == block.signin])
+        with browser() as context:
+            page = context.new_page()
+            sign_in(page, base, token)
+            page.keyboard.press("2")  # the second label of any scheme needs no first turn
+            page.keyboard.press("s")
+            deadline = time.monotonic() + 30
+            while len([r for r in store.labels() if r.annotator == block.signin]) == before:
+                assert time.monotonic() < deadline, f"{block.signin}'s label never reached the store"
+                time.sleep(0.2)
+    finally:
+        store.close()
 
 
 def test_readme_has_runnable_blocks() -> None:
@@ -94,6 +136,8 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
                                        text=True, start_new_session=True)
             try:
                 wait_until_answering(block.serves, process, timeout=SERVE_TIMEOUT_S, what=f"README block {index}")
+                if block.signin:
+                    _sign_in_and_label(block, process, mirror)
             finally:
                 stop_process_group(process.pid)
                 _, stderr = process.communicate(timeout=60)

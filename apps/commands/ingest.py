@@ -24,11 +24,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-units", action="store_true", help="write trajectories only")
     parser.add_argument("--metadata-stratum", action="append", default=[], metavar="KEY",
                         help="also stratify units by this metadata key (repeatable), e.g. category")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes converting JSONL inputs of line-based adapters (ise, canonical, openai-messages); "
-                             "output is identical for any value (default 1)")
+    parser.add_argument("--workers", type=_workers, default=1,
+                        help="processes converting JSONL inputs of line-based adapters (ise, canonical, openai-messages), "
+                             "at most one per core; output is identical for any value (default 1)")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad records (counted and listed in the manifest)")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
+
+
+def _workers(text: str) -> int:
+    """``--workers``: an integer from 1 to the number of usable cores (more would only compete for them)."""
+    from samples.ingest import usable_cores
+
+    cores = usable_cores()
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer from 1 to {cores} (the usable cores)") from None
+    if not 1 <= value <= cores:
+        raise argparse.ArgumentTypeError(f"{value}: expected an integer from 1 to {cores} (the usable cores)")
+    return value
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -45,13 +59,12 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from samples.ingest import MANIFEST_FILE, expand_inputs, ingest
+    from samples.ingest import expand_inputs, ingest
     from samples.records import UNIT_KINDS
 
     files = expand_inputs(args.inputs)
@@ -63,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         result = ingest(files, args.study, adapter=args.adapter, options=_options(args.option), kinds=kinds,
                         metadata_strata=args.metadata_stratum, skip_bad=args.skip_bad, workers=args.workers,
                         progress=lambda n: bar.update(task, completed=n))
-    manifest = json.loads((Path(args.study) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = result.manifest(adapter=args.adapter, options=_options(args.option), kinds=list(kinds or []),
+                               metadata_strata=args.metadata_stratum)
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return 0

@@ -17,7 +17,14 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 from pydantic import ValidationError
 
-from samples.jsonl import count_newlines, decode_json_line, iter_jsonl_lines, numbered_lines
+from samples.jsonl import (
+    count_newlines,
+    decode_json_line,
+    iter_jsonl_lines,
+    json_text,
+    numbered_lines,
+    os_error_message,
+)
 from samples.records import Trajectory
 
 
@@ -255,8 +262,8 @@ def parse_arguments(value: Any, field: str) -> dict[str, Any] | str:
         return value
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
+            decoded = json_text(value)
+        except ValueError:  # not JSON (NaN and Infinity are not either): the string as the agent wrote it
             return value
         return decoded if isinstance(decoded, dict) else value
     raise FieldProblem(field, "an object or a JSON string", value)
@@ -307,10 +314,8 @@ def iter_source(path: Path) -> Iterator[tuple[str, Any]]:
 
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder; expected a file") from None
+    except OSError as error:
+        raise InputError(os_error_message(path, error)) from None
     try:
         document = decode_json_line(raw)
     except ValueError as error:

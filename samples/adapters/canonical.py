@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from samples.adapters import register_adapter
 from samples.adapters.base import AdapterBase, BadRecord, Item, block_items, check_options, plain_json
-from samples.jsonl import iter_jsonl_lines
+from samples.jsonl import decode_json_line, iter_jsonl_lines
 from samples.records import SETTINGS, SPLITS, Trajectory
 
 
@@ -95,12 +95,16 @@ class CanonicalAdapter(AdapterBase):
         check_options(self.name, options, self.options)
 
     def convert_line(self, path: Path, options: Mapping[str, str], where: str, line: bytes) -> Item:
-        try:
-            return Trajectory.model_validate_json(line)
+        try:  # decoded first: pydantic's own JSON parser reads NaN and Infinity, which JSON lacks
+            return Trajectory.model_validate(decode_json_line(line))
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(record)"
             return BadRecord(where=where, message=f"field '{field}': {first['msg']}")
+        except ValueError as error:
+            return BadRecord(where=where, message=str(error))
+        except RecursionError:
+            return BadRecord(where=where, message="record nested too deeply")
 
     convert_row = convert_line
 

@@ -18,7 +18,6 @@ Votes land in ``metadata["votes"]`` as ``{mode: [bool, bool, bool]}`` for both.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -38,6 +37,7 @@ from samples.adapters.base import (
     iter_source,
     text_of,
 )
+from samples.jsonl import json_text
 from samples.records import Step, Trajectory
 from samples.vocabulary import infer_family
 
@@ -47,8 +47,8 @@ _SEPARATOR = re.compile(r"^\s*(?:-{20,}|={20,})\s*$", re.MULTILINE)
 
 def trace_steps(trace: str) -> list[Step]:
     try:
-        parsed = json.loads(trace)
-    except (json.JSONDecodeError, RecursionError):
+        parsed = json_text(trace)
+    except ValueError:  # a log, not JSON
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("trajectory"), list):
         steps = []

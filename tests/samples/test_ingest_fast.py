@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -74,24 +75,33 @@ def _write_varied(path: Path) -> Path:
 def test_output_bytes_match_the_model_path_of_before(tmp_path: Path) -> None:
     # Reference: sha256 of the files written by the previous implementation (json.loads, a
     # validated Trajectory and Unit model per record, model serialisation) on this input.
-    # units.jsonl: since Unit gained `question` and `gold_answers` (written only when set), the
-    # 36 response rows are the previous implementation's rows with those fields appended and
-    # every other row is unchanged (checked line by line against main's output when renewed).
     source = _write_varied(tmp_path / "runs.jsonl")
     assert hashlib.sha256(source.read_bytes()).hexdigest() == "ea9e17f106dd28437d7dda84f2de3e88c2b19046b09c985b3cdfb705b2cf9985"
     for workers in (1, 2):
         study = tmp_path / f"study{workers}"
         result = ingest([source], study, adapter="ise", skip_bad=True, metadata_strata=["category"], workers=workers)
-        digests = {name: hashlib.sha256((study / name).read_bytes()).hexdigest()
-                   for name in ("trajectories.jsonl", "units.jsonl")}
-        assert digests == {"trajectories.jsonl": "5ff749e670af948161a3700f5439c1d75e3bb44fa47b141b48d1ba6ed36417dc",
-                           "units.jsonl": "023e523059e41532a83a8dd800bea5497ce333dd852611eda8038fd71e8ff44d"}
-        assert result.n_trajectories == 241 and result.units_by_kind == {
-            "correctness": 221, "escalate_final": 222, "identify_trajectory": 200, "identify_turn": 612, "response": 37}
+        units = (study / "units.jsonl").read_bytes().splitlines(keepends=True)
+        rows = [json.loads(line) for line in units]
+        # Response rows carry the fields Unit gained (question, gold_answers: shown to coders); without them
+        # each row re-encodes (compact JSON, field order) to the previous implementation's bytes.
+        assert any("question" in r for r in rows if r["kind"] == "response")
+        assert not any("question" in r or "gold_answers" in r for r in rows if r["kind"] != "response")
+        before = b"".join((json.dumps({k: v for k, v in r.items() if k not in ("question", "gold_answers")},
+                                      ensure_ascii=False, separators=(",", ":")) + "\n").encode() for r in rows)
+        digests = {"trajectories.jsonl": hashlib.sha256((study / "trajectories.jsonl").read_bytes()).hexdigest(),
+                   "units.jsonl": hashlib.sha256(before).hexdigest()}
+        # The previous implementation read line 152's "v": NaN and wrote it as null; NaN is no JSON and is
+        # refused now, so the reference is what that implementation wrote for the input without line 152
+        # (main at 326def6, run by hand).
+        assert digests == {"trajectories.jsonl": "0501369a8e08975624faf2fb1b25b5ae9c5d91a3e73211b6e2789db826b3a82f",
+                           "units.jsonl": "685b16c67e3570a1760d1ed31cab106dfc7dca11d903e743e074eef7ff11f7bd"}
+        assert result.n_trajectories == 240 and result.units_by_kind == {
+            "correctness": 221, "escalate_final": 221, "identify_trajectory": 200, "identify_turn": 612, "response": 36}
         assert [b.replace(str(source), "F") for b in result.bad_records] == [
             "F:32: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
             "F:62: not UTF-8 (invalid start byte at byte 0)", "F:92: expected a JSON object, got list",
-            "F:122: field 'steps': expected a list, got str 'no'"]
+            "F:122: field 'steps': expected a list, got str 'no'",
+            "F:152: invalid JSON (NaN is not a finite number; JSON has no NaN or infinity)"]
 
 
 def _same_as_model_path(line: bytes) -> None:
@@ -131,14 +141,31 @@ RAW_EDGES = [b'{"a": 1, "a": 2}', b'{"a": NaN}', b'[Infinity, -Infinity]', b'1e4
              b"123456789012345678901234567890", b"4.9e-324", b"  {}  \r\n", b'{"\\u00e9": "\\ud83d\\ude00"}']
 
 
+class _NotJSON(ValueError):
+    pass
+
+
+def _refuse(token: str) -> float:
+    raise _NotJSON(token)
+
+
+def _finite(token: str) -> float:
+    if not math.isfinite(float(token)):
+        raise _NotJSON(token)
+    return float(token)
+
+
 def _stdlib(line: bytes) -> tuple[str, object]:
-    """What decode_json_line gave before msgspec: json.loads of the UTF-8 text, or its error."""
+    """What decode_json_line gave before msgspec: json.loads of the UTF-8 text, or its error; NaN,
+    Infinity and numbers beyond a float refused, as RFC 8259 has none (json.loads reads them)."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
         return "error", f"not UTF-8 ({error.reason} at byte {error.start})"
     try:
-        return "ok", json.loads(text)
+        return "ok", json.loads(text, parse_constant=_refuse, parse_float=_finite)
+    except _NotJSON as error:
+        return "error", f"invalid JSON ({error} is not a finite number; JSON has no NaN or infinity)"
     except json.JSONDecodeError as error:
         return "error", f"invalid JSON ({error.msg} at column {error.colno})"
     except RecursionError:
