@@ -181,6 +181,9 @@ def load_study(root: str | Path) -> Study:
     root = layout.root
     if not root.is_dir():
         raise InputError(f"{root}: study folder not found")
+    from samples.generation import check_generation
+
+    check_generation(layout, "blind")  # the key as blind published it: never half of another run's
     if not layout.key.is_file():
         raise InputError(f"{layout.key}: missing; validation needs the sealed key (accord blind, or accord import "
                          f"units for a study that starts from labels)")

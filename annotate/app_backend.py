@@ -135,10 +135,12 @@ class AppBackend:
             raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
         self.labels_path = StudyLayout.of(study).app_labels if study is not None else None
+        self._late_seed = blinding_seed(StudyLayout.of(study)) if study is not None else None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
              late_seed: int | None = None) -> PushReport:
-        report = self.store.load_tasks(tasks, orders, late_seed=late_seed)
+        """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed)."""
+        report = self.store.load_tasks(tasks, orders, late_seed=self._late_seed if late_seed is None else late_seed)
         return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
 
     def push_files(self, blind_dir: str | Path) -> PushReport:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from annotate.records import HumanLabel
 from samples.errors import InputError
+from samples.jsonl import atomic_writer
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 COLUMNS: tuple[str, ...] = tuple(HumanLabel.model_fields)
@@ -21,11 +22,12 @@ def export_labels(labels: Sequence[HumanLabel], path: str | Path, *, format: str
     if format not in EXPORT_FORMATS:
         raise InputError(f"--format {format!r} is not supported; expected one of {list(EXPORT_FORMATS)}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = sorted(labels, key=lambda row: (row.task_id, row.role, row.annotator))
     if format == "jsonl":
-        path.write_text("".join(row.model_dump_json() + "\n" for row in rows), encoding="utf-8")
+        with atomic_writer(path) as handle:  # owner-only, never half-written
+            handle.write("".join(row.model_dump_json() + "\n" for row in rows).encode("utf-8"))
         return path
+    path.parent.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
     frame = pd.DataFrame([row.model_dump() for row in rows], columns=list(COLUMNS))

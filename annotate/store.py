@@ -30,6 +30,7 @@ from typing import Literal
 from annotate.records import HumanLabel
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
+from samples.jsonl import private_file
 from samples.kinds import first_turn_offered, first_turn_problem
 from samples.layout import StudyLayout
 from samples.records import BlindTask
@@ -184,8 +185,7 @@ class Store:
 
     @classmethod
     def open(cls, path: str | Path) -> Store:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = private_file(path)  # labels map tasks to people: owner-only
         store = cls(path)
         store._migrate()
         return store

@@ -208,19 +208,17 @@ def _ingest_material(ctx: Context) -> dict[str, Any]:
     return {"sources": sources, "accord": accord_version()}
 
 
-def _concatenate(parts: list[Path], target: Path) -> None:
-    from samples.jsonl import atomic_writer
-
-    with atomic_writer(target) as out:
-        for part in parts:
-            with part.open("rb") as handle:
-                while block := handle.read(1 << 20):
-                    out.write(block)
+def _concatenate(parts: list[Path], target: Any) -> None:
+    for part in parts:
+        with part.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                target.write(block)
 
 
 def _ingest_run(ctx: Context) -> Outcome:
+    from samples.generation import publishing
     from samples.ingest import ingest
-    from samples.jsonl import decode_json_line, iter_jsonl_lines, write_json
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
     from samples.records import UNIT_KINDS
 
     manifests: dict[str, Any] = {}
@@ -243,10 +241,12 @@ def _ingest_run(ctx: Context) -> Outcome:
                                  f"{seen[trajectory_id]!r} and {source.name!r}; trajectory ids must be unique across sources")
             seen[trajectory_id] = source.name
     folders = [StudyLayout(ctx.layout.ingest_dir(s.name)) for s in ctx.study.source]
-    _concatenate([f.trajectories for f in folders], ctx.layout.trajectories)
-    _concatenate([f.units for f in folders], ctx.layout.units)
-    write_json(ctx.layout.ingest_manifest, {"sources": manifests,
-                                         "bad_records": {"count": len(skipped), "skipped": skipped}})
+    # The merged trajectories, units and manifest are one generation: a killed run leaves the old set or the new.
+    with publishing(ctx.layout, "ingest") as generation:
+        _concatenate([f.trajectories for f in folders], generation.open(ctx.layout.trajectories))
+        _concatenate([f.units for f in folders], generation.open(ctx.layout.units))
+        generation.write_json(ctx.layout.ingest_manifest, {"sources": manifests,
+                                                           "bad_records": {"count": len(skipped), "skipped": skipped}})
     return Outcome(summary={"trajectories": len(seen), "units_by_kind": dict(sorted(units.items())),
                             "bad_records_skipped": len(skipped)})
 
@@ -265,8 +265,10 @@ def _judge_run(ctx: Context) -> Outcome:
 
     from judges.runner import StudyPaths, run_judges
     from judges.tables import read_units
+    from samples.generation import check_generation
     from samples.kinds import with_context
 
+    check_generation(ctx.layout, "ingest")
     specs = []
     for spec in ctx.study.judge_specs():
         if spec.provider == "local" and spec.connection.base_url is None:
@@ -339,7 +341,9 @@ def _annotate_material(ctx: Context) -> dict[str, Any]:
 
 def _annotate_run(ctx: Context) -> Outcome:
     from annotate.tasks import load_orders, load_tasks
+    from samples.generation import check_generation
 
+    check_generation(ctx.layout, "blind")
     tasks = load_tasks(ctx.layout.tasks)
     backend = annotation_backend(ctx)
     try:

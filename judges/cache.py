@@ -18,6 +18,7 @@ from typing import Any
 
 from samples.canonical import canonical_json, sha256_hex
 from samples.errors import InputError
+from samples.jsonl import private_file
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -72,7 +73,7 @@ class RequestCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # cached prompts hold the units' text: owner-only
             self._db = sqlite3.connect(self.path, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from samples.errors import InputError
-from samples.jsonl import atomic_writer, record_bytes
+from samples.jsonl import PRIVATE_FILE, atomic_writer, record_bytes
 from samples.records import SampledUnit, Unit
 
 from judges.records import JudgeLabel
@@ -193,7 +193,7 @@ class _JsonlAppender:
         if self._fd is None:
             with file_errors(self.path, "open for appending"):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]

@@ -95,6 +95,21 @@ def private_dir(path: str | Path) -> Path:
     return path
 
 
+def private_file(path: str | Path) -> Path:
+    """Create ``path`` empty as a 0600 file (whatever the umask) unless it exists, in a 0700 folder.
+
+    For files other libraries then open (SQLite stores and caches: SQLite gives its -wal and -shm
+    files the database file's mode), so they never exist with looser permissions.
+    """
+    path = Path(path)
+    private_dir(path.parent)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+    except FileExistsError:
+        pass
+    return path
+
+
 def temp_sibling(path: str | Path, *, mode: int = PRIVATE_FILE) -> IO[bytes]:
     """An open temporary file ``.<name>.<random>.tmp`` beside ``path`` (same file system: renames are
     atomic), created with ``mode``; ``handle.name`` is its path."""
