@@ -318,6 +318,13 @@ def test_no_annotator_can_list_or_open_another_annotators_projects_or_labels(lab
             assert "secret note" not in response.text
         assert client.post(f"/api/tasks/{task}/annotations/", json={"result": _result("no")}).status_code in (403, 404), who
     assert one.get(f"/api/annotations/{label.id}").status_code == 200
+    # Nor can annotator two move into annotator one's organisation on the servers accord starts
+    # (scripts/labelstudio_hardening; stock 1.23.2 allows it, see the known-limit test).
+    two = credentials.annotators["two"]
+    moved = intruders["two"].patch(f"/api/users/{two.user_id}", json={"active_organization": _state(study)["annotators"]["one"]["organization_id"]})
+    assert moved.status_code == 405 and "active_organization" in moved.text
+    assert intruders["two"].get("/api/current-user/whoami").json()["active_organization"] == _state(study)["annotators"]["two"]["organization_id"]
+    assert intruders["two"].get(f"/api/tasks/{task}/annotations/").status_code == 404
 
 
 def _invite_signup(server) -> httpx.Client:
@@ -337,33 +344,36 @@ def _invite_signup(server) -> httpx.Client:
 
 
 @pytest.mark.labelstudio
-def test_known_limit_an_annotator_who_edits_their_active_organization_reads_its_annotations(labelstudio_server, tmp_path):
-    """Evidence for README's "Label Studio blinding": what 1.23.2 leaves open to a user who edits their own profile through the API.
+def test_known_limit_on_stock_settings_an_annotator_who_edits_their_organization_reads_its_annotations(tmp_path):
+    """Evidence for README's "Label Studio blinding": what stock 1.23.2 leaves open, and accord's server settings close.
 
     ``PATCH /api/users/{own id}`` accepts any existing ``active_organization``; the
     project list and ``/api/tasks/{id}/annotations/`` then filter by it alone. Every
     other object stays closed by the revoked membership, and signing in again
-    returns the user to their own organisation.
+    returns the user to their own organisation. A server started by
+    ``scripts/labelstudio.sh`` refuses the PATCH (the isolation test above).
     """
     study = _write_study(tmp_path / "limit", TASKS[2:3], {"one": ["t_esc"], "two": ["t_esc"]})
-    _push(labelstudio_server, study)
-    credentials, state = load_labelstudio_credentials(study), _state(study)
-    project = state["annotators"]["one"]["projects"]["escalate_final"]
-    task = project["tasks"]["t_esc"]
-    label = _annotator(labelstudio_server, study, "one").annotations.create(id=task, result=_result("yes"))
-    two_login = credentials.annotators["two"]
-    two = _http(labelstudio_server, two_login.api_token)
-    switched = two.patch(f"/api/users/{two_login.user_id}", json={"active_organization": state["annotators"]["one"]["organization_id"]})
-    assert switched.status_code == 200
-    assert project["project_id"] in {p["id"] for p in two.get("/api/projects").json()["results"]}
-    leaked = two.get(f"/api/tasks/{task}/annotations/")
-    assert leaked.status_code == 200 and leaked.json()[0]["result"][0]["value"]["choices"] == ["yes"]
-    for path in (f"/api/projects/{project['project_id']}", f"/api/tasks/{task}", f"/api/annotations/{label.id}",
-                 f"/api/projects/{project['project_id']}/export?exportType=JSON"):
-        assert two.get(path).status_code == 403, path
-    again = _sign_in(labelstudio_server, two_login.email, two_login.password).get("/api/current-user/whoami").json()
-    assert again["active_organization"] == state["annotators"]["two"]["organization_id"]
-    assert project["project_id"] not in {p["id"] for p in two.get("/api/projects").json()["results"]}
+    with running_server(pid_file=REPO / ".run" / "labelstudio-stock-test.pid", hardened=False) as server:
+        _push(server, study)
+        credentials, state = load_labelstudio_credentials(study), _state(study)
+        project = state["annotators"]["one"]["projects"]["escalate_final"]
+        task = project["tasks"]["t_esc"]
+        label = _annotator(server, study, "one").annotations.create(id=task, result=_result("yes"))
+        two_login = credentials.annotators["two"]
+        two = _http(server, two_login.api_token)
+        assert two.get(f"/api/tasks/{task}/annotations/").status_code == 404
+        switched = two.patch(f"/api/users/{two_login.user_id}", json={"active_organization": state["annotators"]["one"]["organization_id"]})
+        assert switched.status_code == 200
+        assert project["project_id"] in {p["id"] for p in two.get("/api/projects").json()["results"]}
+        leaked = two.get(f"/api/tasks/{task}/annotations/")
+        assert leaked.status_code == 200 and leaked.json()[0]["result"][0]["value"]["choices"] == ["yes"]
+        for path in (f"/api/projects/{project['project_id']}", f"/api/tasks/{task}", f"/api/annotations/{label.id}",
+                     f"/api/projects/{project['project_id']}/export?exportType=JSON"):
+            assert two.get(path).status_code == 403, path
+        again = _sign_in(server, two_login.email, two_login.password).get("/api/current-user/whoami").json()
+        assert again["active_organization"] == state["annotators"]["two"]["organization_id"]
+        assert project["project_id"] not in {p["id"] for p in two.get("/api/projects").json()["results"]}
 
 
 @pytest.mark.labelstudio
