@@ -14,10 +14,12 @@ Label Studio 1.23.2 lets a signed-in user open objects of any organisation they
 are not a revoked member of (``Project.has_permission`` rejects only revoked
 memberships). Push therefore seals every organisation it makes: every other user
 of the server gets a revoked membership in it, and every annotator gets a revoked
-membership in every other organisation. What remains open on 1.23.2 is written in
-README ("Label Studio blinding"): a user who edits their own
-``active_organization`` through the API can list the project titles of an
-organisation and read its tasks' annotations at ``/api/tasks/{id}/annotations/``.
+membership in every other organisation. Stock 1.23.2 also lets a user edit their
+own ``active_organization`` through the API, after which the project list and
+``/api/tasks/{id}/annotations/`` of that organisation are open to them; the
+servers ``scripts/labelstudio.sh`` starts make that field read-only
+(``scripts/labelstudio_hardening``). README ("Label Studio blinding") says what
+holds on a server accord did not start.
 Tasks carry only the opaque task id and the scrubbed display payload; judge labels
 are never imported as predictions.
 
@@ -611,6 +613,7 @@ class LabelStudioBackend:
         for member in (owner_id, user_id):
             admin.member(member, organization_id, revoked=False, what=f"adding user {member} to organisation {organization_id}")
         owner_token = self._account_token(owner_email, owner_password, organization_id, who=f"the owner of annotator {annotator!r}", owner=True)
+        # The annotator's sign-in also activates their organisation, which the API (token) use needs.
         api_token = self._account_token(email, password, organization_id, who=f"annotator {annotator!r}", owner=False)
         credentials.annotators[annotator] = AnnotatorCredentials(
             email=email, password=password, api_token=api_token, login_url=f"{self.url}/user/login/", user_id=user_id,
