@@ -551,7 +551,10 @@ class LabelStudioBackend:
             self._on_progress(step, len(new_accounts), f"{annotator}: account and organisation")
             state.annotators[annotator] = self._account(annotator, credentials, admin)
             self._save_state(state)
-        revoked = self._seal(state, admin)
+        try:
+            revoked = self._seal(state, admin)
+        finally:
+            admin.session.close()
         plan = [(annotator, kind, [t for t in order if by_id[t].kind == kind]) for annotator, order in orders.items()
                 for kind in dict.fromkeys(by_id[t].kind for t in order)]
         created = already = 0
