@@ -16,10 +16,10 @@ memberships). Push therefore seals every organisation it makes: every other user
 of the server gets a revoked membership in it, and every annotator gets a revoked
 membership in every other organisation. Stock 1.23.2 also lets a user edit their
 own ``active_organization`` through the API, after which the project list and
-``/api/tasks/{id}/annotations/`` of that organisation are open to them; the
-servers ``scripts/labelstudio.sh`` starts make that field read-only
-(``scripts/labelstudio_hardening``). README ("Label Studio blinding") says what
-holds on a server accord did not start.
+``/api/tasks/{id}/annotations/`` of that organisation are open to them, and shows
+any task's drafts to anyone; the servers ``scripts/labelstudio.sh`` starts close
+both (``scripts/labelstudio_hardening``). README ("Label Studio blinding") says
+what holds on a server accord did not start.
 Tasks carry only the opaque task id and the scrubbed display payload; judge labels
 are never imported as predictions.
 

@@ -1,9 +1,11 @@
-"""Label Studio 1.23.2 settings for the servers accord starts: the stock ones, with ``active_organization`` read-only.
+"""Label Studio 1.23.2 settings for the servers accord starts: the stock ones, closing doors between organisations.
 
 Stock 1.23.2 accepts any existing organisation id in ``PATCH /api/users/{own id}``;
 the project list and a task's annotation list then filter by that organisation
-alone, so one annotator could read another's labels. accord's per-annotator
-organisations rely on nobody choosing their organisation: signing in picks it.
+alone, so one annotator could read another's labels: here ``active_organization``
+is read-only (signing in picks it). Stock 1.23.2 also shows any task's drafts to
+any user and an organisation's members to its revoked members: here neither
+(``accord_labelstudio_urls``).
 ``scripts/labelstudio.sh start`` sets DJANGO_SETTINGS_MODULE to this module
 (LS_HARDENED=0 starts the stock settings).
 """
@@ -15,3 +17,4 @@ from core.settings.base import *
 from label_studio.core.settings.label_studio import *
 
 USER_SERIALIZER_UPDATE = "accord_labelstudio_users.UserSerializerUpdate"
+ROOT_URLCONF = "accord_labelstudio_urls"

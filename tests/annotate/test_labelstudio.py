@@ -302,6 +302,10 @@ def test_no_annotator_can_list_or_open_another_annotators_projects_or_labels(lab
     label = _annotator(labelstudio_server, study, "one").annotations.create(id=task, result=_result("yes", note="one's secret note"))
     one = _http(labelstudio_server, credentials.annotators["one"].api_token)
     assert one.get(f"/api/annotations/{label.id}").json()["result"][1]["value"]["text"] == ["one's secret note"]
+    # Unfinished work, as the labelling UI autosaves it.
+    draft = one.post(f"/api/tasks/{task}/drafts", json={"result": _result("no", note="one's secret draft")})
+    assert draft.status_code == 201 and "secret draft" in one.get(f"/api/tasks/{task}/drafts").text
+    organization = _state(study)["annotators"]["one"]["organization_id"]
     # Every way in with annotator two's token, the server admin's, and a stranger's who signed up through the invite link.
     stranger = _invite_signup(labelstudio_server)
     intruders = {
@@ -318,11 +322,13 @@ def test_no_annotator_can_list_or_open_another_annotators_projects_or_labels(lab
         assert project["project_id"] not in {p["id"] for p in listed}, who
         for path in (f"/api/projects/{project['project_id']}", f"/api/tasks/{task}", f"/api/tasks/{task}/annotations/",
                      f"/api/projects/{project['project_id']}/export?exportType=JSON", f"/api/annotations/{label.id}",
-                     f"/api/tasks?project={project['project_id']}", f"/api/projects/{project['project_id']}/next/"):
+                     f"/api/tasks?project={project['project_id']}", f"/api/projects/{project['project_id']}/next/",
+                     f"/api/tasks/{task}/drafts", f"/api/drafts/{draft.json()['id']}", f"/api/organizations/{organization}/memberships"):
             response = client.get(path)
             assert response.status_code in (403, 404), (who, path, response.status_code)
-            assert "secret note" not in response.text
+            assert "secret" not in response.text
         assert client.post(f"/api/tasks/{task}/annotations/", json={"result": _result("no")}).status_code in (403, 404), who
+        assert client.post(f"/api/tasks/{task}/drafts", json={"result": _result("no")}).status_code in (403, 404), who
     assert one.get(f"/api/annotations/{label.id}").status_code == 200
     # Nor can annotator two move into annotator one's organisation on the servers accord starts
     # (scripts/labelstudio_hardening; stock 1.23.2 allows it, see the known-limit test).
@@ -353,11 +359,12 @@ def _invite_signup(server) -> httpx.Client:
 def test_known_limit_on_stock_settings_an_annotator_who_edits_their_organization_reads_its_annotations(tmp_path):
     """Evidence for README's "Label Studio blinding": what stock 1.23.2 leaves open, and accord's server settings close.
 
-    ``PATCH /api/users/{own id}`` accepts any existing ``active_organization``; the
-    project list and ``/api/tasks/{id}/annotations/`` then filter by it alone. Every
-    other object stays closed by the revoked membership, and signing in again
-    returns the user to their own organisation. A server started by
-    ``scripts/labelstudio.sh`` refuses the PATCH (the isolation test above).
+    Any user reads any task's drafts by task id. ``PATCH /api/users/{own id}``
+    accepts any existing ``active_organization``; the project list and
+    ``/api/tasks/{id}/annotations/`` then filter by it alone. Every other object
+    stays closed by the revoked membership, and signing in again returns the user
+    to their own organisation. A server started by ``scripts/labelstudio.sh``
+    refuses both (the isolation test above).
     """
     study = _write_study(tmp_path / "limit", TASKS[2:3], {"one": ["t_esc"], "two": ["t_esc"]})
     with running_server(pid_file=REPO / ".run" / "labelstudio-stock-test.pid", hardened=False) as server:
@@ -368,6 +375,9 @@ def test_known_limit_on_stock_settings_an_annotator_who_edits_their_organization
         label = _annotator(server, study, "one").annotations.create(id=task, result=_result("yes"))
         two_login = credentials.annotators["two"]
         two = _http(server, two_login.api_token)
+        _http(server, credentials.annotators["one"].api_token).post(f"/api/tasks/{task}/drafts", json={"result": _result("no", note="draft")})
+        drafts = two.get(f"/api/tasks/{task}/drafts")
+        assert drafts.status_code == 200 and drafts.json()[0]["result"][1]["value"]["text"] == ["draft"]
         assert two.get(f"/api/tasks/{task}/annotations/").status_code == 404
         switched = two.patch(f"/api/users/{two_login.user_id}", json={"active_organization": state["annotators"]["one"]["organization_id"]})
         assert switched.status_code == 200
