@@ -61,15 +61,46 @@ class AnnotationBackend(Protocol):
 
 
 _BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
+# A backend's study-file settings (``[annotation] options``): a pydantic model with
+# ``backend_options() -> dict`` giving the factory's keyword arguments (secrets from the environment).
+_SETTINGS: dict[str, type[Any]] = {}
 # Built-in backends register themselves on import, like a third-party one would;
 # importing lazily keeps Label Studio's SDK out of processes that never use it.
 _BUILTIN_MODULES: dict[str, str] = {"app": "annotate.app_backend", "labelstudio": "annotate.labelstudio"}
 
 
-def register_backend(name: str, factory: Callable[..., AnnotationBackend]) -> None:
+def register_backend(name: str, factory: Callable[..., AnnotationBackend], *, settings: type[Any] | None = None) -> None:
+    """Add a backend; ``settings`` validates its ``[annotation] options`` (default: passed to the factory as given)."""
     if name in _BACKENDS and _BACKENDS[name] is not factory:
         raise ValueError(f"annotation backend {name!r} is already registered")
     _BACKENDS[name] = factory
+    if settings is not None:
+        _SETTINGS[name] = settings
+
+
+def backend_settings(name: str, options: Mapping[str, Any]) -> Any:
+    """The backend's settings model built from a study file's options (None for a backend without one)."""
+    get_backend_factory(name)
+    model = _SETTINGS.get(name)
+    if model is None:
+        return None
+    return model.model_validate(dict(options))
+
+
+def build_backend(name: str, *, study: Any, options: Mapping[str, Any]) -> AnnotationBackend:
+    """The backend of a study: its options through its settings model when it has one."""
+    settings = backend_settings(name, options)
+    keywords = settings.backend_options() if settings is not None else dict(options)
+    return get_backend(name, study=study, **keywords)
+
+
+def get_backend_factory(name: str) -> Callable[..., AnnotationBackend]:
+    if name not in _BACKENDS and name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise InputError(f"unknown annotation backend {name!r}; registered: {backend_names()}") from None
 
 
 def backend_names() -> list[str]:
@@ -78,10 +109,4 @@ def backend_names() -> list[str]:
 
 
 def get_backend(name: str, **options: Any) -> AnnotationBackend:
-    if name not in _BACKENDS and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
-    try:
-        factory = _BACKENDS[name]
-    except KeyError:
-        raise InputError(f"unknown annotation backend {name!r}; registered: {sorted(_BACKENDS)}") from None
-    return factory(**options)
+    return get_backend_factory(name)(**options)

@@ -313,9 +313,9 @@ def _blind_run(ctx: Context) -> Outcome:
 
 def annotation_backend(ctx: Context) -> Any:
     """The study's annotation backend, built through the registry (``[annotation] backend``)."""
-    from annotate.base import get_backend
+    from annotate.base import build_backend
 
-    return get_backend(ctx.study.annotation.backend, study=ctx.root, **ctx.study.annotation.backend_options())
+    return build_backend(ctx.study.annotation.backend, study=ctx.root, options=ctx.study.annotation.options)
 
 
 def store_labels_digest(ctx: Context) -> str | None:

@@ -80,8 +80,9 @@ class Blinding(_Section):
 class Annotation(_Section):
     backend: str = Field(default="app", description="Where people label: a registered annotation backend "
                                                     "(\"app\": the coding app's store; \"labelstudio\": a Label Studio server).")
-    options: dict[str, Any] = Field(default_factory=dict, description="The backend's settings (e.g. labelstudio: url, "
-                                                                      "token_env); never credentials themselves.")
+    options: dict[str, Any] = Field(default_factory=dict, description="The backend's settings (labelstudio: url, "
+                                                                      "token_env, admin_password_env, timeout_s); "
+                                                                      "never credentials themselves.")
     simulate: bool = Field(default=False, description="Let the simulated panel label (demo only; never human labels).")
     simulated_panel: dict[str, float] = Field(
         default_factory=dict, description="Simulated annotator name -> label-flip probability (apps/demo/panel.py).")
@@ -96,9 +97,15 @@ class Annotation(_Section):
             raise ValueError(f"unknown annotation backend {name!r}; registered: {backend_names()}")
         return name
 
-    def backend_options(self) -> dict[str, Any]:
-        """Keyword options for the backend's factory (``annotate.base.get_backend``)."""
-        return dict(self.options)
+    def model_post_init(self, _: Any) -> None:
+        from annotate.base import backend_settings
+
+        try:
+            backend_settings(self.backend, self.options)  # the backend's own settings model checks the options
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(f"options.{where}: {first['msg'].removeprefix('Value error, ')} (backend {self.backend!r})") from None
 
 
 class Units(_Section):

@@ -12,7 +12,9 @@
 # the admin account and its token are only created on a FRESH data dir),
 # LABEL_STUDIO_USERNAME (an email), LABEL_STUDIO_PASSWORD, LABEL_STUDIO_USER_TOKEN
 # (6-40 characters), LS_START_TIMEOUT (seconds, default 240), LS_PID_FILE (default
-# .run/labelstudio.pid; scripts/stop_services.sh stops every .run/*.pid).
+# .run/labelstudio.pid; scripts/stop_services.sh stops every .run/*.pid), LS_HARDENED
+# (default 1: scripts/labelstudio_hardening/ settings, where users cannot move
+# themselves into another organisation; 0: Label Studio's stock settings).
 set -euo pipefail
 VERSION=1.23.2
 CACHE=${ACCORD_CACHE:-$HOME/.cache/accord}
@@ -92,6 +94,11 @@ start() {
   export LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK=true
   export LABEL_STUDIO_COLLECT_ANALYTICS=false
   export SENTRY_DSN= FRONTEND_SENTRY_DSN=
+  if [ "${LS_HARDENED:-1}" = 1 ]; then
+    export PYTHONPATH=$ROOT/scripts/labelstudio_hardening DJANGO_SETTINGS_MODULE=accord_labelstudio_settings
+  else
+    unset PYTHONPATH DJANGO_SETTINGS_MODULE
+  fi
   setsid "$PREFIX/bin/label-studio" start --no-browser --internal-host 127.0.0.1 --port "$port" \
     >"$data/server.log" 2>&1 < /dev/null &
   echo $! >"$PIDFILE"

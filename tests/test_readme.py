@@ -7,8 +7,8 @@ reuse an earlier run. The marker's options say what a block needs:
 
 - `demo`: `studies/demo` holds a copy of the demo study after `make demo` (the
   reduced session run of tests/support/demo.py), as the walkthroughs assume;
-- `labelstudio`: `ACCORD_LS_URL` and `ACCORD_LS_TOKEN` name a running Label Studio
-  server (the session's), as the walkthrough tells the reader to set them;
+- `labelstudio`: `ACCORD_LS_URL`, `ACCORD_LS_TOKEN` and `ACCORD_LS_ADMIN_PASSWORD` name a
+  running Label Studio server (the session's), as the walkthrough tells the reader to set them;
 - `exit=N`: the block's expected exit status (a gate that rejects exits 1);
 - `serves=URL`: the block ends in a server; it must answer URL, then it is stopped;
 - `signin=NAME`: with `serves`, the coding app's block printed NAME's token (`accord
@@ -128,7 +128,7 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
         shutil.copytree(demo.output, mirror / "studies" / "demo")
     if block.labelstudio:
         server = request.getfixturevalue("labelstudio_server")
-        env |= {"ACCORD_LS_URL": server.url, "ACCORD_LS_TOKEN": server.token}
+        env |= {"ACCORD_LS_URL": server.url, "ACCORD_LS_TOKEN": server.token, "ACCORD_LS_ADMIN_PASSWORD": server.admin_password}
     command = ["bash", "-euo", "pipefail", "-c", block.script]
     try:
         if block.serves:

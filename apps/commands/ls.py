@@ -1,14 +1,15 @@
 """Label Studio backend: push blinded tasks to per-annotator projects, pull labels, show progress.
 
-  accord ls push   --study DIR   accounts (invite-link signup) + one project per annotator and unit kind;
-                                 credentials for the annotators in DIR/labels/labelstudio_annotators.json (0600)
+  accord ls push   --study DIR   per annotator an account and an organisation of their own (made in the server's
+                                 /admin/ pages, sealed against every other user) with one project per unit kind;
+                                 logins in DIR/labels/labelstudio_annotators.json (0600)
   accord ls pull   --study DIR   annotations -> DIR/labels/labelstudio.jsonl (HumanLabel rows; idempotent)
   accord ls status --study DIR   tasks and labelled tasks per annotator and project
 
-The server's API token comes from the environment variable ACCORD_LS_TOKEN (never
-the command line, where other users could read it). Open-source Label Studio lets
-any user list every project and read other annotators' work through the API; the
-coding app (`accord app`) is the strict-blind option.
+The server admin's API token comes from the environment variable ACCORD_LS_TOKEN
+and, for push, that account's password from ACCORD_LS_ADMIN_PASSWORD (never the
+command line, where other users could read them). README ("Label Studio blinding")
+says what one organisation per annotator hides on Label Studio 1.23.2 and what not.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-
-TOKEN_ENV = "ACCORD_LS_TOKEN"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from annotate.labelstudio import LabelStudioBackend
+    from annotate.labelstudio import ADMIN_PASSWORD_ENV, TOKEN_ENV, LabelStudioBackend
     from samples.errors import InputError
 
     token = os.environ.get(TOKEN_ENV, "")
@@ -58,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         def on_progress(done: int, total: int, what: str) -> None:
             progress.update(bar, completed=done, total=total, description=f"{args.action}: {what}")
 
-        backend = LabelStudioBackend(study=args.study, token=token, url=args.url, on_progress=on_progress)
+        backend = LabelStudioBackend(
+            study=args.study, token=token, url=args.url, admin_password=os.environ.get(ADMIN_PASSWORD_ENV), on_progress=on_progress,
+        )
         result = _ACTIONS[args.action](backend, args)
     _print(result, as_json=args.json)
     return 0
@@ -72,13 +73,17 @@ def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     report = backend.push(tasks, orders)
     projects = report.details["projects"]
     lines = [
-        f"pushed {report.n_tasks} task(s) for {len(report.annotators)} annotator(s) to {backend.url}: "
-        f"{report.created} imported, {report.already_present} already present",
+        (f"pushed {report.n_tasks} task(s) for {len(report.annotators)} annotator(s) to {backend.url}: "
+         f"{report.created} imported, {report.already_present} already present"),
         *(f"  {name}: " + ", ".join(f"{kind} -> project {pid}" for kind, pid in kinds.items()) for name, kinds in projects.items()),
-        f"annotator logins (mode 0600; give each person only their entry): {report.details['credentials']}",
+        f"annotator logins (mode 0600; give each person only their entry under 'annotators'): {report.details['credentials']}",
     ]
     if report.details["new_accounts"]:
         lines.append(f"new Label Studio accounts: {', '.join(report.details['new_accounts'])}")
+    if report.details["revoked_memberships"]:
+        lines.append(f"sealed the organisations: {report.details['revoked_memberships']} membership(s) revoked")
+    if report.details["recreated_projects"]:
+        lines.append("re-created after the server lost them (earlier labels kept): " + ", ".join(report.details["recreated_projects"]))
     return {
         "text": lines,
         "json": {
@@ -91,8 +96,9 @@ def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     report = backend.pull_report()
     lines = [
-        f"pulled {len(report.labels)} label(s) from {backend.url} into {report.path} "
-        f"(added {report.added}, updated {report.updated}, unchanged {report.unchanged}, removed {report.removed})",
+        (f"pulled {len(report.labels)} label(s) from {backend.url} into {report.path} "
+         f"(added {report.added}, updated {report.updated}, unchanged {report.unchanged}, removed {report.removed}, "
+         f"kept for re-created tasks {report.kept})"),
     ]
     if report.ignored:
         lines.append(f"{len(report.ignored)} annotation(s) are not labels and were left out:")
@@ -101,7 +107,8 @@ def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
         "text": lines,
         "json": {
             "url": backend.url, "path": str(report.path), "n_labels": len(report.labels), "added": report.added,
-            "updated": report.updated, "unchanged": report.unchanged, "removed": report.removed, "ignored": list(report.ignored),
+            "updated": report.updated, "unchanged": report.unchanged, "removed": report.removed, "kept": report.kept,
+            "ignored": list(report.ignored),
         },
     }
 
@@ -109,9 +116,10 @@ def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
 def _status(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     status = backend.status()
     lines = [f"{status.n_tasks} task(s) pushed to {backend.url}"]
-    for name, kinds in status.details["projects"].items():
-        for kind, project in kinds.items():
-            lines.append(f"  {name}: {kind}: {project['labelled']} of {project['tasks']} labelled ({project['url']})")
+    for name, assigned in status.assigned.items():
+        lines.append(f"  {name}: {status.labelled[name]} of {assigned} labelled")
+        for kind, project in status.details["projects"].get(name, {}).items():
+            lines.append(f"    {kind}: {project['labelled']} of {project['tasks']} ({project['url']})")
     return {
         "text": lines,
         "json": {"backend": status.backend, "n_tasks": status.n_tasks, "labelled": dict(status.labelled), **status.details},

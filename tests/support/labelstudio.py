@@ -3,8 +3,12 @@
 ``running_server()`` starts one through ``scripts/labelstudio.sh start`` (fresh data
 dir, admin account and legacy API token preset by environment at first start, a
 free port on 127.0.0.1, pid in ``.run/labelstudio.pid``), waits for ``/health`` and
-stops it at the end. ``labelstudio_server`` is the session fixture over it; one
-server serves every test module of the session.
+stops it at the end. Given the ``server`` of an earlier run (its data dir kept
+with ``keep_data=True``) it starts that server again on the same port and data.
+``hardened=False`` starts Label Studio's stock settings instead of accord's
+(``scripts/labelstudio_hardening``).
+``labelstudio_server`` is the session fixture over it; one server serves every
+test module of the session.
 """
 
 from __future__ import annotations
@@ -40,26 +44,30 @@ class LabelStudioServer:
 
 
 @contextmanager
-def running_server(*, pid_file: Path = PID_FILE) -> Iterator[LabelStudioServer]:
-    data_dir = Path(tempfile.mkdtemp(prefix="accord-labelstudio-"))
-    port = free_port()
-    server = LabelStudioServer(
-        url=f"http://127.0.0.1:{port}", token=secrets.token_hex(16), admin_email="admin@accord.test",
-        admin_password=secrets.token_urlsafe(12), data_dir=data_dir,
-    )
+def running_server(
+    *, pid_file: Path = PID_FILE, server: LabelStudioServer | None = None, keep_data: bool = False, hardened: bool = True,
+) -> Iterator[LabelStudioServer]:
+    if server is None:
+        port = free_port()
+        server = LabelStudioServer(
+            url=f"http://127.0.0.1:{port}", token=secrets.token_hex(16), admin_email="admin@accord.test",
+            admin_password=secrets.token_urlsafe(12), data_dir=Path(tempfile.mkdtemp(prefix="accord-labelstudio-")),
+        )
+    port, data_dir = int(server.url.rsplit(":", 1)[1]), server.data_dir
     env = {
         **os.environ, "LS_PORT": str(port), "LS_DATA_DIR": str(data_dir), "LS_PID_FILE": str(pid_file),
-        "LS_START_TIMEOUT": str(START_TIMEOUT_S), "LABEL_STUDIO_USERNAME": server.admin_email,
+        "LS_START_TIMEOUT": str(START_TIMEOUT_S), "LS_HARDENED": "1" if hardened else "0", "LABEL_STUDIO_USERNAME": server.admin_email,
         "LABEL_STUDIO_PASSWORD": server.admin_password, "LABEL_STUDIO_USER_TOKEN": server.token,
     }
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True)
+    started = subprocess.run(["bash", str(SCRIPT), "start"], check=False, env=env, capture_output=True, text=True)
     try:
         if started.returncode != 0:
             raise RuntimeError(f"Label Studio did not start: {started.stderr.strip() or started.stdout.strip()}")
         yield server
     finally:
-        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        subprocess.run(["bash", str(SCRIPT), "stop"], check=False, env=env, capture_output=True, text=True)
+        if not keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 _RUNNING: list[LabelStudioServer] = []
