@@ -3,7 +3,9 @@
 Start it with ``accord app --study DIR`` (which sets ``ACCORD_STUDY``). People
 sign in with their personal token; the page only ever talks to the session
 object that token opens (annotate.app_backend), so an annotator sees their own
-order and labels and nothing else.
+order and labels and nothing else. A reload keeps the tab signed in
+(apps/browser_sessions.py). Messages name what the person sees (the task's
+number, a turn), never the store's ids.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
-from annotate.store import IDENTIFY_KINDS, Store
-from apps.workspace import FormValues, form_identity, sent_values, table_html, task_html, workspace
+from annotate.store import Store
+from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
+from apps.workspace import FormValues, form_identity, sent_values, table_html, workspace
 from samples.errors import InputError
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
 
-SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
+SHORTCUTS_HELP = (
+    "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous · "
+    "**F** the turn you are labelling · **/** find in the unit (**Enter** next match, **Esc** back to the unit)"
+)
 # Streamlit animates fades, hovers and its running indicator; on a loaded machine those
 # frames took about a quarter of the browser's CPU per submit (bench_annotate, 5 sessions).
 # Without transitions a rerun's stale elements would dim at once and flicker back (Streamlit
@@ -36,6 +42,16 @@ PAGE_STYLE = """<style>
 @st.cache_resource
 def open_store(study: str) -> Store:
     return Store.for_study(study)
+
+
+@st.cache_resource
+def _browser_sessions(study: str) -> BrowserSessions:
+    return BrowserSessions()
+
+
+def browser_sessions() -> BrowserSessions:
+    """The study's sign-ins kept over a reload, one registry per server process."""
+    return _browser_sessions(os.environ["ACCORD_STUDY"])
 
 
 def flash(kind: str, message: str) -> None:
@@ -69,13 +85,34 @@ def sign_in_page(store: Store) -> None:
         except InputError as error:
             st.error(str(error))
             return
-        st.session_state["token"] = token.strip()
+        remember(token.strip())
         st.rerun()
 
 
+def remember(token: str) -> None:
+    """Sign this tab in with ``token``, and its browser for the next reload."""
+    st.session_state["token"] = token
+    st.session_state["browser_session"] = browser_sessions().open(token)
+
+
 def sign_out() -> None:
+    browser_sessions().close(st.session_state.get("browser_session"))
     for key in list(st.session_state):
         del st.session_state[key]
+
+
+def first_turn_choices(task: BlindTask) -> list[int] | None:
+    """The turn numbers a 'yes' must name as its first recognition turn, or None where the unit
+    has no first turn to ask for: a unit without numbered turns, and an ``identify_turn`` unit
+    (its focus turn is the turn labelled). Offered means required for a 'yes'."""
+    if not task.turns or task.focus_turn is not None:
+        return None
+    return list(range(len(task.turns)))
+
+
+def navigated() -> None:
+    """Count a navigation click, so the workspace gives the keyboard focus back to the unit."""
+    st.session_state["navigation"] = st.session_state.get("navigation", 0) + 1
 
 
 def first_open(done: list[bool]) -> int | None:
@@ -102,6 +139,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
         return
 
     def move(step: int) -> None:
+        navigated()
         key, _, flags = worklist(session)
         target = st.session_state.get(key, 0) + step
         if 0 <= target < len(flags):
@@ -110,6 +148,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
             flash("error", f"This is the {'first' if step < 0 else 'last'} {what}.")
 
     def go_to_first_open() -> None:
+        navigated()
         key, _, flags = worklist(session)
         target = first_open(flags)
         if target is None:
@@ -118,6 +157,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
             st.session_state[key] = target
 
     def jump() -> None:
+        navigated()
         key, _, flags = worklist(session)
         number = st.session_state["jump-to"]
         st.session_state["jump-to"] = None  # empty again, so typing the same number later jumps again
@@ -152,7 +192,7 @@ def label_workspace(
     state.setdefault(f"t0:{identity}", time.monotonic())
     scheme = DEFAULT_SCHEME[task.kind]
     labels = get_scheme(scheme).labels
-    turns = list(range(len(task.turns or []))) if task.kind in IDENTIFY_KINDS else None
+    turns = first_turn_choices(task)
     stored = FormValues(
         label=current.label if current and current.label in labels else None,
         first_turn=current.first_turn if current else None,
@@ -177,6 +217,9 @@ def label_workspace(
         if sent.label is None:
             flash("error", "Choose a label first (click it or press its number).")
             return
+        if sent.label == "yes" and turns is not None and sent.first_turn is None:
+            flash("error", "A 'yes' needs its first recognition turn: choose the first turn that names the gap.")
+            return
         sent = dataclasses.replace(sent, first_turn=sent.first_turn if sent.label == "yes" else None)
         if current is not None and sent == stored:
             flash("success", f"Already saved as '{sent.label}'; nothing changed.")
@@ -188,7 +231,7 @@ def label_workspace(
                 seconds_spent=round(time.monotonic() - state[f"t0:{identity}"], 3),
             )
         except InputError as error:
-            flash("error", str(error))
+            flash("error", f"Not saved: {plain(str(error), task.task_id)}")
             return
         del state["draft"]
         flash("success", f"Saved '{sent.label}' (revision {result.revision}).")
@@ -198,8 +241,8 @@ def label_workspace(
 
     workspace(
         role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, scheme=scheme,
-        unit_html=task_html(task), context_html=context_html, identity=identity, labels=labels, turns=turns,
-        values=values, on_submit=submit,
+        task=task, context_html=context_html, identity=identity, labels=labels, turns=turns,
+        values=values, navigation=state.get("navigation", 0), on_submit=submit,
     )
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):
@@ -248,12 +291,22 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
     )
 
 
+def plain(message: str, task_id: str) -> str:
+    """A store's refusal in the annotator's words: the task they are on, not its internal id."""
+    return message.replace(f"task_id {task_id!r}", "this task").replace(f"task {task_id!r}", "this task")
+
+
 def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
     """The session of this browser tab's token, checked against the store on every run (a
-    revoked token signs the tab out at its next click); None after signing the tab out."""
+    revoked token signs the tab out at its next click); None after signing the tab out. A tab
+    that is not signed in yet takes the sign-in its browser kept over a reload."""
     token = st.session_state.get("token")
     if token is None:
-        return None
+        secret = st.context.cookies.get(COOKIE)
+        token = browser_sessions().token(secret)
+        if token is None:
+            return None
+        st.session_state["token"], st.session_state["browser_session"] = token, secret
     try:
         return sign_in(store, token)
     except InputError as error:
@@ -288,6 +341,7 @@ def main() -> None:
         st.error(str(error))
         return
     session = signed_in(store)
+    keep_cookie(st.session_state.get("browser_session"))
     if session is None:
         show_flashes()
         sign_in_page(store)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -78,22 +79,128 @@ def sent_values(role: str, identity: str, labels: Sequence[str], turns: list[int
     return FormValues(label=label, first_turn=first_turn, unsure=unsure, note=note)
 
 
+# Blocks of a turn longer than this fold to a one-line preview (an expandable <details>):
+# tool results such as a CSV dump of hundreds of rows, reasoning, a page a web agent read.
+# About 20 lines of the unit's width; most agent messages and ledger updates stay open.
+FOLD_CHARS = 1500
+PREVIEW_CHARS = 160
+_TURN_HEADER = re.compile(r"\[turn \d+\](?: \((?P<speaker>.*)\))?$")
+_TOOL_LINE = re.compile(r"^(?=\[tool (?:call|result)\] )", re.MULTILINE)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_BLOCK_KINDS = {"[tool call] ": "tool call", "[tool result] ": "tool result"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TurnBlock:
+    """One part of a turn as samples.units renders it: its "[turn i] (speaker)" header, text,
+    reasoning, a tool call or a tool result."""
+
+    kind: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TurnOutline:
+    """What the turn index shows of a turn, and the blocks the unit draws."""
+
+    number: int
+    speaker: str
+    tools: tuple[str, ...]
+    length: int
+    blocks: tuple[TurnBlock, ...]
+
+
+def outline_turn(number: int, text: str) -> TurnOutline:
+    """Split a rendered turn (samples.units: "[turn i] (speaker)", reasoning, text, then
+    "[tool call] name args" / "[tool result] ..." lines) into its blocks; the blocks' texts
+    are the turn's text in order, so nothing is dropped when a turn is not in that form."""
+    first, _, rest = text.partition("\n")
+    header = _TURN_HEADER.match(first)
+    blocks = [TurnBlock(kind="header", text=first)] if header else []
+    for chunk in _TOOL_LINE.split(rest if header else text):
+        chunk = chunk.removesuffix("\n")
+        kind = next((name for prefix, name in _BLOCK_KINDS.items() if chunk.startswith(prefix)), None)
+        if kind is not None:
+            blocks.append(TurnBlock(kind=kind, text=chunk))
+            continue
+        start = 0
+        for think in _THINK.finditer(chunk):
+            blocks.append(TurnBlock(kind="text", text=chunk[start:think.start()].strip("\n")))
+            blocks.append(TurnBlock(kind="reasoning", text=think.group()))
+            start = think.end()
+        blocks.append(TurnBlock(kind="text", text=chunk[start:].strip("\n")))
+    speaker = header.group("speaker") if header and header.group("speaker") else "agent"
+    tools = tuple(block.text.removeprefix("[tool call] ").split(" ", 1)[0] for block in blocks if block.kind == "tool call")
+    return TurnOutline(number=number, speaker=speaker, tools=tools, length=len(text),
+                       blocks=tuple(block for block in blocks if block.text))
+
+
+def first_line(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """The first non-blank line of ``text``, cut at ``limit`` characters (a folded block's preview)."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _size(length: int) -> str:
+    return str(length) if length < 1000 else f"{length / 1000:.1f}k" if length < 10_000 else f"{length // 1000}k"
+
+
+def _block_html(block: TurnBlock, *, fold: bool) -> str:
+    text = f'<div class="accord-text">{html.escape(block.text)}</div>'
+    if not fold or block.kind == "header" or len(block.text) <= FOLD_CHARS:
+        return text
+    preview = first_line(block.text.removeprefix("[tool result] ").removeprefix("<think>"))
+    lines = block.text.count("\n") + 1
+    return (
+        f'<details class="accord-fold"><summary><span class="accord-fold-kind">{block.kind}</span> '
+        f'<span class="accord-fold-preview">{html.escape(preview)}</span> '
+        f'<span class="accord-fold-size">· {len(block.text):,} characters, {lines:,} lines · show</span></summary>{text}</details>'
+    )
+
+
 def task_html(task: BlindTask) -> str:
-    """The unit's text (numbered turns for Identify, the focus turn marked) as escaped HTML."""
-    def box(text: str, *, heading: str = "", focus: bool = False) -> str:
-        title = f"<p><strong>{html.escape(heading)}</strong></p>" if heading else ""
-        return f'<div class="accord-box{" accord-focus" if focus else ""}">{title}<div class="accord-text">{html.escape(text)}</div></div>'
+    """The unit's text as escaped HTML: for Identify, one section per numbered turn (the
+    focus turn marked and never folded), long blocks of the other turns folded."""
+    def box(text: str) -> str:
+        return f'<div class="accord-box"><div class="accord-text">{html.escape(text)}</div></div>'
 
     if task.kind in IDENTIFY_KINDS and task.turns:
         caption = "Intermediate turns of the agent (its final answer is not shown)."
-        boxes = "".join(
-            box(turn, heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "", focus=number == task.focus_turn)
-            for number, turn in enumerate(task.turns)
-        )
+        sections = []
+        for number, turn in enumerate(task.turns):
+            focus = number == task.focus_turn
+            title = f'<p class="accord-labelling"><strong>turn {number} — the turn you are labelling</strong></p>' if focus else ""
+            blocks = "".join(_block_html(block, fold=not focus) for block in outline_turn(number, turn).blocks)
+            sections.append(
+                f'<section class="accord-box accord-turn{" accord-focus" if focus else ""}" data-turn="{number}" '
+                f'tabindex="-1" aria-label="turn {number}">{title}{blocks}</section>'
+            )
+        body = "".join(sections)
     else:
         caption = "The agent's final message to the user." if task.kind == "escalate_final" else ""
-        boxes = box(task.text)
-    return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + boxes + "</div>"
+        body = box(task.text)
+    return '<div class="accord-unit">' + (f'<p class="accord-caption">{html.escape(caption)}</p>' if caption else "") + body + "</div>"
+
+
+def index_html(task: BlindTask) -> str:
+    """The turn index (number, speaker, tools called, length) as escaped HTML buttons; empty
+    for a unit without numbered turns."""
+    if task.kind not in IDENTIFY_KINDS or not task.turns:
+        return ""
+    rows = []
+    for number, turn in enumerate(task.turns):
+        outline = outline_turn(number, turn)
+        focus = number == task.focus_turn
+        tools = ", ".join(outline.tools)
+        marked = ' class="accord-index-focus" aria-current="true"' if focus else ""
+        rows.append(
+            f'<li><button type="button" data-turn="{number}"{marked} '
+            f'title="turn {number}: {html.escape(outline.speaker)}{", " + html.escape(tools) if tools else ""}, {outline.length:,} characters">'
+            f'<span class="accord-index-number">{number}</span><span class="accord-index-speaker">{html.escape(outline.speaker)}</span>'
+            f'<span class="accord-index-tools">{html.escape(tools)}</span><span class="accord-index-length">{_size(outline.length)}</span>'
+            "</button></li>"
+        )
+    return f'<p class="accord-index-title">Turns ({len(task.turns)}) · click to jump</p><ol>{"".join(rows)}</ol>'
 
 
 def table_html(title: str, rows: list[dict[str, object]]) -> str:
@@ -105,18 +212,23 @@ def table_html(title: str, rows: list[dict[str, object]]) -> str:
 
 def workspace(
     *, role: str, flash: tuple[str, list[str]] | None, heading: str, detail: str, fraction: float,
-    scheme: str, unit_html: str, context_html: str, identity: str, labels: Sequence[str], turns: list[int] | None,
-    values: FormValues, on_submit,
+    scheme: str, task: BlindTask, context_html: str, identity: str, labels: Sequence[str], turns: list[int] | None,
+    values: FormValues, navigation: int, on_submit,
 ) -> None:
-    """Draw the workspace; the form is refilled with ``values`` when it is new or they changed."""
+    """Draw the workspace; the form is refilled with ``values`` when it is new or they changed.
+    A new unit opens at its top; a new unit or a changed ``navigation`` count (any click in the
+    navigation) gives the keyboard focus back to the unit."""
     WORKSPACE(
         key=component_key(role),
         data={
             "flash": None if flash is None else {"kind": flash[0], "messages": flash[1]},
             "progress": {"heading": heading, "detail": detail, "fraction": fraction},
             "codebook": codebook_html(scheme),
-            "unit": unit_html,
+            "index": index_html(task),
+            "unit": task_html(task),
+            "focus": task.focus_turn if task.kind in IDENTIFY_KINDS and task.turns else None,
             "context": context_html,
+            "navigation": navigation,
             "form": {
                 "id": identity, "heading": "Adjudicated label" if role == "adjudication" else "Your label",
                 "labels": list(labels), "turns": turns, "values": dataclasses.asdict(values),
