@@ -156,7 +156,10 @@ function search(view) {
   view.find.searched = query;
   if (query.trim() !== "") {
     const pattern = new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
-    const walker = document.createTreeWalker(view.unit, NodeFilter.SHOW_TEXT);
+    // A folded block's preview repeats its first line: only the block itself counts.
+    const walker = document.createTreeWalker(view.unit, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement.closest("summary") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
     const found = [];
     for (let node = walker.nextNode(); node && found.length < MAX_HITS; node = walker.nextNode()) {
       for (const match of node.data.matchAll(pattern)) {
@@ -293,8 +296,12 @@ export default function ({ data, parentElement, setTriggerValue }) {
     drawHtml(node, html);
   });
   if (newUnit) {
-    // Every new task opens at its top: the unit's pane, and the page if it was scrolled past the workspace.
+    // Every new task opens at its top: the unit's pane, and the page if it was scrolled past
+    // the workspace; the index shows the focus turn's entry.
     view.pane.scrollTop = 0;
+    const marked = view.index.querySelector(".accord-index-focus");
+    view.index.scrollTop = 0;
+    if (marked) scrollPane(view.index, marked, "center");
     if (root.getBoundingClientRect().top < 0) root.scrollIntoView({ block: "start" });
     if (view.find.input.value.trim() !== "") search(view);
     else view.find.count.textContent = "";
