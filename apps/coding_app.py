@@ -20,7 +20,14 @@ import streamlit as st
 from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
 from annotate.store import Store
 from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
-from apps.workspace import FormValues, form_identity, sent_values, table_html, workspace
+from apps.workspace import (
+    FormValues,
+    first_turn_choices,
+    form_identity,
+    sent_values,
+    table_html,
+    workspace,
+)
 from samples.errors import InputError
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -99,15 +106,6 @@ def sign_out() -> None:
     browser_sessions().close(st.session_state.get("browser_session"))
     for key in list(st.session_state):
         del st.session_state[key]
-
-
-def first_turn_choices(task: BlindTask) -> list[int] | None:
-    """The turn numbers a 'yes' must name as its first recognition turn, or None where the unit
-    has no first turn to ask for: a unit without numbered turns, and an ``identify_turn`` unit
-    (its focus turn is the turn labelled). Offered means required for a 'yes'."""
-    if not task.turns or task.focus_turn is not None:
-        return None
-    return list(range(len(task.turns)))
 
 
 def navigated() -> None:
@@ -292,8 +290,11 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
 
 
 def plain(message: str, task_id: str) -> str:
-    """A store's refusal in the annotator's words: the task they are on, not its internal id."""
-    return message.replace(f"task_id {task_id!r}", "this task").replace(f"task {task_id!r}", "this task")
+    """A store's refusal in the annotator's words: it is about the task they are on, so the
+    store's "task_id 't_...': " prefix goes, and any other mention of the id reads "this task"."""
+    for prefix in (f"task_id {task_id!r}: ", f"task {task_id!r}: "):
+        message = message.replace(prefix, "")
+    return message.replace(repr(task_id), "this task")
 
 
 def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
