@@ -3,7 +3,8 @@
 The study holds units cut from Who&When Hand-Crafted/10.json (44 history entries: the
 question, then 43 agent turns) by the real adapter and unit cutter: an ``identify_turn``
 unit on the last turn (its context is all 43 turns), the ``identify_trajectory`` unit and a
-short Escalate unit. Expected values (turn count, which blocks fold, how often a word
+short Escalate unit; then the synthetic 50-turn tool-using unit of tests/annotate/long_units.py
+with script-injection payloads. Expected values (turn count, which blocks fold, how often a word
 occurs) are read from the source JSON with plain ``json`` here, not from the app.
 """
 
@@ -24,6 +25,7 @@ from samples.ingest import ingest
 from samples.jsonl import read_models
 from samples.records import BlindTask, Trajectory
 from samples.units import numbered_turns
+from tests.annotate.long_units import INJECTION, long_tasks
 from tests.annotate.test_browser import (
     IDLE,
     TIMEOUT_MS,
@@ -65,6 +67,7 @@ def who_and_when_app(shared: Path, tmp_path_factory) -> WhoAndWhenApp:
         BlindTask(task_id="t_turn", kind="identify_turn", text=turns[42], turns=turns, focus_turn=42),
         BlindTask(task_id="t_traj", kind="identify_trajectory", text="\n\n".join(turns), turns=turns),
         BlindTask(task_id="t_final", kind="escalate_final", text="Whole Foods Market and Mariano's."),
+        long_tasks(injection=True)[0],  # the synthetic 50-turn unit with script-injection payloads
     ]
     (root / "blind").mkdir(parents=True)
     (root / "blind" / "tasks.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in tasks), encoding="utf-8")
@@ -98,7 +101,7 @@ def test_a_long_unit_opens_at_its_top_with_the_focus_turn_one_key_away(who_and_w
         page = context.new_page()
         page.set_viewport_size({"width": 1280, "height": 900})
         sign_in(page, app.url, app.tokens["ann"])
-        expect_text(page, "Task 1 of 3")
+        expect_text(page, "Task 1 of 4")
         # At its top: turn 0 in view, the focus turn (42, the last) not yet; the index lists all
         # 43 turns and shows the focus turn's entry marked, in view; the focus in the unit.
         expect(turn(page, 0)).to_be_in_viewport()
@@ -140,7 +143,7 @@ def test_long_blocks_arrive_folded_with_a_preview_and_expand(who_and_when_app):
     with browser() as context:
         page = context.new_page()
         sign_in(page, app.url, app.tokens["ben"])
-        expect_text(page, "Task 1 of 3")
+        expect_text(page, "Task 1 of 4")
         folds = page.locator(f"{PANE} details.accord-fold")
         expect(folds).to_have_count(len(expected))
         folded_turns = [int(n) for n in page.locator(f"{PANE} .accord-turn:has(> details.accord-fold)").evaluate_all("nodes => nodes.map((n) => n.dataset.turn)")]
@@ -172,7 +175,7 @@ def test_find_marks_every_match_opens_folds_and_escape_returns_to_the_unit(who_a
     with browser() as context:
         page = context.new_page()
         sign_in(page, app.url, app.tokens["cat"])
-        expect_text(page, "Task 1 of 3")
+        expect_text(page, "Task 1 of 4")
         page.keyboard.press("/")
         find = page.get_by_role("searchbox", name="Find in this unit")
         expect(find).to_be_focused()
@@ -208,13 +211,13 @@ def test_focus_returns_to_the_unit_after_navigation_and_each_task_opens_at_its_t
         page = context.new_page()
         page.set_viewport_size({"width": 1280, "height": 800})
         sign_in(page, app.url, app.tokens["dan"])
-        expect_text(page, "Task 1 of 3")
+        expect_text(page, "Task 1 of 4")
         page.locator(PANE).evaluate("pane => { pane.scrollTop = pane.scrollHeight; }")
         # Go to task number: the box has the keyboard focus until the task changes, then the unit has it.
         jump = page.get_by_label("Go to task number")
         jump.fill("2")
         jump.press("Enter")
-        expect_text(page, "Task 2 of 3")
+        expect_text(page, "Task 2 of 4")
         page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
         expect(page.locator(PANE)).to_be_focused()
         assert page.locator(PANE).evaluate("pane => pane.scrollTop") == 0  # the new task at its top
@@ -227,13 +230,13 @@ def test_focus_returns_to_the_unit_after_navigation_and_each_task_opens_at_its_t
         page.evaluate("document.querySelector('[data-testid=stMain]').scrollTop = 1e6")
         page.keyboard.press("s")
         expect_text(page, "Saved 'no' (revision 1).")
-        expect_text(page, "Task 3 of 3")
+        expect_text(page, "Task 3 of 4")
         expect(page.get_by_text("Saved 'no' (revision 1).", exact=True)).to_be_in_viewport()
-        expect(page.get_by_text("Task 3 of 3", exact=True)).to_be_in_viewport()
+        expect(page.get_by_text("Task 3 of 4", exact=True)).to_be_in_viewport()
         expect(page.locator(PANE)).to_be_focused()
         # A sidebar button keeps no focus either: back with Previous, then keys act on the unit.
         page.get_by_role("button", name=re.compile(r"^◀ Previous")).click()
-        expect_text(page, "Task 2 of 3")
+        expect_text(page, "Task 2 of 4")
         page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
         expect(page.locator(PANE)).to_be_focused()
         # identify_trajectory asks for the first recognition turn, from the unit's turns only,
@@ -258,12 +261,12 @@ def test_a_reload_keeps_the_annotator_signed_in_without_the_token_in_the_url(who
     with browser() as context:
         page = context.new_page()
         sign_in(page, app.url, token)
-        expect_text(page, "Task 1 of 3")
+        expect_text(page, "Task 1 of 4")
         label_button(page, "no").click()
         page.keyboard.press("s")
-        expect_text(page, "Task 2 of 3")
+        expect_text(page, "Task 2 of 4")
         page.reload()
-        expect_text(page, "Task 2 of 3")  # signed in, resumed at the first unlabelled task
+        expect_text(page, "Task 2 of 4")  # signed in, resumed at the first unlabelled task
         page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=TIMEOUT_MS)
         assert page.get_by_label("Token").count() == 0
         assert token not in page.url
@@ -282,7 +285,7 @@ def test_a_reload_keeps_the_annotator_signed_in_without_the_token_in_the_url(who
         expect(page.get_by_label("Token")).to_be_visible(timeout=TIMEOUT_MS)
         other.add_cookies([{"name": "accord_session", "value": secret, "url": app.url}])
         page.reload()
-        expect_text(page, "Task 2 of 3")
+        expect_text(page, "Task 2 of 4")
         expect(page.get_by_text("Signed in as eve")).to_be_visible()
         # Signing out ends it: a reload asks for the token again.
         page.get_by_role("button", name="Sign out").click()
@@ -296,3 +299,25 @@ def test_a_reload_keeps_the_annotator_signed_in_without_the_token_in_the_url(who
         page = replay.new_page()
         page.goto(app.url)
         expect(page.get_by_label("Token")).to_be_visible(timeout=TIMEOUT_MS)
+
+
+def test_script_injection_in_a_long_unit_shows_as_text_and_never_runs(who_and_when_app):
+    app = who_and_when_app
+    with browser() as context:
+        page = context.new_page()
+        sign_in(page, app.url, app.tokens["ann"])
+        jump = page.get_by_label("Go to task number")
+        jump.fill("4")
+        jump.press("Enter")
+        expect_text(page, "Task 4 of 4")
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+        hostile = turn(page, 1)
+        expect(hostile).to_contain_text(f"[turn 1] ({INJECTION})")  # the speaker, as text
+        expect(page.locator('.accord-index button[data-turn="1"] .accord-index-speaker')).to_have_text(INJECTION)
+        hostile.locator("details.accord-fold summary", has_text="tool result").click()
+        expect(hostile.locator("details.accord-fold[open] .accord-text")).to_contain_text(f"[tool result] {INJECTION}")
+        page.keyboard.press("/")
+        page.get_by_role("searchbox", name="Find in this unit").fill("<script>")
+        expect(page.locator(".accord-find-count")).to_have_text("1 of 3")  # speaker, message, tool result
+        assert page.locator(f"{PANE} script, {PANE} img, .accord-index script, .accord-index img").count() == 0
+        assert page.evaluate("window.__accordInjected") is None
