@@ -14,6 +14,13 @@ and then for the task and revision it drew; a stale submit (the second click of 
 click, a submit sent before the next task appeared) is ignored, so it can neither label the
 next task nor carry the previous task's note onto it. Values from the browser are checked
 like any other input.
+
+Reading a long unit (20-50 turns, long tool output): the unit scrolls in its own pane beside a
+turn index (number, speaker, tools called, length), so the page stays one screen and the form
+stays reachable; blocks longer than FOLD_CHARS (tool results, reasoning, a page a web agent
+read) arrive folded to a one-line preview, except in the focus turn; the browser adds find in
+the unit, the focus turn one key (F) away, a sticky head (message, progress, task number), a
+new task opening at its top and the keyboard focus back on the unit after any navigation.
 """
 
 from __future__ import annotations

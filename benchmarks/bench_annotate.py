@@ -16,11 +16,12 @@ the CPU, which five annotators on their own computers would not.
 
 Page ready: one annotator opens a 50-turn tool-using trajectory with 200 KB of tool output
 (tests/annotate/long_units.py, an identify_turn unit on its last turn, all 50 turns as
-context). Ready means the unit is painted (its last turn and the new form in the frame) and
-the keys are live (a label key pressed then is handled and painted). Measured two ways in
-the page's own clock: opening the unit from the task before it (N key to the chosen label
-painted) and a reload of the page (navigation start to the chosen label painted: Streamlit's
-page load, the session cookie signing the tab in again, the unit drawn).
+context). Ready means the frame is painted that shows the unit (its last turn in the page)
+and its new form, with the page's key listener acting on that form (keys live); a label key
+is then pressed and its choice painted, which checks the keys and gives a second figure that
+includes Playwright's key round trip. Measured in the page's own clock, two ways: opening the
+unit from the task before it (from the N key) and a reload of the page (from navigation
+start: Streamlit's page load, the session cookie signing the tab in again, the unit drawn).
 """
 
 from __future__ import annotations
@@ -239,8 +240,9 @@ def _measure(root: Path, n_submits: int, *, read: bool) -> tuple[np.ndarray, dic
     return timings, cpu, backend, tokens
 
 
-# Armed before the key that opens the long unit: resolves with the time from that key to the
-# frame in which the unit's last turn and its new form are painted.
+# Armed before the key that opens the long unit: resolves with that key's time stamp once the
+# frame is painted in which the unit's last turn and its new form, acted on by the key
+# listener (window.accordWorkspace.view.form), are shown.
 ARM_UNIT_READY = """([task, last]) => { window.__accordReady = new Promise((resolve) => {
   let pressed = null;
   document.addEventListener("keydown", (event) => { if (pressed === null) pressed = event.timeStamp; }, {capture: true, once: true});
@@ -248,7 +250,7 @@ ARM_UNIT_READY = """([task, last]) => { window.__accordReady = new Promise((reso
   const observer = new MutationObserver(() => {
     if (!ready()) return;
     observer.disconnect();
-    requestAnimationFrame(() => setTimeout(() => resolve(pressed)));
+    requestAnimationFrame(() => setTimeout(() => resolve([pressed, performance.now()])));
   });
   observer.observe(document.body, {subtree: true, childList: true});
 }); }"""
@@ -285,7 +287,8 @@ def _ready_study(root: Path) -> tuple[Path, AppBackend, str, int]:
 
 
 def _page_ready(root: Path, n_open: int, n_reload: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(open-from-the-task-before ms, reload ms) per trial, and the unit's tool-output characters."""
+    """Per trial (ready ms, label key painted ms) opening from the task before, the same after a
+    reload, and the unit's tool-output characters."""
     from playwright.sync_api import sync_playwright
 
     from tests.annotate.server import coding_app
@@ -306,9 +309,9 @@ def _page_ready(root: Path, n_open: int, n_reload: int) -> tuple[np.ndarray, np.
             page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=60_000)
             page.evaluate(ARM_UNIT_READY, [task, last])
             page.keyboard.press("n")
-            start = page.evaluate("window.__accordReady")
+            start, ready = page.evaluate("window.__accordReady")
             page.keyboard.press("1")
-            opened.append(page.evaluate(LABEL_PAINTED) - start)
+            opened.append((ready - start, page.evaluate(LABEL_PAINTED) - start))
             page.locator(IDLE).wait_for(timeout=60_000)
             page.keyboard.press("p")
             page.get_by_text("Task 1 of 2", exact=True).wait_for(timeout=60_000)
@@ -317,9 +320,9 @@ def _page_ready(root: Path, n_open: int, n_reload: int) -> tuple[np.ndarray, np.
         backend.store.submit(token, "t_short", "yes", submission_id="bench-page-ready-short")
         for _ in range(n_reload):
             page.reload(wait_until="commit")
-            page.evaluate(UNIT_PAINTED, [task, last])
+            ready = page.evaluate(UNIT_PAINTED, [task, last])
             page.keyboard.press("1")
-            reloaded.append(page.evaluate(LABEL_PAINTED))
+            reloaded.append((ready, page.evaluate(LABEL_PAINTED)))
             page.locator(IDLE).wait_for(timeout=60_000)
         browser.close()
     return np.asarray(opened[1:]), np.asarray(reloaded), tool_bytes
@@ -367,18 +370,29 @@ def run(quick: bool = False) -> list[dict]:
             ),
         },
         {
-            "benchmark": f"coding app page ready p95, {READY_TURNS}-turn trajectory with {READY_TOOL_BYTES // 1000} KB of tool output",
-            "accord": f"{np.percentile(reloaded, 95):.0f} ms",
+            "benchmark": f"coding app page ready p95 after a reload, {READY_TURNS}-turn trajectory with {READY_TOOL_BYTES // 1000} KB of tool output",
+            "accord": f"{np.percentile(reloaded[:, 0], 95):.0f} ms",
             "peer": "",
             "ratio": "",
             "target": f"< {READY_TARGET_MS:.0f} ms",
-            "met": bool(np.percentile(reloaded, 95) < READY_TARGET_MS and np.percentile(opened, 95) < READY_TARGET_MS),
+            "met": bool(np.percentile(reloaded[:, 0], 95) < READY_TARGET_MS),
             "notes": (
-                f"one annotator, headless chromium; ready = the unit's last turn and its form painted and a label key "
-                f"handled and painted, in the page's clock; page reload (navigation start to ready, signed in again by the "
-                f"session cookie) {reloaded.size} runs, median {np.median(reloaded):.0f} ms; opened from the task before "
-                f"(N key to ready) {opened.size} runs, p95 {np.percentile(opened, 95):.0f} ms, median {np.median(opened):.0f} ms; "
+                f"one annotator, headless chromium; navigation start to the frame showing the unit and its form with the keys "
+                f"live (Streamlit's page load, signed in again by the session cookie), {len(reloaded)} reloads, median "
+                f"{np.median(reloaded[:, 0]):.0f} ms; to a label key's choice painted p95 {np.percentile(reloaded[:, 1], 95):.0f} ms; "
                 f"{tool_bytes:,} characters of tool output, long blocks folded"
+            ),
+        },
+        {
+            "benchmark": f"coding app page ready p95 opening the unit from the task before, {READY_TURNS} turns, {READY_TOOL_BYTES // 1000} KB of tool output",
+            "accord": f"{np.percentile(opened[:, 0], 95):.0f} ms",
+            "peer": "",
+            "ratio": "",
+            "target": f"< {READY_TARGET_MS:.0f} ms",
+            "met": bool(np.percentile(opened[:, 0], 95) < READY_TARGET_MS),
+            "notes": (
+                f"as the row above, from the N key (sidebar shortcut) to the frame showing the unit, {len(opened)} runs, median "
+                f"{np.median(opened[:, 0]):.0f} ms; to a label key's choice painted p95 {np.percentile(opened[:, 1], 95):.0f} ms"
             ),
         },
         {
