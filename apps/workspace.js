@@ -10,8 +10,8 @@
 // Reading a long unit: a new unit opens at its top with the keyboard focus on it; the focus
 // turn (identify_turn) is one key (F) or click away; the index jumps to any turn; long blocks
 // arrive folded (<details>) from the server; find (/) marks every match in the unit, opens
-// the folds holding them and steps through them with Enter / Shift+Enter; Escape returns to
-// the unit. Any navigation gives the keyboard focus back to the unit, so 1..k and S act at once.
+// the folds holding them and steps through them with Enter / Shift+Enter (a new unit starts
+// with an empty find); Escape returns to the unit. Any navigation gives the keyboard focus back to the unit, so 1..k and S act at once.
 
 const LABEL_KEYS = /^[1-9]$/;
 const MAX_HITS = 2000;
@@ -157,7 +157,7 @@ function search(view) {
   if (query.trim() !== "") {
     const pattern = new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
     // A folded block's preview repeats its first line: only the block itself counts.
-    const walker = document.createTreeWalker(view.unit, NodeFilter.SHOW_TEXT, {
+    const walker = document.createTreeWalker(view.pane, NodeFilter.SHOW_TEXT, {
       acceptNode: (node) => (node.parentElement.closest("summary") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
     });
     const found = [];
@@ -277,7 +277,6 @@ export default function ({ data, parentElement, setTriggerValue }) {
   view.pane = section(reader, "pane");
   view.pane.tabIndex = 0;
   view.pane.setAttribute("aria-label", "The unit");
-  view.unit = view.pane;
   update(view.index, data.index, drawHtml);
   view.index.hidden = data.index === "";
   if (!view.index.accordListening) {
@@ -303,8 +302,9 @@ export default function ({ data, parentElement, setTriggerValue }) {
     view.index.scrollTop = 0;
     if (marked) scrollPane(view.index, marked, "center");
     if (root.getBoundingClientRect().top < 0) root.scrollIntoView({ block: "start" });
-    if (view.find.input.value.trim() !== "") search(view);
-    else view.find.count.textContent = "";
+    view.find.input.value = "";
+    view.find.searched = "";
+    view.find.count.textContent = "";
   }
   update(section(root, "context"), data.context, drawHtml);
   let form = root.querySelector(":scope > form");

@@ -201,6 +201,15 @@ def test_find_marks_every_match_opens_folds_and_escape_returns_to_the_unit(who_a
         wait_chosen(page, "no")
         page.get_by_role("searchbox", name="Find in this unit").fill("no such words in this run")
         expect(count).to_have_text("no match")
+        # The next task opens at its top with an empty find, not at a match of the last query.
+        page.get_by_role("searchbox", name="Find in this unit").fill(word)
+        expect(count).to_have_text(f"1 of {expected}")
+        page.get_by_role("searchbox", name="Find in this unit").press("Escape")
+        page.keyboard.press("n")
+        expect_text(page, "Task 2 of 4")
+        expect(page.get_by_role("searchbox", name="Find in this unit")).to_have_value("")
+        expect(page.locator(f"{PANE} mark")).to_have_count(0)
+        assert page.locator(PANE).evaluate("pane => pane.scrollTop") == 0
     with sqlite3.connect(app.store_path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM submissions WHERE annotator = 'cat'").fetchone() == (0,)
 
