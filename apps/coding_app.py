@@ -3,7 +3,9 @@
 Start it with ``accord app --study DIR`` (which sets ``ACCORD_STUDY``). People
 sign in with their personal token; the page only ever talks to the session
 object that token opens (annotate.app_backend), so an annotator sees their own
-order and labels and nothing else.
+order and labels and nothing else. A reload keeps the tab signed in
+(apps/browser_sessions.py). Messages name what the person sees (the task's
+number, a turn), never the store's ids.
 """
 
 from __future__ import annotations
@@ -17,13 +19,24 @@ import streamlit as st
 
 from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
 from annotate.store import Store
-from apps.workspace import FormValues, form_identity, sent_values, table_html, task_html, workspace
+from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
+from apps.workspace import (
+    FormValues,
+    first_turn_choices,
+    form_identity,
+    sent_values,
+    table_html,
+    workspace,
+)
 from samples.errors import InputError
-from samples.kinds import first_turn_offered, first_turn_problem, get_kind
+from samples.kinds import first_turn_problem, get_kind
 from samples.records import BlindTask
 from samples.schemes import get_scheme
 
-SHORTCUTS_HELP = "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous"
+SHORTCUTS_HELP = (
+    "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous · "
+    "**F** the turn you are labelling · **/** find in the unit (**Enter** next match, **Esc** back to the unit)"
+)
 # Streamlit animates fades, hovers and its running indicator; on a loaded machine those
 # frames took about a quarter of the browser's CPU per submit (bench_annotate, 5 sessions).
 # Without transitions a rerun's stale elements would dim at once and flicker back (Streamlit
@@ -37,6 +50,16 @@ PAGE_STYLE = """<style>
 @st.cache_resource
 def open_store(study: str) -> Store:
     return Store.for_study(study)
+
+
+@st.cache_resource
+def _browser_sessions(study: str) -> BrowserSessions:
+    return BrowserSessions()
+
+
+def browser_sessions() -> BrowserSessions:
+    """The study's sign-ins kept over a reload, one registry per server process."""
+    return _browser_sessions(os.environ["ACCORD_STUDY"])
 
 
 def flash(kind: str, message: str) -> None:
@@ -70,13 +93,25 @@ def sign_in_page(store: Store) -> None:
         except InputError as error:
             st.error(str(error))
             return
-        st.session_state["token"] = token.strip()
+        remember(token.strip())
         st.rerun()
 
 
+def remember(token: str) -> None:
+    """Sign this tab in with ``token``, and its browser for the next reload."""
+    st.session_state["token"] = token
+    st.session_state["browser_session"] = browser_sessions().open(token)
+
+
 def sign_out() -> None:
+    browser_sessions().close(st.session_state.get("browser_session"))
     for key in list(st.session_state):
         del st.session_state[key]
+
+
+def navigated() -> None:
+    """Count a navigation click, so the workspace gives the keyboard focus back to the unit."""
+    st.session_state["navigation"] = st.session_state.get("navigation", 0) + 1
 
 
 def first_open(done: list[bool]) -> int | None:
@@ -103,6 +138,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
         return
 
     def move(step: int) -> None:
+        navigated()
         key, _, flags = worklist(session)
         target = st.session_state.get(key, 0) + step
         if 0 <= target < len(flags):
@@ -111,6 +147,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
             flash("error", f"This is the {'first' if step < 0 else 'last'} {what}.")
 
     def go_to_first_open() -> None:
+        navigated()
         key, _, flags = worklist(session)
         target = first_open(flags)
         if target is None:
@@ -119,6 +156,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
             st.session_state[key] = target
 
     def jump() -> None:
+        navigated()
         key, _, flags = worklist(session)
         number = st.session_state["jump-to"]
         st.session_state["jump-to"] = None  # empty again, so typing the same number later jumps again
@@ -153,7 +191,7 @@ def label_workspace(
     state.setdefault(f"t0:{identity}", time.monotonic())
     scheme = get_kind(task.kind).scheme
     labels = get_scheme(scheme).labels
-    turns = list(range(len(task.turns or []))) if first_turn_offered(task.kind) else None
+    turns = first_turn_choices(task)
     stored = FormValues(
         label=current.label if current and current.label in labels else None,
         first_turn=current.first_turn if current else None,
@@ -194,7 +232,7 @@ def label_workspace(
                 seconds_spent=round(time.monotonic() - state[f"t0:{identity}"], 3),
             )
         except InputError as error:
-            flash("error", str(error))
+            flash("error", f"Not saved: {plain(str(error), task.task_id)}")
             return
         del state["draft"]
         flash("success", f"Saved '{sent.label}' (revision {result.revision}).")
@@ -204,8 +242,8 @@ def label_workspace(
 
     workspace(
         role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, scheme=scheme,
-        unit_html=task_html(task), context_html=context_html, identity=identity, labels=labels, turns=turns,
-        values=values, on_submit=submit,
+        task=task, context_html=context_html, identity=identity, labels=labels, turns=turns,
+        values=values, navigation=state.get("navigation", 0), on_submit=submit,
     )
     if history:
         with st.expander(f"History of this label ({len(history)} revision(s); the latest counts)"):
@@ -254,12 +292,25 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
     )
 
 
+def plain(message: str, task_id: str) -> str:
+    """A store's refusal in the annotator's words: it is about the task they are on, so the
+    store's "task_id 't_...': " prefix goes, and any other mention of the id reads "this task"."""
+    for prefix in (f"task_id {task_id!r}: ", f"task {task_id!r}: "):
+        message = message.replace(prefix, "")
+    return message.replace(repr(task_id), "this task")
+
+
 def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
     """The session of this browser tab's token, checked against the store on every run (a
-    revoked token signs the tab out at its next click); None after signing the tab out."""
+    revoked token signs the tab out at its next click); None after signing the tab out. A tab
+    that is not signed in yet takes the sign-in its browser kept over a reload."""
     token = st.session_state.get("token")
     if token is None:
-        return None
+        secret = st.context.cookies.get(COOKIE)
+        token = browser_sessions().token(secret)
+        if token is None:
+            return None
+        st.session_state["token"], st.session_state["browser_session"] = token, secret
     try:
         return sign_in(store, token)
     except InputError as error:
@@ -294,6 +345,7 @@ def main() -> None:
         st.error(str(error))
         return
     session = signed_in(store)
+    keep_cookie(st.session_state.get("browser_session"))
     if session is None:
         show_flashes()
         sign_in_page(store)

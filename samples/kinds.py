@@ -48,6 +48,8 @@ class Section:
     heading: str
     text: str
     focus: bool = False
+    turn: int | None = None
+    """The turn number when the section is one numbered turn (a backend may draw an index of them)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +238,7 @@ def _turn_sections(task: Shown) -> tuple[Section, ...]:
     turns = task.turns if task.turns else [task.text]
     return tuple(
         Section(heading=f"turn {number} — the turn you are labelling" if number == task.focus_turn else "",
-                text=turn, focus=number == task.focus_turn)
+                text=turn, focus=number == task.focus_turn, turn=number if task.turns else None)
         for number, turn in enumerate(turns)
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -39,11 +40,15 @@ def button(at: AppTest, label: str):
     return matches[0]
 
 
+def component(at: AppTest, name: str = "accord_workspace"):
+    (element,) = [e for e in at.get("bidi_component") if e.proto.component_name == name]
+    return element
+
+
 def drawn(at: AppTest) -> dict:
     """The data the workspace component was last drawn with: what the browser shows of it
     (apps/workspace.py; the component's own code draws it in the browser tests)."""
-    (element,) = at.get("bidi_component")
-    return json.loads(element.proto.json)
+    return json.loads(component(at).proto.json)
 
 
 def page_text(at: AppTest) -> str:
@@ -67,7 +72,7 @@ def send(at: AppTest, event: str, value: object) -> AppTest:
     """Run the app as after the browser's workspace fires ``event`` with ``value``: Streamlit's
     frontend sends a component's events as a JSON list on one trigger widget per component.
     AppTest has no way to fire a component's events, hence its lower-level run call."""
-    (element,) = at.get("bidi_component")
+    element = component(at)
     states = at._tree.get_widget_states()
     trigger = states.widgets.add()
     trigger.id = _make_trigger_id(element.proto.id, "events")
@@ -166,6 +171,7 @@ def test_annotator_labels_resumes_navigates_and_edits(app, loaded_study):
     assert shown(at)["label"] == "yes"  # a refused submit keeps what was chosen
     kind, text = message(at)
     assert kind == "error" and text == "A 'yes' needs the first turn where the recognition appears: choose its turn number (0 to 2)."
+    assert loaded_study.store.labels(annotator="alice") == []
     submit(at, first_turn=1, unsure=True, note="turn 1 names both sources")
     assert message(at) == ("success", "Saved 'yes' (revision 1).")
     assert heading(at) == "Task 2 of 6"
@@ -374,3 +380,203 @@ def test_go_to_a_disagreement_that_resolved_since_the_page_was_drawn(app, loaded
     assert message(at) == ("error", "Go to: the list now holds 1 disagreement(s); type a number from 1 to 1.")
     assert heading(at) == "Disagreement 1 of 1"
 
+
+
+# -- reading a long unit: the data the workspace draws it from (the drawing: test_reading_browser) --
+
+
+class _Index(HTMLParser):
+    """The turn index's entries: (turn, speaker, tools, length shown, title)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[dict[str, str]] = []
+        self._field: str | None = None
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        attrs = dict(attrs)
+        if tag == "button":
+            self.entries.append({"turn": attrs["data-turn"], "title": attrs["title"], "focus": attrs.get("aria-current", "")})
+        elif tag == "span" and self.entries:
+            self._field = attrs["class"].removeprefix("accord-index-")
+            self.entries[-1][self._field] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        self._field = None
+
+    def handle_data(self, data: str) -> None:
+        if self._field is not None:
+            self.entries[-1][self._field] += data
+
+
+@pytest.fixture
+def long_app(tmp_path, monkeypatch, repo):
+    """The coding app on a study of the long tool-using trajectory (tests/annotate/long_units.py)
+    with script-injection payloads in a speaker name, a message and a tool result."""
+    from annotate.app_backend import AppBackend
+    from tests.annotate.helpers import write_study
+    from tests.annotate.long_units import long_tasks
+
+    tasks = long_tasks(injection=True)
+    root = write_study(tmp_path / "long", tasks, {"ann": [t.task_id for t in tasks]})
+    backend = AppBackend(study=root)
+    backend.push_files(root / "blind")
+    token = backend.store.add_annotator("ann")
+    monkeypatch.setenv("ACCORD_STUDY", str(root))
+    monkeypatch.chdir(repo)
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.run()
+    at.text_input(key="token_input").input(token)
+    button(at, "Sign in").click().run()
+    assert not at.exception, at.exception
+    return at, backend.store
+
+
+def test_the_turn_index_lists_each_turn_s_speaker_tools_and_length(long_app):
+    from samples.units import numbered_turns
+    from tests.annotate.long_units import INJECTION, long_trajectory
+
+    at, _ = long_app
+    assert heading(at) == "Task 1 of 2"
+    trajectory = long_trajectory(injection=True)
+    rendered = numbered_turns(trajectory)  # what the unit shows, by the unit renderer
+    agent_steps = trajectory.steps[1:]
+    parser = _Index()
+    parser.feed(drawn(at)["index"])
+    assert [int(e["turn"]) for e in parser.entries] == list(range(50))
+    for entry, step, text in zip(parser.entries, agent_steps, rendered, strict=True):
+        assert entry["speaker"] == step.role  # unescaped by the parser: the payload is text
+        assert entry["tools"] == step.tool_calls[0].name
+        assert entry["title"] == f"turn {entry['turn']}: {step.role}, {step.tool_calls[0].name}, {len(text):,} characters"
+    assert parser.entries[1]["speaker"] == INJECTION
+    assert parser.entries[0]["length"] == f"{len(rendered[0]) / 1000:.1f}k"  # 4,xxx characters read as 4.xk
+    assert [e["turn"] for e in parser.entries if e["focus"]] == ["49"]  # the focus turn's entry is marked
+    assert drawn(at)["focus"] == 49
+
+
+def test_long_tool_results_and_reasoning_fold_except_in_the_focus_turn(long_app):
+    from apps.workspace import FOLD_CHARS
+    from tests.annotate.long_units import long_trajectory
+
+    at, _ = long_app
+    unit = drawn(at)["unit"]
+    steps = long_trajectory(injection=True).steps[1:]
+    # Folded by hand: a reasoning block as rendered (<think>...</think>) and a tool result
+    # ("[tool result] " + the result) longer than the fold length, in every turn but the last.
+    expected = sum(
+        (len(f"<think>{step.reasoning.strip()}</think>") > FOLD_CHARS) + (len("[tool result] " + step.tool_calls[0].result) > FOLD_CHARS)
+        for step in steps[:-1]
+    )
+    assert expected > 49  # every tool result (4,000 characters) and the long reasoning blocks
+    assert unit.count('<details class="accord-fold">') == expected
+    sections = unit.split('<section class="accord-box accord-turn')[1:]
+    assert len(sections) == 50 and "<details" not in sections[-1] and " accord-focus" in sections[-1]
+    # A fold shows its kind, its first line and its size; its whole text stays in the page (for find).
+    summary = re.search(r'<summary><span class="accord-fold-kind">tool result</span> <span class="accord-fold-preview">(.*?)</span> '
+                        r'<span class="accord-fold-size">· ([\d,]+) characters, ([\d,]+) lines · show</span></summary>', sections[0])
+    result = "[tool result] " + steps[0].tool_calls[0].result
+    assert summary.groups() == ("id,city,price,stock", f"{len(result):,}", f"{result.count(chr(10)) + 1:,}")
+    assert html.escape(result) in sections[0]
+
+
+def test_script_injection_in_a_long_unit_is_escaped_everywhere(long_app):
+    from tests.annotate.long_units import INJECTION
+
+    at, _ = long_app
+    data = drawn(at)
+    for part in ("unit", "index"):
+        assert "<script" not in data[part] and "<img" not in data[part], part
+        assert html.escape(INJECTION) in data[part] or html.escape(INJECTION, quote=False) in data[part], part
+
+
+def test_the_first_turn_control_follows_the_unit_s_data(long_app):
+    at, store = long_app
+    # identify_turn: the focus turn is the turn labelled; there is no first turn to ask for.
+    assert drawn(at)["form"]["turns"] is None
+    submit(at, label="yes", first_turn=3)
+    assert message(at) == ("error", "first turn 3: expected none")
+    submit(at, label="yes")
+    assert message(at) == ("success", "Saved 'yes' (revision 1).")
+    assert (store.label("ann", "t_long_turn").label, store.label("ann", "t_long_turn").first_turn) == ("yes", None)
+    # identify_trajectory: offered (only the unit's turn numbers) and required for a 'yes'.
+    assert heading(at) == "Task 2 of 2"
+    assert drawn(at)["form"]["turns"] == list(range(50))
+    submit(at, label="yes")
+    assert message(at) == ("error", "A 'yes' needs the first turn where the recognition appears: choose its turn number (0 to 49).")
+    submit(at, label="yes", first_turn=50)
+    assert message(at) == ("error", f"first turn 50: expected none or one of {list(range(50))}")
+    submit(at, label="yes", first_turn=12)
+    assert message(at) == ("success", "Saved 'yes' (revision 1).")
+    assert store.label("ann", "t_long_traj").first_turn == 12
+
+
+def test_first_turn_choices_by_unit_data():
+    """The registry's first-turn rule (samples.kinds) on each kind's data."""
+    from apps.workspace import first_turn_choices
+    from samples.records import BlindTask
+
+    turns = ["[turn 0] a", "[turn 1] b", "[turn 2] c"]
+    assert first_turn_choices(BlindTask(task_id="t", kind="identify_trajectory", text="x", turns=turns)) == [0, 1, 2]
+    assert first_turn_choices(BlindTask(task_id="t", kind="identify_turn", text="x", turns=turns, focus_turn=2)) is None
+    assert first_turn_choices(BlindTask(task_id="t", kind="escalate_final", text="x")) is None
+
+
+def test_navigation_is_counted_so_the_unit_takes_the_keyboard_focus_back(app):
+    at = app("alice")
+    counts = [drawn(at)["navigation"]]
+    button(at, "Next ▶").click().run()
+    counts.append(drawn(at)["navigation"])
+    go_to(at, 4)
+    counts.append(drawn(at)["navigation"])
+    go_to(at, 4)  # the same task again: still a navigation (the focus left the go-to box)
+    counts.append(drawn(at)["navigation"])
+    button(at, "First open task").click().run()
+    counts.append(drawn(at)["navigation"])
+    assert counts == [0, 1, 2, 3, 4]
+    submit(at, label="yes", first_turn=0)  # a submit is no navigation; the new task takes the focus by itself
+    assert drawn(at)["navigation"] == 4 and heading(at) == "Task 2 of 6"
+
+
+def test_a_store_refusal_speaks_of_this_task_not_its_id(app, loaded_study):
+    store, tokens = loaded_study.store, loaded_study.tokens
+    store.submit(tokens["alice"], "t_c3", "yes", submission_id="race-a-c3")
+    store.submit(tokens["bob"], "t_c3", "no", submission_id="race-b-c3")
+    at = app("judy")
+    assert heading(at) == "Disagreement 1 of 1"
+    store.submit(tokens["bob"], "t_c3", "yes", submission_id="race-b-c3-agrees")  # resolved since the page was drawn
+    submit(at, label="yes")
+    # The queue is empty now: the page says so, under the refusal.
+    assert [e.value for e in at.error] == ["Not saved: independent labels do not disagree; nothing to adjudicate"]
+    assert at.info[0].value == "No disagreements to adjudicate."
+    assert "t_c3" not in page_text(at)
+    assert store.labels(role="adjudication") == []
+
+
+def test_sign_in_gives_the_browser_a_session_secret_and_sign_out_takes_it_back(app, loaded_study):
+    at = app("alice")
+    cookie = json.loads(component(at, "accord_session_cookie").proto.json)
+    assert cookie["name"] == "accord_session"
+    secret = cookie["value"]
+    assert len(secret) >= 40 and secret != loaded_study.tokens["alice"] and loaded_study.tokens["alice"] not in page_text(at)
+    button(at, "Sign out").click().run()
+    assert json.loads(component(at, "accord_session_cookie").proto.json)["value"] == ""  # the browser drops it
+    assert at.text_input(key="token_input")
+
+
+def test_browser_sessions_keep_only_hashes_expire_and_close():
+    from apps.browser_sessions import BrowserSessions
+
+    now = [1000.0]
+    sessions = BrowserSessions(lifetime_s=60.0, clock=lambda: now[0])
+    first, second = sessions.open("token-a"), sessions.open("token-b")
+    assert first != second and len(first) >= 40
+    assert (sessions.token(first), sessions.token(second)) == ("token-a", "token-b")
+    assert first not in repr(vars(sessions)) and second not in repr(vars(sessions))  # only their sha256
+    for unknown in (None, "", first[:-1], 42):
+        assert sessions.token(unknown) is None
+    sessions.close(first)
+    assert sessions.token(first) is None and sessions.token(second) == "token-b"
+    now[0] += 60.0
+    assert sessions.token(second) is None  # expired after its lifetime
+    with pytest.raises(ValueError, match="lifetime_s 0"):
+        BrowserSessions(lifetime_s=0)

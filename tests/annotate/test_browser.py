@@ -58,7 +58,7 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         codebook.wait_for(timeout=TIMEOUT_MS)
         # Task 1 (Identify) with the mouse: "yes", first recognition turn 1, unsure, a note, Submit.
         label_button(page, "yes").click()
-        page.get_by_label("First recognition turn (for a 'yes')").select_option(label="turn 1")
+        page.get_by_label("First recognition turn (needed for a 'yes')").select_option(label="turn 1")
         page.get_by_text("Unsure (a flag only; it does not change the label)").click()
         # Typed key by key: the label keys (1, 2) and S do nothing while typing in the note.
         page.get_by_role("textbox", name="Note").press_sequentially("turn 1 names both sources")
@@ -79,10 +79,11 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         expect_text(page, "Task 4 of 6")
         page.screenshot(path="/tmp/accord-annotator.png", full_page=True)
 
-        # Reload: a new session; signing in again resumes at the first unlabelled task.
+        # Reload: a new session, still signed in (test_reading_browser), resumes at the first unlabelled task.
         page.reload()
-        sign_in(page, running_app.url, study.tokens["alice"])
         expect_text(page, "Task 4 of 6")
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+        page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=TIMEOUT_MS)
         page.get_by_text(re.compile(r"· 3 of 6 labelled$")).wait_for(timeout=TIMEOUT_MS)
         # Edit task 3: back with the mouse (in the sidebar), then the keyboard: 2 = "no", S = submit.
         page.get_by_role("button", name=re.compile(r"^◀ Previous")).click()

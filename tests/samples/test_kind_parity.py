@@ -60,15 +60,21 @@ Response:
 
 @dataclass
 class Block:
-    text: str = ""
+    pieces: list[str] = field(default_factory=list)
     focus: bool = False
+
+    @property
+    def text(self) -> str:
+        """The box's text pieces (a turn is drawn as its blocks: header, text, tool call, ...), in order."""
+        return "\n".join(self.pieces)
 
 
 @dataclass
 class _Blocks(HTMLParser):
     """The text blocks of a rendered unit and which one is marked as the focus: the coding app
-    draws ``div.accord-box`` (``accord-focus``) around ``div.accord-text``; Label Studio's
-    display draws a bordered div (amber when focused) around a ``pre-wrap`` div."""
+    draws ``div.accord-box`` or, for a numbered turn, ``section.accord-box`` (``accord-focus``)
+    around one ``div.accord-text`` per part of the turn; Label Studio's display draws a
+    bordered div (amber when focused) around a ``pre-wrap`` div."""
 
     blocks: list[Block] = field(default_factory=list)
     stack: list[str] = field(default_factory=list)
@@ -80,10 +86,11 @@ class _Blocks(HTMLParser):
         attrs = dict(attrs)
         classes, style = attrs.get("class") or "", attrs.get("style") or ""
         role = ""
-        if tag == "div" and ("accord-box" in classes or "border-left" in style):
+        if tag in ("div", "section") and ("accord-box" in classes or "border-left" in style):
             self.blocks.append(Block(focus="accord-focus" in classes or "#d97706" in style))
         elif tag == "div" and ("accord-text" in classes or "pre-wrap" in style):
             role = "text"
+            self.blocks[-1].pieces.append("")
         self.stack.append(role)
 
     def handle_endtag(self, tag):
@@ -91,7 +98,7 @@ class _Blocks(HTMLParser):
 
     def handle_data(self, data):
         if self.stack and self.stack[-1] == "text":
-            self.blocks[-1].text += data
+            self.blocks[-1].pieces[-1] += data
 
 
 def blocks(rendered: str) -> list[Block]:
@@ -156,7 +163,8 @@ def assert_parity(unit: Unit, message: str, template: str, task: BlindTask) -> N
         assert shown, rendered
         # Nothing an annotator reads is withheld from the judge.
         for block in shown:
-            assert block.text in message, block.text
+            for piece in block.pieces:
+                assert piece in message, piece
         # Everything the judge's message was filled with is visible to the annotator.
         for name in used:
             if name == "focus_turn":
