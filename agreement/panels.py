@@ -546,3 +546,79 @@ def report_to_dict(report: PanelReport, *, level: float = 0.95) -> dict[str, Any
         } for r in report.references],
         "notes": list(report.notes),
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingDifference:
+    """Judge-annotator minus annotator-annotator agreement, with its paired cluster bootstrap.
+
+    ``statistic`` = mean over annotators h of coef(judge, h) minus mean over annotator
+    pairs of coef(h, h'); every pair is computed on one shared resample draw over the
+    same units (whole clusters), so each replicate is the difference on the same
+    resampled units and the interval accounts for the correlation between the two means.
+    """
+
+    coefficient: str
+    statistic: float
+    judge_mean: float
+    human_mean: float
+    n: int
+    """Units rated by the judge or an annotator (the resampled units)."""
+    n_clusters: int
+    annotators: int
+    annotator_pairs: int
+    bootstrap: np.ndarray
+    jackknife: tuple[np.ndarray, np.ndarray] | None
+    undefined_reason: str | None = None
+
+    def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
+        from agreement.intervals import bootstrap_interval
+
+        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method)
+
+
+def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coefficient: str, *,
+                       settings: PanelSettings) -> CeilingDifference:
+    """The human-ceiling difference for ``judge`` (see ``CeilingDifference``)."""
+    from agreement import compute_pairs
+
+    humans = [h for h in humans if h != judge]
+    empty = np.zeros(0)
+    nan = dict(coefficient=coefficient, statistic=math.nan, judge_mean=math.nan, human_mean=math.nan, n=0,
+               n_clusters=0, annotators=len(humans), annotator_pairs=0, bootstrap=empty, jackknife=None)
+    if len(humans) < 2:
+        return CeilingDifference(**nan, undefined_reason=f"needs at least two annotators (got {len(humans)})")
+    if coefficient not in PAIR_COEFFICIENTS:
+        raise InputError(f"coefficient={coefficient!r}: the human ceiling compares pairwise coefficients "
+                         f"{list(PAIR_COEFFICIENTS)}")
+    judge_pairs = [(judge, h) for h in humans]
+    human_pairs = [(a, b) for i, a in enumerate(humans) for b in humans[i + 1:]]
+    results = compute_pairs(data, [coefficient], judge_pairs + human_pairs, weights=settings.weights,
+                            alpha_level=settings.alpha_level, n_resamples=settings.n_resamples, seed=settings.seed,
+                            cluster=settings.cluster)
+    judged = [results[p][coefficient] for p in judge_pairs if math.isfinite(results[p][coefficient].statistic)]
+    paired = [results[p][coefficient] for p in human_pairs if math.isfinite(results[p][coefficient].statistic)]
+    if not judged or not paired:
+        side = "judge-annotator" if not judged else "annotator-annotator"
+        return CeilingDifference(**{**nan, "annotator_pairs": len(paired)},
+                                 undefined_reason=f"no {side} pair shares a unit with a defined {coefficient}")
+
+    def difference(values: list[np.ndarray | float], split: int) -> np.ndarray:
+        stacked = np.asarray(values, dtype=float)
+        return stacked[:split].mean(axis=0) - stacked[split:].mean(axis=0)
+
+    every = judged + paired
+    statistic = float(difference([r.statistic for r in every], len(judged)))
+    boot = difference([r.bootstrap for r in every], len(judged)) if settings.n_resamples else empty
+    jackknife = None
+    if settings.n_resamples and all(r.details.get("jackknife") is not None for r in every):
+        counts = every[0].details["jackknife"][1]
+        jackknife = (difference([r.details["jackknife"][0] for r in every], len(judged)), counts)
+    any_result = every[0]
+    rated = (data.codes[:, [data.rater_index(r) for r in (judge, *humans)]] >= 0).any(axis=1)
+    return CeilingDifference(coefficient=coefficient, statistic=statistic,
+                             judge_mean=float(np.mean([r.statistic for r in judged])),
+                             human_mean=float(np.mean([r.statistic for r in paired])), n=int(rated.sum()),
+                             n_clusters=int(any_result.details.get("n_clusters", int(rated.sum()))),
+                             annotators=len(judged), annotator_pairs=len(paired), bootstrap=boot,
+                             jackknife=jackknife)

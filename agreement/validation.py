@@ -303,24 +303,11 @@ class GateEvidence:
                              f"available: {sorted(versus.vs_majority.results)}")
         return agreement_estimate(versus.vs_majority.results[coefficient], self.level)
 
-    def human_ceiling(self, coefficient: str) -> tuple[float, float, dict[str, Any]]:
-        versus = self._vs_humans()
-        humans = list(self.section.report.humans)
-        if versus is None or len(humans) < 2:
-            return math.nan, math.nan, {"reason": f"needs a judge and at least two annotators (got {len(humans)})"}
-        if coefficient not in versus.mean_vs_annotators:
-            raise InputError(f"coefficient {coefficient!r}: the human ceiling compares pairwise coefficients "
-                             f"{sorted(versus.mean_vs_annotators)}")
-        quick = PanelSettings(n_resamples=0, seed=self.seed)
-        pairs = [(a, b) for i, a in enumerate(humans) for b in humans[i + 1:]]
-        panels = compare_pairs(self._data, pairs, settings=quick, resample=False)
-        values = [p.results[coefficient].statistic for p in panels.values()
-                  if math.isfinite(p.results[coefficient].statistic)]
-        human_mean = float(np.mean(values)) if values else math.nan
-        details = {"annotator_pairs": len(values), "annotators": len(versus.vs_annotators)}
-        if not values:
-            details["reason"] = "no annotator pair shares a unit with a defined coefficient"
-        return float(versus.mean_vs_annotators[coefficient]), human_mean, details
+    def human_ceiling(self, coefficient: str):
+        from agreement.panels import ceiling_difference
+
+        return ceiling_difference(self._data, self.judge, list(self.section.report.humans), coefficient,
+                                  settings=PanelSettings(n_resamples=self.n_resamples, seed=self.seed))
 
     def alt_test(self, **settings: Any):
         from agreement.alttest import alt_test_table
