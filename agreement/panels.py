@@ -62,6 +62,10 @@ class PanelSettings:
     pair_coefficients: tuple[str, ...] = PAIR_COEFFICIENTS
     """Two-rater coefficients; open-vocabulary (free-text) labels may drop cohen_kappa, whose
     per-unit statistics grow with the square of the number of categories."""
+    panel_coefficients: tuple[str, ...] | None = None
+    """Human-human panel coefficients (any registered ones; those that do not fit the number of
+    annotators come back undefined with the reason). None: PANEL_COEFFICIENTS, plus Cohen's
+    kappa when there are exactly two annotators (the two-coder statistic EHQ reports)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.n_resamples, bool) or int(self.n_resamples) != self.n_resamples or self.n_resamples < 0:
@@ -79,6 +83,19 @@ class PanelSettings:
         if unknown or "percent_agreement" not in self.pair_coefficients:
             raise InputError(f"pair_coefficients={list(self.pair_coefficients)}: expected percent_agreement plus "
                              f"any of {list(PAIR_COEFFICIENTS[1:])}")
+        if self.panel_coefficients is not None:
+            from agreement.coefficients import COEFFICIENTS
+
+            unknown = [c for c in self.panel_coefficients if c not in COEFFICIENTS]
+            if unknown or not self.panel_coefficients:
+                raise InputError(f"panel_coefficients={list(self.panel_coefficients)}: expected names from "
+                                 f"{sorted(COEFFICIENTS)}")
+
+    def human_coefficients(self, n_annotators: int) -> list[str]:
+        """The human-human panel's coefficients for ``n_annotators`` annotators."""
+        if self.panel_coefficients is not None:
+            return list(self.panel_coefficients)
+        return list(PANEL_COEFFICIENTS) + (["cohen_kappa"] if n_annotators == 2 else [])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,7 +302,7 @@ def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSetti
     upper = np.triu_indices(len(humans), k=1)
     defined = raw[upper][shared[upper] > 0]
     prevalence, bias = _mean_pair_indices(sub, shared)
-    results = compute(sub, list(PANEL_COEFFICIENTS), weights=settings.weights, alpha_level=settings.alpha_level,
+    results = compute(sub, settings.human_coefficients(len(humans)), weights=settings.weights, alpha_level=settings.alpha_level,
                       n_resamples=settings.n_resamples, seed=settings.seed, cluster=settings.cluster)
     return HumanPanel(raters=tuple(humans), n_units=sub.n_units,
                       n_pairable=int(((sub.codes >= 0).sum(axis=1) >= 2).sum()), n_missing=int((sub.codes < 0).sum()),
