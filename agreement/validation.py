@@ -145,17 +145,20 @@ def _result_brief(result: Any, level: float) -> dict[str, Any]:
 
 
 def agreement_interval(result: Any, level: float) -> tuple[float, float]:
-    """Cluster-bootstrap percentile interval when resamples exist, else the analytic t interval."""
-    method = "percentile" if result.bootstrap is not None else "t"
-    return result.confidence_interval(level, method)
+    """The interval the coverage study chose for the coefficient (``agreement.intervals``)."""
+    from agreement.intervals import agreement_interval as chosen
+
+    return chosen(result, level)[0]
 
 
 def agreement_estimate(result: Any, level: float) -> Estimate:
     """An ``AgreementResult`` as an ``Estimate`` (what the gate and the report read)."""
-    lo, hi = agreement_interval(result, level)
+    from agreement.intervals import agreement_interval as chosen
+
+    (lo, hi), method = chosen(result, level)
+    clustered = "cluster " if result.details.get("clustered") else ""
     return Estimate(statistic=float(result.statistic), n=int(result.n_units), ci_low=float(lo), ci_high=float(hi),
-                    level=level, method=f"{result.coefficient}, "
-                    + ("cluster percentile bootstrap" if result.bootstrap is not None else "t interval"),
+                    level=level, method=f"{result.coefficient}, {clustered}{method}",
                     undefined_reason=result.undefined_reason)
 
 

@@ -52,15 +52,15 @@ SETTINGS = {"agreement_floor": (0.3, 0.99), "human_ceiling": (0.0, None), "alt_t
 
 @pytest.fixture(scope="module")
 def good_study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("good")
-    write_ise_study(root, judge_accuracy=0.97, human_accuracy=0.82, unscored=4, sample_share=0.6)
+    root = tmp_path_factory.mktemp("good")  # 119 validated units: above the intervals' MIN_UNITS (100)
+    write_ise_study(root, judge_accuracy=0.97, human_accuracy=0.82, unscored=4, sample_share=0.8)
     return root
 
 
 @pytest.fixture(scope="module")
 def bad_study(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad")
-    write_ise_study(root, judge_accuracy=0.6, human_accuracy=0.95, sample_share=0.6)
+    write_ise_study(root, judge_accuracy=0.6, human_accuracy=0.95, sample_share=0.8)
     return root
 
 
@@ -104,6 +104,17 @@ def test_family_contrast_passes_and_fails(tmp_path, planted, bound, expected):
                                        f'alpha = 0.05'))
     verdict = evaluate(pol, AuditEvidence(simulate(3, planted=planted)), fingerprints={}, simulated=False)
     assert verdict.accepted is expected
+
+
+def test_samples_below_the_measured_minimum_are_too_small(tmp_path):
+    # 89 validated units: below the 100 from which the chosen intervals covered (benchmarks/coverage.md).
+    root = tmp_path / "small"
+    write_ise_study(root, judge_accuracy=0.97, human_accuracy=0.82, sample_share=0.6)
+    verdict = run_gate(root, policy(tmp_path, CRITERION["agreement_floor"].format(x=0.3),
+                                    CRITERION["human_ceiling"].format(x=0.2)))
+    for result in verdict.results:
+        assert not result.passed and "89 units is too small" in result.reason and "needs >= 100" in result.reason
+        assert np.isfinite(result.value)  # the estimate is still reported
 
 
 def test_unmeasurable_criteria_fail(tmp_path, good_study):
@@ -306,7 +317,9 @@ def test_human_ceiling_non_inferiority_by_hand(tmp_path):
     # differs from them on 5 of 100 units. The difference is D = -X/100 where X is the number of
     # disagreement units in the resample: X ~ Binomial(100, 0.05) (units i.i.d.). Its 97.5%
     # quantile is 10 (P(X <= 9) = 0.9718, P(X <= 10) = 0.9885), so the 95% percentile interval's
-    # lower bound is -0.10; the point estimate is -0.05.
+    # lower bound is -0.10; the point estimate is -0.05. The gate reads the BCa interval (the coverage
+    # study's choice): X is right-skewed, so D is left-skewed and BCa moves the lower bound further
+    # down than the normal approximation -0.05 - 1.96 sqrt(0.05 * 0.95 / 100) = -0.093, to about -0.11.
     humans = np.tile((np.arange(100) < 40).astype(int)[:, None], (1, 3))
     judge = humans[:, 0].copy()
     judge[:5] = 1 - judge[:5]
@@ -316,13 +329,15 @@ def test_human_ceiling_non_inferiority_by_hand(tmp_path):
     assert ceiling.statistic == pytest.approx(-0.05) and ceiling.human_mean == 1.0
     assert ceiling.confidence_interval(0.95, "percentile")[0] == pytest.approx(-0.10)
     verdicts = {}
-    for margin in (0.06, 0.11):
+    assert -0.12 <= ceiling.confidence_interval(0.95, "bca")[0] <= -0.10
+    for margin in (0.06, 0.15):
         pol = load_policy(policy(tmp_path, CRITERION["human_ceiling"].format(x=margin)))
         verdicts[margin] = evaluate(pol, CeilingEvidence(data), fingerprints={}, simulated=False).results[0]
-    # margin 0.06: the point estimate -0.05 clears -0.06 (the old rule passed), the lower bound -0.10 does not.
+    # margin 0.06: the point estimate -0.05 clears -0.06 (the old rule passed), the lower bound does not.
     assert not verdicts[0.06].passed and "not shown non-inferior" in verdicts[0.06].reason
-    assert verdicts[0.11].passed and verdicts[0.11].ci_low == pytest.approx(-0.10)
-    assert "non-inferiority" in verdicts[0.11].test and verdicts[0.11].ci_level == 0.95
+    assert verdicts[0.15].passed and verdicts[0.15].ci_low == ceiling.confidence_interval(0.95, "bca")[0]
+    assert "non-inferiority" in verdicts[0.15].test and verdicts[0.15].ci_level == 0.95
+    assert "bca" in verdicts[0.15].ci_method
 
 
 class UnscoredEvidence:
