@@ -639,3 +639,54 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
                              n_clusters=int(any_result.details.get("n_clusters", int(rated.sum()))),
                              annotators=len(judged), annotator_pairs=len(paired), bootstrap=boot,
                              jackknife=jackknife)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstTurnAgreement:
+    """Human first recognition turn against the judge's t*, on units where both give one.
+
+    Solve depends on t* (the last tool turn must come after it), so a judge that flags
+    the right trajectories at the wrong turn still biases Solve. Each figure carries a
+    cluster-bootstrap interval (whole trajectories resampled).
+    """
+
+    n: int
+    """Units with a human and a judge first turn."""
+    n_human_only: int
+    n_judge_only: int
+    exact: Any
+    """Share of units where the turns are equal (an ``Estimate``)."""
+    within_one: Any
+    """Share of units where they differ by at most one turn."""
+    mean_absolute_difference: Any
+    """Mean |human - judge| in turns."""
+    mean_difference: Any
+    """Mean (judge - human): positive when the judge recognises later."""
+
+
+def first_turn_agreement(human: Sequence[float], judge: Sequence[float], clusters: Sequence[Any], *,
+                         n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95
+                         ) -> FirstTurnAgreement:
+    """``human``/``judge``: one first turn per unit (NaN = no recognition); ``clusters``: trajectory per unit."""
+    from agreement.estimate import cluster_ratio_estimate
+
+    h, j = np.asarray(human, dtype=float), np.asarray(judge, dtype=float)
+    groups = np.asarray(clusters)
+    if not h.shape == j.shape == groups.shape:
+        raise InputError(f"first_turn_agreement: human, judge and clusters need one value per unit "
+                         f"(got {h.size}, {j.size}, {groups.size})")
+    both = ~np.isnan(h) & ~np.isnan(j)
+    gap = j[both] - h[both]
+    ones = np.ones(gap.size)
+    reason = "no unit has both a human and a judge first turn"
+
+    def estimate(values: np.ndarray, salt: int) -> Any:
+        return cluster_ratio_estimate(values, ones, groups[both], n_resamples=n_resamples, level=level,
+                                      seed=int(np.random.SeedSequence([seed, salt]).generate_state(1)[0]),
+                                      empty_reason=reason)
+
+    return FirstTurnAgreement(n=int(both.sum()), n_human_only=int((~np.isnan(h) & np.isnan(j)).sum()),
+                              n_judge_only=int((np.isnan(h) & ~np.isnan(j)).sum()),
+                              exact=estimate((gap == 0).astype(float), 1),
+                              within_one=estimate((np.abs(gap) <= 1).astype(float), 2),
+                              mean_absolute_difference=estimate(np.abs(gap), 3), mean_difference=estimate(gap, 4))

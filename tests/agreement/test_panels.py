@@ -157,3 +157,28 @@ def test_panel_report_judge_only_and_tie_counts():
     assert only_judges.human_panel is None and only_judges.majority is None
     assert any("no human annotators" in note for note in only_judges.notes)
     assert len(only_judges.judge_pairs[0].pairs) == 1
+
+
+def test_first_turn_agreement_by_hand():
+    from agreement.panels import first_turn_agreement
+
+    nan = float("nan")
+    # Units:   u0  u1  u2  u3  u4  u5   u6
+    human = [2, 3, 5, 1, 4, nan, 2]
+    judge = [2, 4, 8, 1, nan, 3, 1]
+    clusters = ["a", "a", "b", "c", "c", "d", "d"]
+    # Both given on u0, u1, u2, u3, u6: gaps (judge - human) 0, 1, 3, 0, -1.
+    # exact 2/5 = 0.4; within one 4/5 = 0.8; MAD (0+1+3+0+1)/5 = 1.0; mean difference 3/5 = 0.6.
+    result = first_turn_agreement(human, judge, clusters, n_resamples=2000)
+    assert (result.n, result.n_human_only, result.n_judge_only) == (5, 1, 1)
+    assert result.exact.statistic == pytest.approx(0.4)
+    assert result.within_one.statistic == pytest.approx(0.8)
+    assert result.mean_absolute_difference.statistic == pytest.approx(1.0)
+    assert result.mean_difference.statistic == pytest.approx(0.6)
+    # Intervals resample the 4 trajectories (a: gaps 0, 1; b: 3; c: 0; d: -1), so the MAD's bootstrap
+    # range is [0 (all c), 3 (all b)] and the interval lies inside it around the estimate.
+    lo, hi = result.mean_absolute_difference.confidence_interval()
+    assert 0.0 <= lo < 1.0 < hi <= 3.0
+    assert result.exact.details["n_clusters"] == 4
+    empty = first_turn_agreement([nan], [1.0], ["a"], n_resamples=200)
+    assert empty.n == 0 and empty.exact.undefined_reason.startswith("no unit has both")
