@@ -512,6 +512,31 @@ def format_verdict(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
+def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
+    """The study's own design on the policy's OC curve (``agreement.plan.operating_point``)."""
+    from agreement.plan import operating_point
+
+    floor = next((c for c in policy.criteria if isinstance(c, AgreementFloor)), None)
+    coefficient = floor.coefficient if floor else "percent_agreement"
+    report = evidence.section.report
+    estimate = evidence.agreement(coefficient, "human_majority")
+    majority = report.majority
+    if (estimate is None or majority is None or report.human_panel is None or not estimate.n
+            or not math.isfinite(estimate.statistic)):
+        return {"undefined_reason": f"needs a defined {coefficient} vs a human majority of at least two annotators"}
+    codes = majority.codes[majority.codes >= 0]
+    positive = evidence.section.positive
+    if positive is None:
+        return {"undefined_reason": "the planner models binary labels only"}
+    rate = float(np.mean(codes == list(report.categories).index(positive)))
+    clusters = evidence.table.loc[evidence.table["source"] == "human"].drop_duplicates("unit")["cluster"].nunique()
+    unscored, total = evidence.unscored()
+    return operating_point(policy, units=int(estimate.n), annotators=len(report.humans), positive_rate=rate,
+                           human_agreement=float(report.human_panel.mean_pairwise_agreement),
+                           turns_per_trajectory=estimate.n / max(1, clusters), observed=float(estimate.statistic),
+                           coefficient=coefficient, unscored_rate=unscored / total if total else 0.0)
+
+
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
     """sha256 of a judge's labels on the sampled units: a score checks they did not change since the gate."""
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)].sort_values("unit")
@@ -538,8 +563,11 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
+        body["operating_characteristic"] = study_operating_point(policy, evidence)
         verdicts[judge] = body
-        texts.append(format_verdict(verdict))
+        oc = body["operating_characteristic"]
+        texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
+                     f"{oc.get('sentence') or oc.get('undefined_reason')}")
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}

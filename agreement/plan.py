@@ -350,6 +350,54 @@ def _first_reaching(simulator: Simulator, accuracy: float, power: float) -> dict
     return out
 
 
+def oc_curve(simulator: Simulator, criteria: list[PlannedCriterion], units: int, *, grid: int = 21
+             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """P(pass) per planned criterion and for the policy at ``grid`` true agreements, from 0.2 below the
+    lowest floor (or the design's agreement) up to what a perfect judge reaches against the majority."""
+    design = simulator.design
+    top = float(true_agreement(design.coefficient, 1.0, design.majority_accuracy, design.positive_rate))
+    floors = [c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
+              and c.coefficient == design.coefficient]
+    start = min([*floors, design.judge_agreement]) - 0.2
+    xs = np.linspace(max(start, -0.5), top, grid)
+    accuracies = np.array([judge_accuracy_for(design, float(x)) for x in xs])
+    chunk = max(1, 4_000_000 // (simulator.studies * units))  # bounds the (accuracies, studies, units) arrays
+    parts = [simulator.pass_rates(units, accuracies[i:i + chunk]) for i in range(0, accuracies.size, chunk)]
+    return xs, {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+
+def operating_point(policy: Any, *, units: int, annotators: int, positive_rate: float, human_agreement: float,
+                    turns_per_trajectory: float, observed: float, coefficient: str, unscored_rate: float = 0.0,
+                    studies: int = 400, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Where a finished study's design sits on its policy's OC curve (for the verdict and the report).
+
+    The design is the study's own (validated units, annotators, observed positive rate,
+    annotators' raw agreement, units per trajectory); the curve is P(ACCEPT) of the
+    planned criteria against the judge's true ``coefficient``. ``sentence`` reads the
+    curve at the observed estimate.
+    """
+    try:
+        design = Design(positive_rate=positive_rate, judge_agreement=min(observed, 0.999),
+                        human_agreement=human_agreement, annotators=annotators,
+                        turns_per_trajectory=max(1.0, turns_per_trajectory), coefficient=coefficient,
+                        unscored_rate=min(unscored_rate, 0.999))
+        criteria = planned_criteria(policy)
+        if not any(c.planned for c in criteria):
+            raise InputError("no criterion the planner can simulate")
+        simulator = Simulator(design, criteria, level=policy.settings["level"], studies=studies, seed=seed)
+        xs, oc = oc_curve(simulator, criteria, units)
+    except InputError as error:
+        return {"units": units, "undefined_reason": str(error)}
+    accept = oc["policy"]
+    at = float(np.interp(observed, xs, accept))
+    sentence = (f"with {units} units this policy accepts a judge of true {coefficient} {observed:.2f} "
+                f"{at:.0%} of the time (planned criteria only; {studies} simulated studies per point)")
+    return {"units": units, "design": design.to_dict(), "coefficient": coefficient,
+            "true_agreement": [float(x) for x in xs], "p_accept": [float(v) for v in accept],
+            "p_accept_at_estimate": at, "sentence": sentence,
+            "not_planned": sorted(c.name for c in criteria if not c.planned)}
+
+
 def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None = None, studies: int = 600,
          grid: int = 21, seed: int = DEFAULT_SEED) -> Plan:
     """Units needed per planned criterion and for the policy, and the OC curve at ``units`` (default: the policy's)."""
@@ -367,15 +415,7 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
     reached = [v for v in needed.values() if v is not None]
     oc_units = units or needed.get("policy") or (max(reached) if reached else 300)
     q = design.majority_accuracy
-    top = float(true_agreement(design.coefficient, 1.0, q, design.positive_rate))
-    floors = [c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
-              and c.coefficient == design.coefficient]
-    start = min([*floors, design.judge_agreement]) - 0.2
-    xs = np.linspace(max(start, -0.5), top, grid)
-    accuracies = np.array([judge_accuracy_for(design, float(x)) for x in xs])
-    chunk = max(1, 4_000_000 // (studies * oc_units))  # bounds the (accuracies, studies, units) arrays
-    parts = [simulator.pass_rates(oc_units, accuracies[i:i + chunk]) for i in range(0, accuracies.size, chunk)]
-    oc = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+    xs, oc = oc_curve(simulator, criteria, oc_units, grid=grid)
     notes = [f"judge accuracy {accuracy:.4f} vs the latent label gives the design's {design.coefficient} "
              f"{design.judge_agreement} against a majority that is right {q:.4f} of the time"]
     if any(not c.planned for c in criteria):

@@ -182,6 +182,11 @@ def test_cli_exit_codes_and_verdict_file(tmp_path, good_study, capsys):
     assert "ACCEPT: judge 'identify@j'" in capsys.readouterr().out
     verdict = json.loads((good_study / "gate" / "verdict.json").read_text())
     assert verdict["verdict"] == "ACCEPT"
+    row = verdict["judges"]["identify@j"]["criteria"][0]
+    assert {"test", "value", "ci_low", "ci_high", "ci_level", "ci_method", "threshold"} <= set(row)
+    oc = verdict["judges"]["identify@j"]["operating_characteristic"]
+    assert oc["units"] == row["details"]["n_units"] and len(oc["p_accept"]) == len(oc["true_agreement"])
+    assert oc["sentence"].startswith(f"with {oc['units']} units this policy accepts a judge of true gwet_ac1")
     assert verdict["policy"]["content"] == accept.read_text()
     assert verdict["policy"]["sha256"] == sha256_hex(accept.read_text())
     for name, digest in verdict["fingerprints"].items():
