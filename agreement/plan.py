@@ -311,6 +311,8 @@ class Plan:
     oc_units: int
     oc_agreement: tuple[float, ...]
     oc_accept: dict[str, tuple[float, ...]]
+    floors: tuple[float, ...] = ()
+    """Floors of the agreement criteria on the OC curve's coefficient (dashed lines on the plot)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
@@ -319,7 +321,7 @@ class Plan:
                 "not_planned": self.not_planned,
                 "oc_curve": {"units": self.oc_units, "coefficient": self.design.coefficient,
                              "true_agreement": list(self.oc_agreement),
-                             "p_accept": {k: list(v) for k, v in self.oc_accept.items()}},
+                             "p_accept": {k: list(v) for k, v in self.oc_accept.items()}, "floors": list(self.floors)},
                 "notes": list(self.notes)}
 
 
@@ -424,6 +426,8 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
                 not_planned={c.name: c.reason for c in criteria if not c.planned}, oc_units=oc_units,
                 oc_agreement=tuple(float(x) for x in xs), oc_accept={k: tuple(float(v) for v in vals)
                                                                       for k, vals in oc.items()},
+                floors=tuple(c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
+                             and c.coefficient == design.coefficient),
                 notes=tuple(notes))
 
 
@@ -438,10 +442,13 @@ def format_plan(result: Plan) -> str:
         lines.append(f"  {name}: {n if n is not None else f'more than {MAX_UNITS}'}")
     for name, reason in result.not_planned.items():
         lines.append(f"  {name}: not planned ({reason})")
-    lines += ["", f"OC curve at {result.oc_units} units: P(ACCEPT) by true {d.coefficient}",
-              "  " + f"{'true':>7} " + " ".join(f"{k[:18]:>18}" for k in result.oc_accept)]
+    names = list(result.oc_accept)
+    lines += ["", f"OC curve at {result.oc_units} units: P(pass) by the judge's true {d.coefficient} vs the majority",
+              *[f"  [{i}] {name}" for i, name in enumerate(names, start=1) if name != "policy"],
+              "  " + f"{'true':>7} " + " ".join(f"{'[' + str(i) + ']' if n != 'policy' else 'ACCEPT':>7}"
+                                               for i, n in enumerate(names, start=1))]
     for i, x in enumerate(result.oc_agreement):
-        lines.append("  " + f"{x:7.3f} " + " ".join(f"{v[i]:18.3f}" for v in result.oc_accept.values()))
+        lines.append("  " + f"{x:7.3f} " + " ".join(f"{v[i]:7.3f}" for v in result.oc_accept.values()))
     lines += ["", *result.notes]
     return "\n".join(lines)
 
@@ -456,6 +463,8 @@ def plot_oc(result: Plan, path: Any) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for name, values in result.oc_accept.items():
         ax.plot(result.oc_agreement, values, lw=2.5 if name == "policy" else 1.2, label=name)
+    for floor in result.floors:
+        ax.axvline(floor, color="black", ls="--", lw=0.8)
     ax.axhline(result.power, color="grey", ls=":", lw=1)
     ax.axhline((1 - result.level) / 2, color="grey", ls=":", lw=1)
     ax.set_xlabel(f"true judge {result.design.coefficient} vs human majority")

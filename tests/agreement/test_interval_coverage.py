@@ -80,10 +80,10 @@ def tally(hits: dict, name: str, method: str, bounds: tuple[float, float], truth
         cell[2] += 1
 
 
-def agreement_cell(n: int, rate: float, studies: int, resamples: int) -> dict:
+def agreement_cell(n: int, rate: float, studies: int, resamples: int, start: int = 0) -> dict:
     truth = agreement_truth(JUDGE_ACC, REFERENCE_ACC, rate)
     hits: dict = {}
-    for seed in range(studies):
+    for seed in range(start, start + studies):
         rng = np.random.default_rng([n, int(rate * 100), seed])
         y, clusters = latent(n, rate, rng)
         data = RatingData.from_matrix(np.column_stack([copy(y, JUDGE_ACC, rng), copy(y, REFERENCE_ACC, rng)]),
@@ -101,10 +101,10 @@ def ceiling_truth(rate: float) -> float:
     return a * h + (1 - a) * (1 - h) - (h * h + (1 - h) ** 2)
 
 
-def ceiling_cell(n: int, rate: float, studies: int, resamples: int) -> dict:
+def ceiling_cell(n: int, rate: float, studies: int, resamples: int, start: int = 0) -> dict:
     truth = ceiling_truth(rate)
     hits: dict = {}
-    for seed in range(studies):
+    for seed in range(start, start + studies):
         rng = np.random.default_rng([n, int(rate * 100), seed, 1])
         y, clusters = latent(n, rate, rng)
         columns = [copy(y, JUDGE_ACC, rng)] + [copy(y, REFERENCE_ACC, rng) for _ in range(3)]
@@ -128,7 +128,7 @@ def welch(values: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
     return (a.mean() - b.mean() - half, a.mean() - b.mean() + half)
 
 
-def family_cell(n: int, rate: float, studies: int) -> dict:
+def family_cell(n: int, rate: float, studies: int, start: int = 0) -> dict:
     # Model m's judge copies the human label except: false positive rate f_m = 0.05 + shift(family)
     # + U(-0.03, 0.03), false negative rate 0.1. Its bias E[j - h] = (1 - pi) f_m - pi 0.1, so the
     # family contrast over the population of models is (1 - pi) (shift_a - shift_b) = 0.04 (1 - pi).
@@ -136,7 +136,7 @@ def family_cell(n: int, rate: float, studies: int) -> dict:
     families = np.array(MODELS)
     per_model = n // families.size
     hits: dict = {}
-    for seed in range(studies):
+    for seed in range(start, start + studies):
         rng = np.random.default_rng([n, int(rate * 100), seed, 2])
         bias = np.empty(families.size)
         for m, family in enumerate(families):
@@ -151,16 +151,18 @@ def family_cell(n: int, rate: float, studies: int) -> dict:
     return hits
 
 
-def measure(studies: int, resamples: int, family_studies: int) -> dict:
+def measure(studies: int, resamples: int, family_studies: int, *, sizes: tuple[int, ...] = SIZES,
+            start: int = 0) -> dict:
     """{(statistic, method): {(n, rate): (coverage, lower-bound miss rate, defined studies)}}.
 
     The lower-bound miss rate (lower bound above the truth; nominal 2.5%) is the gate's
     error: a floor or a non-inferiority margin is passed on the lower bound."""
     table: dict = {}
-    for n in SIZES:
+    for n in sizes:
         for rate in RATES:
-            cells = {**agreement_cell(n, rate, studies, resamples), **ceiling_cell(n, rate, studies, resamples),
-                     **family_cell(n, rate, family_studies)}
+            cells = {**agreement_cell(n, rate, studies, resamples, start),
+                     **ceiling_cell(n, rate, studies, resamples, start),
+                     **family_cell(n, rate, family_studies, 4 * start)}
             for key, (hit, low_miss, defined) in cells.items():
                 table.setdefault(key, {})[(n, rate)] = (hit / defined if defined else math.nan,
                                                         low_miss / defined if defined else math.nan, defined)
@@ -172,23 +174,23 @@ def tolerance(studies: int, rate: float = 0.95) -> float:
     return 2 * math.sqrt(rate * (1 - rate) / studies)
 
 
-def covers(cell: tuple[float, float, int], studies: int) -> bool:
-    """The rule: coverage consistent with 94-96% (two Monte Carlo SEs) and the lower bound above the
-    truth at most 5% of the time (the gate's error when it reads a lower bound; nominal 2.5%)."""
-    coverage, low_miss, _ = cell
-    slack = tolerance(studies)
+def covers(cell: tuple[float, float, int]) -> bool:
+    """The rule: coverage within two Monte Carlo SEs (of the cell's own count of studies) of 94-96%,
+    and the lower bound above the truth at most 5% of the time (the gate's error when it reads a
+    lower bound; nominal 2.5%)."""
+    coverage, low_miss, defined = cell
+    slack = tolerance(defined)
     return 0.94 - slack <= coverage <= 0.96 + slack and low_miss <= 0.05
 
 
-def choose(table: dict, studies: int, family_studies: int) -> dict[str, tuple[str, int | None]]:
+def choose(table: dict) -> dict[str, tuple[str, int | None]]:
     """Per statistic: the method covering (``covers``) at every positive rate from the smallest size on,
-    ties broken by the largest |coverage - 0.95| over those sizes; (method, None) when none ever does."""
+    ties broken by the largest |coverage - 0.95| over those sizes; ("", None) when none ever does."""
     best: dict[str, tuple[int, float, str]] = {}
     for (statistic, method), cells in table.items():
-        count = family_studies if statistic == "family_contrast" else studies
         minimum = None
         for n in sorted(SIZES, reverse=True):
-            if all(covers(cells[(n, r)], count) for r in RATES):
+            if all(covers(cells[(n, r)]) for r in RATES):
                 minimum = n
             else:
                 break
@@ -202,28 +204,44 @@ def choose(table: dict, studies: int, family_studies: int) -> dict[str, tuple[st
     return {s: (best[s][2], best[s][0]) if s in best else ("", None) for s in statistics}
 
 
+def merge(*tables: dict) -> dict:
+    """Pool the studies of several measurements of the same cells (different seeds)."""
+    out: dict = {}
+    for table in tables:
+        for key, cells in table.items():
+            for cell, (coverage, low_miss, defined) in cells.items():
+                hit, miss, total = out.setdefault(key, {}).get(cell, (0.0, 0.0, 0))
+                out[key][cell] = (hit + coverage * defined, miss + low_miss * defined, total + defined)
+    return {key: {cell: (h / d if d else math.nan, m / d if d else math.nan, d) for cell, (h, m, d) in cells.items()}
+            for key, cells in out.items()}
+
+
 @pytest.mark.slow
 def test_chosen_intervals_cover_from_their_minimum_size():
     studies, family_studies = 400, 2000
     table = measure(studies, resamples=500, family_studies=family_studies)
     for statistic, method in METHOD.items():
         count = family_studies if statistic == "family_contrast" else studies
-        slack, miss_slack = tolerance(count), tolerance(count, 0.05)
+        # Three Monte Carlo SEs: this rerun is smaller than the measurement that chose the method.
+        slack, miss_slack = 1.5 * tolerance(count), 1.5 * tolerance(count, 0.05)
         for (n, rate), (coverage, low_miss, defined) in table[(statistic, method)].items():
             if n >= MIN_UNITS[statistic]:
                 assert 0.94 - slack <= coverage <= 0.96 + slack, (statistic, method, n, rate, coverage, defined)
                 assert low_miss <= 0.05 + miss_slack, (statistic, method, n, rate, low_miss)
 
 
-def write_table(path: Path, table: dict, studies: int, family_studies: int, resamples: int) -> None:
+def write_table(path: Path, table: dict, resamples: int) -> None:
+    counts = {n: table[("gwet_ac1", "t")][(n, RATES[0])][2] for n in SIZES}
+    studies = ", ".join(f"{c} at {n}" for n, c in counts.items())
     lines = ["# Coverage of nominal 95% intervals (measured)", "",
-             f"Written by `python -m tests.agreement.test_interval_coverage`: {studies} simulated studies per cell "
-             f"({family_studies} for the family contrast), {resamples} cluster-bootstrap resamples each. Units are "
+             f"Written by `python -m tests.agreement.test_interval_coverage`: simulated studies per cell by units: "
+             f"{studies} (4x for the family contrast), {resamples} cluster-bootstrap resamples each. Units are "
              "turns in trajectories of 1 + Poisson(2) turns sharing a Beta(4 pi, 4 (1 - pi)) positive rate; the judge "
              f"copies the latent label with accuracy {JUDGE_ACC}, the reference / each of 3 annotators with "
              f"{REFERENCE_ACC}; truths are analytic. Coverage among studies where the interval is defined "
-             f"(an undefined interval fails the gate as unmeasurable); Monte Carlo SE about {math.sqrt(0.95 * 0.05 / studies):.3f} "
-             f"({math.sqrt(0.95 * 0.05 / family_studies):.3f} for the family contrast). The family contrast: 6 "
+             f"(an undefined interval fails the gate as unmeasurable); Monte Carlo SE of a coverage near 0.95: "
+             f"sqrt(0.95 x 0.05 / studies), {math.sqrt(0.95 * 0.05 / max(counts.values())):.4f} to "
+             f"{math.sqrt(0.95 * 0.05 / min(counts.values())):.4f}. The family contrast: 6 "
              "models in 2 families, units split evenly, models as replicates. Methods: `t` = estimate +/- t(C-1) x "
              "analytic (linearised, clustered) SE; `percentile`, `bca` = cluster bootstrap; `t_boot` = estimate +/- "
              "t(C-1) x bootstrap SD x sqrt(C/(C-1)); `pooled_t` / `welch` = t intervals over the models' biases.",
@@ -245,7 +263,7 @@ def write_table(path: Path, table: dict, studies: int, family_studies: int, resa
               "SEs of 94-96% and its lower bound lies above the truth at most 5% of the time. Per statistic the "
               "rule picks the method that covers from the smallest size on (ties: closest to 95%); below that size "
               "no measured method covers, so the gate fails the criterion as too small:", ""]
-    for statistic, (method, minimum) in choose(table, studies, family_studies).items():
+    for statistic, (method, minimum) in choose(table).items():
         lines.append(f"- `{statistic}`: " + (f"**{method}** from {minimum} units" if minimum else
                                               "no method covers at any measured size"))
     lines += ["", "Read the table at 30 and 50 units: with 10-17 trajectories every cluster-bootstrap and t interval "
@@ -255,17 +273,17 @@ def write_table(path: Path, table: dict, studies: int, family_studies: int, resa
 
 
 if __name__ == "__main__":
+    # python -m tests.agreement.test_interval_coverage STUDIES [SAVED.pkl ...]: measure (or load what
+    # earlier runs saved, pooling them) and write benchmarks/coverage.md.
     import pickle
 
     studies = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    saved = Path(sys.argv[2]) if len(sys.argv) > 2 else None
-    if saved is not None and saved.exists():
-        table = pickle.loads(saved.read_bytes())
+    saved = [Path(a) for a in sys.argv[2:]]
+    if saved and all(path.exists() for path in saved):
+        table = merge(*(pickle.loads(path.read_bytes()) for path in saved))
     else:
         table = measure(studies, resamples=1000, family_studies=4 * studies)
-        if saved is not None:
-            saved.write_bytes(pickle.dumps(table))
-    write_table(Path(__file__).resolve().parents[2] / "benchmarks" / "coverage.md", table, studies, 4 * studies, 1000)
-    print(choose(table, studies, 4 * studies))
-    for key, cells in sorted(table.items()):
-        print(key, " ".join(f"{c[0]:.3f}/{c[1]:.3f}" for c in cells.values()))
+        if saved:
+            saved[0].write_bytes(pickle.dumps(table))
+    write_table(Path(__file__).resolve().parents[2] / "benchmarks" / "coverage.md", table, 1000)
+    print(choose(table))
