@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,7 @@ SETTINGS = {"agreement_floor": (0.3, 0.99), "human_ceiling": (0.0, None), "alt_t
 
 @pytest.fixture(scope="module")
 def good_study(tmp_path_factory):
-    root = tmp_path_factory.mktemp("good")  # 119 validated units: above the intervals' MIN_UNITS (100)
+    root = tmp_path_factory.mktemp("good")  # 127 validated units: above the intervals' MIN_UNITS (100)
     write_ise_study(root, judge_accuracy=0.97, human_accuracy=0.82, unscored=4, sample_share=0.8)
     return root
 
@@ -179,7 +180,9 @@ def test_shipped_policies_parse_and_are_documented(repo):
 def test_cli_exit_codes_and_verdict_file(tmp_path, good_study, capsys):
     accept = policy(tmp_path, CRITERION["agreement_floor"].format(x=0.3))
     assert main(["gate", str(good_study), "--policy", str(accept), "--judge", "identify@j"]) == 0
-    assert "ACCEPT: judge 'identify@j'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ACCEPT: judge 'identify@j'" in out and "95% CI [" in out and "test: one-sided" in out
+    assert re.search(r"operating characteristic: with \d+ units this policy accepts a judge of true gwet_ac1", out)
     verdict = json.loads((good_study / "gate" / "verdict.json").read_text())
     assert verdict["verdict"] == "ACCEPT"
     row = verdict["judges"]["identify@j"]["criteria"][0]
