@@ -537,6 +537,19 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
                            coefficient=coefficient, unscored_rate=unscored / total if total else 0.0)
 
 
+def first_turn_document(study: Any, judge: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Human first recognition turns against the judge's t* (``agreement.panels.study_first_turns``)."""
+    from agreement.panels import study_first_turns
+
+    result = study_first_turns(study, judge, n_resamples=settings["n_resamples"], seed=settings["seed"],
+                               level=settings["level"])
+    if isinstance(result, str):
+        return {"undefined_reason": result}
+    return {"n": result.n, "n_human_only": result.n_human_only, "n_judge_only": result.n_judge_only,
+            **{name: getattr(result, name).to_dict()
+               for name in ("exact", "within_one", "mean_absolute_difference", "mean_difference")}}
+
+
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
     """sha256 of a judge's labels on the sampled units: a score checks they did not change since the gate."""
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)].sort_values("unit")
@@ -564,6 +577,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
         body["operating_characteristic"] = study_operating_point(policy, evidence)
+        body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
         oc = body["operating_characteristic"]
         texts.append(format_verdict(verdict) + f"\n  operating characteristic: "

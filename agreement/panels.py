@@ -690,3 +690,29 @@ def first_turn_agreement(human: Sequence[float], judge: Sequence[float], cluster
                               exact=estimate((gap == 0).astype(float), 1),
                               within_one=estimate((np.abs(gap) <= 1).astype(float), 2),
                               mean_absolute_difference=estimate(np.abs(gap), 3), mean_difference=estimate(gap, 4))
+
+
+def study_first_turns(study: Any, judge: str, **settings: Any) -> FirstTurnAgreement | str:
+    """``first_turn_agreement`` of ``judge`` on a study's sampled units, or the reason it cannot be formed.
+
+    The human first turn of a unit is the median of its independent annotators' first turns
+    (those who gave one); the judge's is its t* (sample 0; -1 = no recognition).
+    """
+    human, judged = study.human, study.judge
+    if "first_turn" not in human.columns or "first_turn" not in judged.columns:
+        return "no first recognition turns in the human or the judge labels"
+    key = study.key.drop_duplicates("task_id").set_index("task_id")
+    independent = human[(human["role"] == "independent") & human["task_id"].isin(key.index)]
+    turns = independent.assign(unit=independent["task_id"].map(key["unit_id"]),
+                               turn=independent["first_turn"].astype(float))
+    turns = turns[turns["turn"] >= 0]
+    mine = judged[(judged["judge"] == judge) & (judged["sample_index"] == 0)
+                  & judged["unit_id"].isin(set(key["unit_id"]))]
+    if mine.empty or turns.empty:
+        return f"no first recognition turn from {'judge ' + repr(judge) if mine.empty else 'any annotator'}"
+    units = sorted(set(mine["unit_id"]))
+    human_turn = turns.groupby("unit")["turn"].median().reindex(units)
+    judge_turn = mine.drop_duplicates("unit_id").set_index("unit_id")["first_turn"].astype(float).reindex(units)
+    judge_turn = judge_turn.where(judge_turn >= 0)
+    clusters = key.drop_duplicates("unit_id").set_index("unit_id")["trajectory_id"].reindex(units)
+    return first_turn_agreement(human_turn.to_numpy(), judge_turn.to_numpy(), clusters.to_numpy(), **settings)

@@ -182,3 +182,28 @@ def test_first_turn_agreement_by_hand():
     assert result.exact.details["n_clusters"] == 4
     empty = first_turn_agreement([nan], [1.0], ["a"], n_resamples=200)
     assert empty.n == 0 and empty.exact.undefined_reason.startswith("no unit has both")
+
+
+def test_study_first_turns_joins_key_humans_and_judge():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from agreement.panels import study_first_turns
+
+    # Study frames as agreement.study_io.load_study reads them: task -> unit -> trajectory.
+    key = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "unit_id": ["u1", "u2", "u3"],
+                        "trajectory_id": ["a", "a", "b"]})
+    human = pd.DataFrame({"task_id": ["t1", "t1", "t1", "t2", "t2", "t3", "t3"],
+                          "annotator": ["x", "y", "z", "x", "y", "x", "y"],
+                          "role": ["independent"] * 6 + ["adjudication"],
+                          "first_turn": [2, 4, 3, 5, None, None, 1]})
+    judge = pd.DataFrame({"unit_id": ["u1", "u2", "u3", "u1"], "judge": ["j", "j", "j", "j"],
+                          "sample_index": [0, 0, 0, 1], "first_turn": [3, 7, 2, 9]})
+    # Human turns: u1 median(2, 4, 3) = 3; u2 median(5) = 5; u3 none (the adjudication is kept apart).
+    # Judge (sample 0): u1 3, u2 7, u3 2 -> both on u1 (gap 0) and u2 (gap 2); u3 judge only.
+    result = study_first_turns(SimpleNamespace(key=key, human=human, judge=judge), "j", n_resamples=200)
+    assert (result.n, result.n_human_only, result.n_judge_only) == (2, 0, 1)
+    assert result.exact.statistic == pytest.approx(0.5) and result.mean_absolute_difference.statistic == pytest.approx(1.0)
+    assert study_first_turns(SimpleNamespace(key=key, human=human.drop(columns="first_turn"), judge=judge),
+                             "j").startswith("no first recognition turns")
