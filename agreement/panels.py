@@ -591,7 +591,8 @@ class CeilingDifference:
     def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
         from agreement.intervals import bootstrap_interval
 
-        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method)
+        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method,
+                                  df=self.n_clusters - 1)
 
 
 def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coefficient: str, *,
