@@ -602,8 +602,9 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
 
     humans = [h for h in humans if h != judge]
     empty = np.zeros(0)
-    nan = dict(coefficient=coefficient, statistic=math.nan, judge_mean=math.nan, human_mean=math.nan, n=0,
-               n_clusters=0, annotators=len(humans), annotator_pairs=0, bootstrap=empty, jackknife=None)
+    nan = {"coefficient": coefficient, "statistic": math.nan, "judge_mean": math.nan, "human_mean": math.nan,
+           "n": 0, "n_clusters": 0, "annotators": len(humans), "annotator_pairs": 0, "bootstrap": empty,
+           "jackknife": None}
     if len(humans) < 2:
         return CeilingDifference(**nan, undefined_reason=f"needs at least two annotators (got {len(humans)})")
     if coefficient not in PAIR_COEFFICIENTS:

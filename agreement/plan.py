@@ -418,8 +418,8 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
     oc_units = units or needed.get("policy") or (max(reached) if reached else 300)
     q = design.majority_accuracy
     xs, oc = oc_curve(simulator, criteria, oc_units, grid=grid)
-    notes = [f"judge accuracy {accuracy:.4f} vs the latent label gives the design's {design.coefficient} "
-             f"{design.judge_agreement} against a majority that is right {q:.4f} of the time"]
+    notes = [(f"judge accuracy {accuracy:.4f} vs the latent label gives the design's {design.coefficient} "
+             f"{design.judge_agreement} against a majority that is right {q:.4f} of the time")]
     if any(not c.planned for c in criteria):
         notes.append("P(ACCEPT) counts only the planned criteria; the others must pass too")
     return Plan(policy=policy.name, design=design, level=level, power=power, studies=studies, units_needed=needed,
@@ -433,11 +433,11 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
 
 def format_plan(result: Plan) -> str:
     d = result.design
-    lines = [f"plan for policy {result.policy!r} at level {result.level}, power {result.power} "
-             f"({result.studies} simulated studies per point)",
-             f"design: positive rate {d.positive_rate}, judge {d.coefficient} {d.judge_agreement}, human raw agreement "
+    lines = [(f"plan for policy {result.policy!r} at level {result.level}, power {result.power} "
+             f"({result.studies} simulated studies per point)"),
+             (f"design: positive rate {d.positive_rate}, judge {d.coefficient} {d.judge_agreement}, human raw agreement "
              f"{d.human_agreement}, {d.annotators} annotator(s), {d.turns_per_trajectory} turns per trajectory, "
-             f"icc {d.icc}, unscored rate {d.unscored_rate}", "", "units needed:"]
+             f"icc {d.icc}, unscored rate {d.unscored_rate}"), "", "units needed:"]
     for name, n in result.units_needed.items():
         lines.append(f"  {name}: {n if n is not None else f'more than {MAX_UNITS}'}")
     for name, reason in result.not_planned.items():

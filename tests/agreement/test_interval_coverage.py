@@ -234,7 +234,7 @@ def write_table(path: Path, table: dict, resamples: int) -> None:
     counts = {n: table[("gwet_ac1", "t")][(n, RATES[0])][2] for n in SIZES}
     studies = ", ".join(f"{c} at {n}" for n, c in counts.items())
     lines = ["# Coverage of nominal 95% intervals (measured)", "",
-             f"Written by `python -m tests.agreement.test_interval_coverage`: simulated studies per cell by units: "
+             (f"Written by `python -m tests.agreement.test_interval_coverage`: simulated studies per cell by units: "
              f"{studies} (4x for the family contrast), {resamples} cluster-bootstrap resamples each. Units are "
              "turns in trajectories of 1 + Poisson(2) turns sharing a Beta(4 pi, 4 (1 - pi)) positive rate; the judge "
              f"copies the latent label with accuracy {JUDGE_ACC}, the reference / each of 3 annotators with "
@@ -244,10 +244,10 @@ def write_table(path: Path, table: dict, resamples: int) -> None:
              f"{math.sqrt(0.95 * 0.05 / min(counts.values())):.4f}. The family contrast: 6 "
              "models in 2 families, units split evenly, models as replicates. Methods: `t` = estimate +/- t(C-1) x "
              "analytic (linearised, clustered) SE; `percentile`, `bca` = cluster bootstrap; `t_boot` = estimate +/- "
-             "t(C-1) x bootstrap SD x sqrt(C/(C-1)); `pooled_t` / `welch` = t intervals over the models' biases.",
-             "", "Each cell: two-sided coverage (share of studies whose lower bound lies above the truth, nominal "
+             "t(C-1) x bootstrap SD x sqrt(C/(C-1)); `pooled_t` / `welch` = t intervals over the models' biases."),
+             "", ("Each cell: two-sided coverage (share of studies whose lower bound lies above the truth, nominal "
              "0.025: the gate's error, since floors and margins are passed on the lower bound). "
-             "Bold: the method the gate uses (`agreement/intervals.py`).", ""]
+             "Bold: the method the gate uses (`agreement/intervals.py`)."), ""]
     header = "| statistic | method | " + " | ".join(f"n={n} pi={r}" for n in SIZES for r in RATES) + " |"
     lines += [header, "|" + "---|" * (2 + len(SIZES) * len(RATES))]
     for (statistic, method), cells in sorted(table.items()):
@@ -259,16 +259,16 @@ def write_table(path: Path, table: dict, resamples: int) -> None:
                 coverage, low_miss, _ = cells[(n, rate)]
                 row.append("--" if not math.isfinite(coverage) else f"{coverage:.3f} ({low_miss:.3f})")
         lines.append(f"| {statistic} | {label} | " + " | ".join(row) + " |")
-    lines += ["", "A method *covers* at a size when, at every positive rate, its coverage is within two Monte Carlo "
+    lines += ["", ("A method *covers* at a size when, at every positive rate, its coverage is within two Monte Carlo "
               "SEs of 94-96% and its lower bound lies above the truth at most 5% of the time (also within two SEs). Per statistic the "
               "rule picks the method that covers from the smallest size on (ties: closest to 95%); below that size "
-              "no measured method covers, so the gate fails the criterion as too small:", ""]
+              "no measured method covers, so the gate fails the criterion as too small:"), ""]
     for statistic, (method, minimum) in choose(table).items():
         lines.append(f"- `{statistic}`: " + (f"**{method}** from {minimum} units" if minimum else
                                               "no method covers at any measured size"))
-    lines += ["", "Read the table at 30 and 50 units: with 10-17 trajectories every cluster-bootstrap and t interval "
+    lines += ["", ("Read the table at 30 and 50 units: with 10-17 trajectories every cluster-bootstrap and t interval "
               "is too narrow, and the lower bound overshoots the truth up to 4 times as often as its nominal 2.5%. "
-              "A 50-unit validation (the ISE paper's) cannot show an agreement floor at the 95% level this way."]
+              "A 50-unit validation (the ISE paper's) cannot show an agreement floor at the 95% level this way.")]
     path.write_text("\n".join(lines) + "\n")
 
 
