@@ -518,6 +518,8 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
 
     floor = next((c for c in policy.criteria if isinstance(c, AgreementFloor)), None)
     coefficient = floor.coefficient if floor else "percent_agreement"
+    if getattr(evidence, "section", None) is None:
+        return {"undefined_reason": "no human labels on the judge's units"}
     report = evidence.section.report
     estimate = evidence.agreement(coefficient, "human_majority")
     majority = report.majority

@@ -588,6 +588,13 @@ class CeilingDifference:
     jackknife: tuple[np.ndarray, np.ndarray] | None
     undefined_reason: str | None = None
 
+    @classmethod
+    def undefined(cls, coefficient: str, reason: str, *, annotators: int = 0, annotator_pairs: int = 0
+                  ) -> CeilingDifference:
+        return cls(coefficient=coefficient, statistic=math.nan, judge_mean=math.nan, human_mean=math.nan, n=0,
+                   n_clusters=0, annotators=annotators, annotator_pairs=annotator_pairs, bootstrap=np.zeros(0),
+                   jackknife=None, undefined_reason=reason)
+
     def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
         from agreement.intervals import bootstrap_interval
 
@@ -601,12 +608,9 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
     from agreement import compute_pairs
 
     humans = [h for h in humans if h != judge]
-    empty = np.zeros(0)
-    nan = {"coefficient": coefficient, "statistic": math.nan, "judge_mean": math.nan, "human_mean": math.nan,
-           "n": 0, "n_clusters": 0, "annotators": len(humans), "annotator_pairs": 0, "bootstrap": empty,
-           "jackknife": None}
     if len(humans) < 2:
-        return CeilingDifference(**nan, undefined_reason=f"needs at least two annotators (got {len(humans)})")
+        return CeilingDifference.undefined(coefficient, f"needs at least two annotators (got {len(humans)})",
+                                           annotators=len(humans))
     if coefficient not in PAIR_COEFFICIENTS:
         raise InputError(f"coefficient={coefficient!r}: the human ceiling compares pairwise coefficients "
                          f"{list(PAIR_COEFFICIENTS)}")
@@ -619,8 +623,8 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
     paired = [results[p][coefficient] for p in human_pairs if math.isfinite(results[p][coefficient].statistic)]
     if not judged or not paired:
         side = "judge-annotator" if not judged else "annotator-annotator"
-        return CeilingDifference(**{**nan, "annotator_pairs": len(paired)},
-                                 undefined_reason=f"no {side} pair shares a unit with a defined {coefficient}")
+        return CeilingDifference.undefined(coefficient, f"no {side} pair shares a unit with a defined {coefficient}",
+                                           annotators=len(humans), annotator_pairs=len(paired))
 
     def difference(values: list[np.ndarray | float], split: int) -> np.ndarray:
         stacked = np.asarray(values, dtype=float)
@@ -628,7 +632,7 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
 
     every = judged + paired
     statistic = float(difference([r.statistic for r in every], len(judged)))
-    boot = difference([r.bootstrap for r in every], len(judged)) if settings.n_resamples else empty
+    boot = difference([r.bootstrap for r in every], len(judged)) if settings.n_resamples else np.zeros(0)
     jackknife = None
     if settings.n_resamples and all(r.details.get("jackknife") is not None for r in every):
         counts = every[0].details["jackknife"][1]
