@@ -164,7 +164,7 @@ class AgreementFloor:
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         threshold = f"lower CI bound >= {self.floor}"
         test = (f"one-sided: the lower bound of the {evidence.level:.0%} interval of {self.coefficient} "
-                f"(judge vs human majority) at or above the floor")
+                f"(judge vs {self.reference.replace('_', ' ')}) at or above the floor")
         result = evidence.agreement(self.coefficient, self.reference)
         if result is None or result.undefined_reason or not math.isfinite(result.statistic):
             reason = getattr(result, "undefined_reason", None) or "no units with both a judge label and a majority"
@@ -521,7 +521,7 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
     if getattr(evidence, "section", None) is None:
         return {"undefined_reason": "no human labels on the judge's units"}
     report = evidence.section.report
-    estimate = evidence.agreement(coefficient, "human_majority")
+    estimate = evidence.agreement(coefficient, floor.reference if floor else "human_majority")
     majority = report.majority
     if (estimate is None or majority is None or report.human_panel is None or not estimate.n
             or not math.isfinite(estimate.statistic)):
