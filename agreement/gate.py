@@ -73,11 +73,13 @@ class CriterionResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from agreement.study_io import jsonable
+
         clean = (lambda x: x if isinstance(x, (int, float)) and math.isfinite(x) else None)
         return {"name": self.name, "type": self.type, "test": self.test, "value": clean(self.value),
                 "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high), "ci_level": self.ci_level,
                 "ci_method": self.ci_method, "threshold": self.threshold, "passed": self.passed,
-                "reason": self.reason, "details": self.details}
+                "reason": self.reason, "details": jsonable(self.details)}
 
 
 class Evidence(Protocol):

@@ -371,3 +371,24 @@ def test_unscored_share_passes_on_its_upper_bound(tmp_path):
     point = load_policy(policy(tmp_path, CRITERION["unscored_share"].format(x=0.02) + "\npoint_estimate = true"))
     explicit = evaluate(point, UnscoredEvidence(0, 100), fingerprints={}, simulated=False).results[0]
     assert explicit.passed and "point estimate" in explicit.test
+
+
+def test_undefined_details_are_null_in_the_verdict(tmp_path):
+    from agreement import RatingData
+
+    # One annotator: the ceiling difference is undefined; its NaN means travel as null, not NaN.
+    data = RatingData.from_matrix(np.array([[0, 0, 0, 0], [1, 1, 1, 1]] * 60), raters=("judge", "h1", "h2", "h3"),
+                                  categories=(0, 1))
+
+    class OneAnnotator(CeilingEvidence):
+        def human_ceiling(self, coefficient):
+            from agreement.panels import PanelSettings, ceiling_difference
+
+            return ceiling_difference(self.data, "judge", ["h1"], coefficient, settings=PanelSettings(n_resamples=200))
+
+    pol = load_policy(policy(tmp_path, CRITERION["human_ceiling"].format(x=0.1)))
+    body = evaluate(pol, OneAnnotator(data), fingerprints={}, simulated=False).to_dict()
+    row = body["criteria"][0]
+    assert not row["passed"] and "two annotators" in row["reason"]
+    assert row["details"]["judge_mean"] is None
+    json.dumps(body, allow_nan=False)
