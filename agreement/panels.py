@@ -609,7 +609,7 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
 
     humans = [h for h in humans if h != judge]
     if len(humans) < 2:
-        return CeilingDifference.undefined(coefficient, f"needs at least two annotators (got {len(humans)})",
+        return CeilingDifference.undefined(coefficient, f"needs a judge and at least two annotators (got {len(humans)})",
                                            annotators=len(humans))
     if coefficient not in PAIR_COEFFICIENTS:
         raise InputError(f"coefficient={coefficient!r}: the human ceiling compares pairwise coefficients "
