@@ -186,7 +186,7 @@ class AgreementFloor:
 
 @register_criterion("human_ceiling")
 class HumanCeiling:
-    """Non-inferiority: the judge agrees with the annotators at least as well as they agree with each other, minus a margin.
+    """Non-inferiority: judge-annotator agreement at least annotator-annotator agreement minus a margin.
 
     The difference (mean judge-annotator minus mean annotator-annotator coefficient)
     has an interval from a paired cluster bootstrap over the same units; the
@@ -335,7 +335,8 @@ class FamilyContrastBound:
         reason = None
         if failures:
             reason = "; ".join(
-                f"{f}: {per_family[f]['contrast']:+.3f} [{per_family[f]['ci_low']:+.3f}, {per_family[f]['ci_high']:+.3f}]"
+                f"{f}: {per_family[f]['contrast']:+.3f} "
+                f"[{per_family[f]['ci_low']:+.3f}, {per_family[f]['ci_high']:+.3f}]"
                 + (" significant" if per_family[f]["significant"] else " not inside the bound") for f in failures)
         return CriterionResult(
             name=self.name, type="family_contrast", test=test, value=worst[0], ci_low=worst[1], ci_high=worst[2],

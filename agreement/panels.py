@@ -302,8 +302,9 @@ def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSetti
     upper = np.triu_indices(len(humans), k=1)
     defined = raw[upper][shared[upper] > 0]
     prevalence, bias = _mean_pair_indices(sub, shared)
-    results = compute(sub, settings.human_coefficients(len(humans)), weights=settings.weights, alpha_level=settings.alpha_level,
-                      n_resamples=settings.n_resamples, seed=settings.seed, cluster=settings.cluster)
+    results = compute(sub, settings.human_coefficients(len(humans)), weights=settings.weights,
+                      alpha_level=settings.alpha_level, n_resamples=settings.n_resamples, seed=settings.seed,
+                      cluster=settings.cluster)
     return HumanPanel(raters=tuple(humans), n_units=sub.n_units,
                       n_pairable=int(((sub.codes >= 0).sum(axis=1) >= 2).sum()), n_missing=int((sub.codes < 0).sum()),
                       pairwise_agreement={(humans[i], humans[j]): float(raw[i, j]) for i, j in zip(*upper)},
@@ -609,8 +610,8 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
 
     humans = [h for h in humans if h != judge]
     if len(humans) < 2:
-        return CeilingDifference.undefined(coefficient, f"needs a judge and at least two annotators (got {len(humans)})",
-                                           annotators=len(humans))
+        reason = f"needs a judge and at least two annotators (got {len(humans)})"
+        return CeilingDifference.undefined(coefficient, reason, annotators=len(humans))
     if coefficient not in PAIR_COEFFICIENTS:
         raise InputError(f"coefficient={coefficient!r}: the human ceiling compares pairwise coefficients "
                          f"{list(PAIR_COEFFICIENTS)}")

@@ -435,9 +435,10 @@ def format_plan(result: Plan) -> str:
     d = result.design
     lines = [(f"plan for policy {result.policy!r} at level {result.level}, power {result.power} "
              f"({result.studies} simulated studies per point)"),
-             (f"design: positive rate {d.positive_rate}, judge {d.coefficient} {d.judge_agreement}, human raw agreement "
-             f"{d.human_agreement}, {d.annotators} annotator(s), {d.turns_per_trajectory} turns per trajectory, "
-             f"icc {d.icc}, unscored rate {d.unscored_rate}"), "", "units needed:"]
+             (f"design: positive rate {d.positive_rate}, judge {d.coefficient} {d.judge_agreement}, "
+              f"human raw agreement {d.human_agreement}, {d.annotators} annotator(s), "
+              f"{d.turns_per_trajectory} turns per trajectory, icc {d.icc}, unscored rate {d.unscored_rate}"),
+             "", "units needed:"]
     for name, n in result.units_needed.items():
         lines.append(f"  {name}: {n if n is not None else f'more than {MAX_UNITS}'}")
     for name, reason in result.not_planned.items():

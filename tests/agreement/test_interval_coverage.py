@@ -260,9 +260,9 @@ def write_table(path: Path, table: dict, resamples: int) -> None:
                 row.append("--" if not math.isfinite(coverage) else f"{coverage:.3f} ({low_miss:.3f})")
         lines.append(f"| {statistic} | {label} | " + " | ".join(row) + " |")
     lines += ["", ("A method *covers* at a size when, at every positive rate, its coverage is within two Monte Carlo "
-              "SEs of 94-96% and its lower bound lies above the truth at most 5% of the time (also within two SEs). Per statistic the "
-              "rule picks the method that covers from the smallest size on (ties: closest to 95%); below that size "
-              "no measured method covers, so the gate fails the criterion as too small:"), ""]
+              "SEs of 94-96% and its lower bound lies above the truth at most 5% of the time (also within two "
+              "SEs). Per statistic the rule picks the method that covers from the smallest size on (ties: closest "
+              "to 95%); below that size no measured method covers, so the gate fails the criterion as too small:"), ""]
     for statistic, (method, minimum) in choose(table).items():
         lines.append(f"- `{statistic}`: " + (f"**{method}** from {minimum} units" if minimum else
                                               "no method covers at any measured size"))
