@@ -22,8 +22,15 @@ Policy layout::
     min_lower_bound = 0.6
     ...
 
+Every criterion is a test of what it claims and states it: ``test`` (the
+statistical test), ``value``, the interval (``ci_low``, ``ci_high``, ``ci_level``,
+``ci_method``) and ``threshold``. Nothing passes on a point estimate alone unless
+the policy says so for that criterion (``point_estimate = true``). Interval methods
+and the sizes below which they are not trusted come from the coverage study
+(``agreement.intervals``).
+
 The verdict file (STUDY/gate/verdict.json) holds the verdict, every criterion's
-value, interval, threshold and result, the policy's content and sha256, and the
+test, value, interval, threshold and result, the policy's content and sha256, and the
 fingerprints of the input files, so a score can cite the verdict it rests on.
 """
 
@@ -36,6 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
+from agreement.intervals import method_for, pooled_t_contrast, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -49,19 +59,27 @@ class CriterionResult:
 
     name: str
     type: str
+    test: str
+    """The statistical test the decision rests on, in words."""
     value: float
     ci_low: float
     ci_high: float
+    ci_level: float | None
+    """Level of the interval (None: the criterion has no sampling interval, ``test`` says why)."""
+    ci_method: str
     threshold: str
     passed: bool
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from agreement.study_io import jsonable
+
         clean = (lambda x: x if isinstance(x, (int, float)) and math.isfinite(x) else None)
-        return {"name": self.name, "type": self.type, "value": clean(self.value), "ci_low": clean(self.ci_low),
-                "ci_high": clean(self.ci_high), "threshold": self.threshold, "passed": self.passed,
-                "reason": self.reason, "details": self.details}
+        return {"name": self.name, "type": self.type, "test": self.test, "value": clean(self.value),
+                "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high), "ci_level": self.ci_level,
+                "ci_method": self.ci_method, "threshold": self.threshold, "passed": self.passed,
+                "reason": self.reason, "details": jsonable(self.details)}
 
 
 class Evidence(Protocol):
@@ -69,9 +87,12 @@ class Evidence(Protocol):
 
     judge: str
 
+    level: float
+
     def agreement(self, coefficient: str, reference: str) -> Any:
         """An ``Estimate`` (statistic, interval at the policy's level) or None."""
-    def human_ceiling(self, coefficient: str) -> tuple[float, float, dict[str, Any]]: ...
+    def human_ceiling(self, coefficient: str) -> Any:
+        """An ``agreement.panels.CeilingDifference`` (paired cluster bootstrap)."""
     def alt_test(self, **settings: Any) -> Any: ...
     def family_audit(self, positive: list[str]) -> Any: ...
     def unscored(self) -> tuple[int, int]: ...
@@ -121,9 +142,11 @@ _share = dict(check=lambda v: 0.0 <= v <= 1.0, allowed="a number in [0, 1]")
 _number = (int, float)
 
 
-def _fail(name: str, type_name: str, threshold: str, reason: str, **details: Any) -> CriterionResult:
-    return CriterionResult(name=name, type=type_name, value=math.nan, ci_low=math.nan, ci_high=math.nan,
-                           threshold=threshold, passed=False, reason=f"cannot be measured: {reason}", details=details)
+def _fail(name: str, type_name: str, test: str, threshold: str, reason: str, *, value: float = math.nan,
+          **details: Any) -> CriterionResult:
+    return CriterionResult(name=name, type=type_name, test=test, value=value, ci_low=math.nan, ci_high=math.nan,
+                           ci_level=None, ci_method="", threshold=threshold, passed=False,
+                           reason=f"cannot be measured: {reason}", details=details)
 
 
 @register_criterion("agreement_floor")
@@ -142,21 +165,33 @@ class AgreementFloor:
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         threshold = f"lower CI bound >= {self.floor}"
+        test = (f"one-sided: the lower bound of the {evidence.level:.0%} interval of {self.coefficient} "
+                f"(judge vs {self.reference.replace('_', ' ')}) at or above the floor")
         result = evidence.agreement(self.coefficient, self.reference)
         if result is None or result.undefined_reason or not math.isfinite(result.statistic):
             reason = getattr(result, "undefined_reason", None) or "no units with both a judge label and a majority"
-            return _fail(self.name, "agreement_floor", threshold, reason)
+            return _fail(self.name, "agreement_floor", test, threshold, reason)
+        small = too_small(self.coefficient, result.n)
+        if small:
+            return _fail(self.name, "agreement_floor", test, threshold, small, value=result.statistic,
+                         n_units=result.n)
         lo, hi = result.confidence_interval()
         if not math.isfinite(lo):
-            return _fail(self.name, "agreement_floor", threshold, "the interval is undefined",
-                         statistic=result.statistic)
-        return CriterionResult(name=self.name, type="agreement_floor", value=result.statistic, ci_low=lo, ci_high=hi,
-                               threshold=threshold, passed=lo >= self.floor, details={"n_units": result.n})
+            return _fail(self.name, "agreement_floor", test, threshold, "the interval is undefined",
+                         value=result.statistic)
+        return CriterionResult(name=self.name, type="agreement_floor", test=test, value=result.statistic, ci_low=lo,
+                               ci_high=hi, ci_level=result.level, ci_method=result.method, threshold=threshold,
+                               passed=lo >= self.floor, details={"n_units": result.n})
 
 
 @register_criterion("human_ceiling")
 class HumanCeiling:
-    """The judge agrees with each annotator at least as well as annotators agree with each other (minus a margin)."""
+    """Non-inferiority: judge-annotator agreement at least annotator-annotator agreement minus a margin.
+
+    The difference (mean judge-annotator minus mean annotator-annotator coefficient)
+    has an interval from a paired cluster bootstrap over the same units; the
+    criterion passes when its lower bound is at or above -margin.
+    """
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "margin"}, where)
@@ -167,15 +202,30 @@ class HumanCeiling:
         self.name = table.get("name", f"human ceiling ({self.coefficient})")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        threshold = f"mean judge-annotator {self.coefficient} >= mean annotator-annotator - {self.margin}"
-        judge_mean, human_mean, details = evidence.human_ceiling(self.coefficient)
-        if not (math.isfinite(judge_mean) and math.isfinite(human_mean)):
-            reason = details.pop("reason", "a mean agreement is undefined")
-            return _fail(self.name, "human_ceiling", threshold, reason, **details)
-        value = judge_mean - human_mean
-        return CriterionResult(name=self.name, type="human_ceiling", value=value, ci_low=math.nan, ci_high=math.nan,
-                               threshold=threshold, passed=value >= -self.margin,
-                               details={"judge_mean": judge_mean, "human_mean": human_mean, **details})
+        threshold = f"lower CI bound of (judge-annotator - annotator-annotator {self.coefficient}) >= {-self.margin}"
+        method = method_for("human_ceiling")
+        test = (f"non-inferiority: {evidence.level:.0%} paired cluster-bootstrap ({method}) interval of the "
+                f"difference, lower bound at or above -margin")
+        result = evidence.human_ceiling(self.coefficient)
+        details = {"judge_mean": result.judge_mean, "human_mean": result.human_mean, "n_units": result.n,
+                   "n_clusters": result.n_clusters, "annotators": result.annotators,
+                   "annotator_pairs": result.annotator_pairs}
+        if result.undefined_reason or not math.isfinite(result.statistic):
+            return _fail(self.name, "human_ceiling", test, threshold,
+                         result.undefined_reason or "a mean agreement is undefined", **details)
+        small = too_small("human_ceiling", result.n)
+        if small:
+            return _fail(self.name, "human_ceiling", test, threshold, small, value=result.statistic, **details)
+        lo, hi = result.confidence_interval(evidence.level, method)
+        if not math.isfinite(lo):
+            return _fail(self.name, "human_ceiling", test, threshold, "the bootstrap interval is undefined",
+                         value=result.statistic, **details)
+        return CriterionResult(name=self.name, type="human_ceiling", test=test, value=result.statistic, ci_low=lo,
+                               ci_high=hi, ci_level=evidence.level, ci_method=f"paired cluster bootstrap, {method}",
+                               threshold=threshold, passed=lo >= -self.margin,
+                               reason=None if lo >= -self.margin else
+                               f"the lower bound {lo:.4f} is below {-self.margin} (not shown non-inferior)",
+                               details=details)
 
 
 @register_criterion("alt_test")
@@ -203,63 +253,96 @@ class AltTest:
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         s = self.settings
         threshold = f"winning rate >= {s['min_winning_rate']} (epsilon {s['epsilon']}, BY q {s['q']})"
+        test = (f"per annotator a one-sided paired t-test that the judge's advantage exceeds the annotator's minus "
+                f"epsilon {s['epsilon']}, Benjamini-Yekutieli at q {s['q']}; the winning rate counts rejections "
+                f"(a test outcome: no sampling interval)")
         result = evidence.alt_test(**s)
         if result.undefined_reason:
-            return _fail(self.name, "alt_test", threshold, result.undefined_reason, **result.to_dict())
-        return CriterionResult(name=self.name, type="alt_test", value=result.winning_rate, ci_low=math.nan,
-                               ci_high=math.nan, threshold=threshold, passed=result.passed,
+            return _fail(self.name, "alt_test", test, threshold, result.undefined_reason, **result.to_dict())
+        return CriterionResult(name=self.name, type="alt_test", test=test, value=result.winning_rate,
+                               ci_low=math.nan, ci_high=math.nan, ci_level=None, ci_method="",
+                               threshold=threshold, passed=result.passed,
                                details={"advantage_probability": result.advantage_probability,
                                         "annotators_tested": result.n, **result.to_dict()})
 
 
 @register_criterion("family_contrast")
 class FamilyContrastBound:
-    """No family's bias contrast beyond a bound, or its permutation p above alpha."""
+    """Equivalence: every family's bias contrast has an interval inside [-bound, +bound].
+
+    The contrast of a family is the mean bias (judge - human score) of its models
+    minus that of the other models; its interval (pooled-variance t over the models'
+    biases, ``agreement.intervals``) treats models as the replicates, so it needs at
+    least 3 models with a defined bias. Inside the bound at the policy's level is two
+    one-sided tests (TOST) at (1 - level) / 2 each; requiring it of every family is an
+    intersection-union test, which needs no multiplicity correction. A significant
+    contrast fails: its interval excludes 0, or (with ``alpha``) its permutation p is
+    at or below alpha. A non-significant contrast never passes by itself.
+    """
+
+    MIN_MODELS = 3
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"positive", "max_abs_contrast", "alpha", "adjusted"}, where)
         self.positive = _param(table, "positive", where, list, check=lambda v: len(v) > 0 and all(
             isinstance(x, str) for x in v), allowed="a non-empty list of labels the audited score counts")
-        self.bound = table.get("max_abs_contrast")
-        self.alpha = table.get("alpha")
-        if self.bound is None and self.alpha is None:
-            raise InputError(f"{where}: give max_abs_contrast (a bound on |contrast|) and/or alpha "
-                             f"(the permutation p must exceed it)")
-        if self.bound is not None:
-            self.bound = float(_param(table, "max_abs_contrast", where, _number, **_share))
-        if self.alpha is not None:
+        self.bound = float(_param(table, "max_abs_contrast", where, _number, check=lambda v: 0 < v <= 1,
+                                  allowed="the equivalence bound on |contrast|, a number in (0, 1]"))
+        self.alpha = None
+        if "alpha" in table:
             self.alpha = float(_param(table, "alpha", where, _number, check=lambda v: 0 < v < 1,
-                                      allowed="a level in (0, 1)"))
+                                      allowed="a level in (0, 1): a permutation p at or below it fails"))
         self.adjusted = _param(table, "adjusted", where, bool, allowed="true (Holm p) or false (raw p)") \
             if "adjusted" in table else True
         self.name = table.get("name", "family contrast")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        parts = []
-        if self.bound is not None:
-            parts.append(f"|contrast| <= {self.bound}")
-        if self.alpha is not None:
-            parts.append(f"{'Holm ' if self.adjusted else ''}p > {self.alpha}")
-        threshold = " or ".join(parts) + " for every family"
+        level = evidence.level
+        threshold = f"every family's interval inside [-{self.bound}, {self.bound}] and not significant"
+        test = (f"equivalence (TOST): the {level:.0%} pooled-t interval over models of each family's contrast inside "
+                f"the bound; a contrast whose interval excludes 0"
+                + (f" or whose {'Holm ' if self.adjusted else ''}permutation p <= {self.alpha}" if self.alpha else "")
+                + " fails")
         result = evidence.family_audit(list(self.positive))
-        contrasts = [c for c in result.contrasts if c.undefined_reason is None]
-        if not contrasts:
-            return _fail(self.name, "family_contrast", threshold,
-                         "fewer than two model families with defined bias (nothing to contrast)")
-        worst, failures = math.nan, []
-        for c in contrasts:
-            p = c.p_holm if self.adjusted else c.p_value
-            ok_bound = self.bound is not None and abs(c.statistic) <= self.bound
-            ok_p = self.alpha is not None and p > self.alpha
-            if not (ok_bound or ok_p):
-                failures.append(c.family)
-            if not math.isfinite(worst) or abs(c.statistic) > abs(worst):
-                worst = c.statistic
+        models = [m for m in result.models if m.bias.defined]
+        families = sorted({m.family for m in models})
+        counts = {f: sum(m.family == f for m in models) for f in families}
+        if len(families) < 2 or len(models) < self.MIN_MODELS:
+            return _fail(self.name, "family_contrast", test, threshold,
+                         f"{len(models)} audited model(s) in {len(families)} family(ies) {counts}: an interval for a "
+                         f"family contrast needs at least {self.MIN_MODELS} models with a defined bias in at least "
+                         f"2 families (models are the replicates)", models_per_family=counts)
+        n_units = sum(m.n for m in models)
+        small = too_small("family_contrast", n_units)
+        if small:
+            return _fail(self.name, "family_contrast", test, threshold, small, models_per_family=counts)
+        bias = np.array([m.bias.statistic for m in models])
+        labels = np.array([m.family for m in models])
+        p_of = {c.family: (c.p_holm if self.adjusted else c.p_value) for c in result.contrasts}
+        per_family, failures, worst = {}, [], None
+        for family in families:
+            contrast, lo, hi, df = pooled_t_contrast(bias, labels == family, level)
+            p = p_of.get(family, math.nan)
+            inside = lo >= -self.bound and hi <= self.bound
+            significant = lo > 0 or hi < 0 or (self.alpha is not None and math.isfinite(p) and p <= self.alpha)
+            per_family[family] = {"contrast": contrast, "ci_low": lo, "ci_high": hi, "df": df, "p": p,
+                                  "n_models": counts[family], "equivalent": bool(inside),
+                                  "significant": bool(significant)}
+            if not inside or significant:
+                failures.append(family)
+            if worst is None or max(abs(lo), abs(hi)) > max(abs(worst[1]), abs(worst[2])):
+                worst = (contrast, lo, hi)
+        reason = None
+        if failures:
+            reason = "; ".join(
+                f"{f}: {per_family[f]['contrast']:+.3f} "
+                f"[{per_family[f]['ci_low']:+.3f}, {per_family[f]['ci_high']:+.3f}]"
+                + (" significant" if per_family[f]["significant"] else " not inside the bound") for f in failures)
         return CriterionResult(
-            name=self.name, type="family_contrast", value=worst, ci_low=math.nan, ci_high=math.nan,
-            threshold=threshold, passed=not failures, reason=f"families beyond the bound: {failures}" if failures else None,
-            details={"contrasts": {c.family: {"contrast": c.statistic, "p": c.p_value, "p_holm": c.p_holm}
-                                   for c in contrasts}, "note": result.note})
+            name=self.name, type="family_contrast", test=test, value=worst[0], ci_low=worst[1], ci_high=worst[2],
+            ci_level=level, ci_method="pooled-variance t over models (df = models - 2)", threshold=threshold,
+            passed=not failures, reason=reason,
+            details={"contrasts": per_family, "models_per_family": counts, "n_units": n_units, "note": result.note})
 
 
 @register_criterion("unscored_share")
@@ -267,19 +350,31 @@ class UnscoredShare:
     """The judge's unscored share on the validation sample below a cap."""
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
-        _unknown(table, {"max_share"}, where)
+        _unknown(table, {"max_share", "point_estimate"}, where)
         self.cap = float(_param(table, "max_share", where, _number, **_share))
+        self.point = _param(table, "point_estimate", where, bool,
+                            allowed="true (compare the observed share) or false (its upper bound, the default)") \
+            if "point_estimate" in table else False
         self.name = table.get("name", "unscored share")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        threshold = f"unscored share < {self.cap}"
+        threshold = f"unscored share {'' if self.point else 'upper CI bound '}< {self.cap}"
+        test = ("point estimate (the policy says point_estimate = true)" if self.point else
+                f"one-sided: the upper bound of the {evidence.level:.0%} Clopper-Pearson interval below the cap "
+                f"(rows treated as independent)")
         unscored, total = evidence.unscored()
         if total == 0:
-            return _fail(self.name, "unscored_share", threshold, "the judge has no row on the validation sample")
+            return _fail(self.name, "unscored_share", test, threshold, "the judge has no row on the validation sample")
+        from scipy.stats import beta
+
         share = unscored / total
-        return CriterionResult(name=self.name, type="unscored_share", value=share, ci_low=math.nan, ci_high=math.nan,
-                               threshold=threshold, passed=share < self.cap,
-                               details={"unscored": unscored, "total": total})
+        tail = (1.0 - evidence.level) / 2.0
+        lo = float(beta.ppf(tail, unscored, total - unscored + 1)) if unscored else 0.0
+        hi = float(beta.ppf(1.0 - tail, unscored + 1, total - unscored)) if unscored < total else 1.0
+        passed = (share if self.point else hi) < self.cap
+        return CriterionResult(name=self.name, type="unscored_share", test=test, value=share, ci_low=lo, ci_high=hi,
+                               ci_level=evidence.level, ci_method="Clopper-Pearson", threshold=threshold,
+                               passed=passed, details={"unscored": unscored, "total": total})
 
 
 @register_criterion("min_units_per_stratum")
@@ -293,12 +388,14 @@ class MinUnitsPerStratum:
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         threshold = f"every stratum >= {self.minimum} validated units"
+        test = "design count: units are counted, not estimated (no sampling interval)"
         counts = evidence.units_per_stratum()
         if not counts:
-            return _fail(self.name, "min_units_per_stratum", threshold, "no stratum has a validated unit")
+            return _fail(self.name, "min_units_per_stratum", test, threshold, "no stratum has a validated unit")
         low = {k: v for k, v in counts.items() if v < self.minimum}
-        return CriterionResult(name=self.name, type="min_units_per_stratum", value=float(min(counts.values())),
-                               ci_low=math.nan, ci_high=math.nan, threshold=threshold, passed=not low,
+        return CriterionResult(name=self.name, type="min_units_per_stratum", test=test,
+                               value=float(min(counts.values())), ci_low=math.nan, ci_high=math.nan, ci_level=None,
+                               ci_method="", threshold=threshold, passed=not low,
                                reason=f"strata below the minimum: {low}" if low else None,
                                details={"units_per_stratum": counts})
 
@@ -407,11 +504,55 @@ def format_verdict(verdict: Verdict) -> str:
         lines.append(f"NOTE: {note}")
     for r in verdict.results:
         value = "--" if not math.isfinite(r.value) else f"{r.value:.4f}"
-        ci = f" [{r.ci_low:.4f}, {r.ci_high:.4f}]" if math.isfinite(r.ci_low) and math.isfinite(r.ci_high) else ""
+        if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
+            ci = f" {r.ci_level:.0%} CI [{r.ci_low:.4f}, {r.ci_high:.4f}] ({r.ci_method})"
+        else:
+            ci = " (no interval)"
         mark = "PASS" if r.passed else "FAIL"
         tail = f"  ({r.reason})" if r.reason else ""
         lines.append(f"  {mark}  {r.name}: {value}{ci}; needs {r.threshold}{tail}")
+        lines.append(f"        test: {r.test}")
     return "\n".join(lines)
+
+
+def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
+    """The study's own design on the policy's OC curve (``agreement.plan.operating_point``)."""
+    from agreement.plan import operating_point
+
+    floor = next((c for c in policy.criteria if isinstance(c, AgreementFloor)), None)
+    coefficient = floor.coefficient if floor else "percent_agreement"
+    if getattr(evidence, "section", None) is None:
+        return {"undefined_reason": "no human labels on the judge's units"}
+    report = evidence.section.report
+    estimate = evidence.agreement(coefficient, floor.reference if floor else "human_majority")
+    majority = report.majority
+    if (estimate is None or majority is None or report.human_panel is None or not estimate.n
+            or not math.isfinite(estimate.statistic)):
+        return {"undefined_reason": f"needs a defined {coefficient} vs a human majority of at least two annotators"}
+    codes = majority.codes[majority.codes >= 0]
+    positive = evidence.section.positive
+    if positive is None:
+        return {"undefined_reason": "the planner models binary labels only"}
+    rate = float(np.mean(codes == list(report.categories).index(positive)))
+    clusters = evidence.table.loc[evidence.table["source"] == "human"].drop_duplicates("unit")["cluster"].nunique()
+    unscored, total = evidence.unscored()
+    return operating_point(policy, units=int(estimate.n), annotators=len(report.humans), positive_rate=rate,
+                           human_agreement=float(report.human_panel.mean_pairwise_agreement),
+                           turns_per_trajectory=estimate.n / max(1, clusters), observed=float(estimate.statistic),
+                           coefficient=coefficient, unscored_rate=unscored / total if total else 0.0)
+
+
+def first_turn_document(study: Any, judge: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Human first recognition turns against the judge's t* (``agreement.panels.study_first_turns``)."""
+    from agreement.panels import study_first_turns
+
+    result = study_first_turns(study, judge, n_resamples=settings["n_resamples"], seed=settings["seed"],
+                               level=settings["level"])
+    if isinstance(result, str):
+        return {"undefined_reason": result}
+    return {"n": result.n, "n_human_only": result.n_human_only, "n_judge_only": result.n_judge_only,
+            **{name: getattr(result, name).to_dict()
+               for name in ("exact", "within_one", "mean_absolute_difference", "mean_difference")}}
 
 
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
@@ -440,8 +581,12 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
+        body["operating_characteristic"] = study_operating_point(policy, evidence)
+        body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
-        texts.append(format_verdict(verdict))
+        oc = body["operating_characteristic"]
+        texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
+                     f"{oc.get('sentence') or oc.get('undefined_reason')}")
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}

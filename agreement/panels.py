@@ -62,6 +62,10 @@ class PanelSettings:
     pair_coefficients: tuple[str, ...] = PAIR_COEFFICIENTS
     """Two-rater coefficients; open-vocabulary (free-text) labels may drop cohen_kappa, whose
     per-unit statistics grow with the square of the number of categories."""
+    panel_coefficients: tuple[str, ...] | None = None
+    """Human-human panel coefficients (any registered ones; those that do not fit the number of
+    annotators come back undefined with the reason). None: PANEL_COEFFICIENTS, plus Cohen's
+    kappa when there are exactly two annotators (the two-coder statistic EHQ reports)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.n_resamples, bool) or int(self.n_resamples) != self.n_resamples or self.n_resamples < 0:
@@ -79,6 +83,19 @@ class PanelSettings:
         if unknown or "percent_agreement" not in self.pair_coefficients:
             raise InputError(f"pair_coefficients={list(self.pair_coefficients)}: expected percent_agreement plus "
                              f"any of {list(PAIR_COEFFICIENTS[1:])}")
+        if self.panel_coefficients is not None:
+            from agreement.coefficients import COEFFICIENTS
+
+            unknown = [c for c in self.panel_coefficients if c not in COEFFICIENTS]
+            if unknown or not self.panel_coefficients:
+                raise InputError(f"panel_coefficients={list(self.panel_coefficients)}: expected names from "
+                                 f"{sorted(COEFFICIENTS)}")
+
+    def human_coefficients(self, n_annotators: int) -> list[str]:
+        """The human-human panel's coefficients for ``n_annotators`` annotators."""
+        if self.panel_coefficients is not None:
+            return list(self.panel_coefficients)
+        return list(PANEL_COEFFICIENTS) + (["cohen_kappa"] if n_annotators == 2 else [])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,8 +302,9 @@ def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSetti
     upper = np.triu_indices(len(humans), k=1)
     defined = raw[upper][shared[upper] > 0]
     prevalence, bias = _mean_pair_indices(sub, shared)
-    results = compute(sub, list(PANEL_COEFFICIENTS), weights=settings.weights, alpha_level=settings.alpha_level,
-                      n_resamples=settings.n_resamples, seed=settings.seed, cluster=settings.cluster)
+    results = compute(sub, settings.human_coefficients(len(humans)), weights=settings.weights,
+                      alpha_level=settings.alpha_level, n_resamples=settings.n_resamples, seed=settings.seed,
+                      cluster=settings.cluster)
     return HumanPanel(raters=tuple(humans), n_units=sub.n_units,
                       n_pairable=int(((sub.codes >= 0).sum(axis=1) >= 2).sum()), n_missing=int((sub.codes < 0).sum()),
                       pairwise_agreement={(humans[i], humans[j]): float(raw[i, j]) for i, j in zip(*upper)},
@@ -546,3 +564,162 @@ def report_to_dict(report: PanelReport, *, level: float = 0.95) -> dict[str, Any
         } for r in report.references],
         "notes": list(report.notes),
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingDifference:
+    """Judge-annotator minus annotator-annotator agreement, with its paired cluster bootstrap.
+
+    ``statistic`` = mean over annotators h of coef(judge, h) minus mean over annotator
+    pairs of coef(h, h'); every pair is computed on one shared resample draw over the
+    same units (whole clusters), so each replicate is the difference on the same
+    resampled units and the interval accounts for the correlation between the two means.
+    """
+
+    coefficient: str
+    statistic: float
+    judge_mean: float
+    human_mean: float
+    n: int
+    """Units rated by the judge or an annotator (the resampled units)."""
+    n_clusters: int
+    annotators: int
+    annotator_pairs: int
+    bootstrap: np.ndarray
+    jackknife: tuple[np.ndarray, np.ndarray] | None
+    undefined_reason: str | None = None
+
+    @classmethod
+    def undefined(cls, coefficient: str, reason: str, *, annotators: int = 0, annotator_pairs: int = 0
+                  ) -> CeilingDifference:
+        return cls(coefficient=coefficient, statistic=math.nan, judge_mean=math.nan, human_mean=math.nan, n=0,
+                   n_clusters=0, annotators=annotators, annotator_pairs=annotator_pairs, bootstrap=np.zeros(0),
+                   jackknife=None, undefined_reason=reason)
+
+    def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
+        from agreement.intervals import bootstrap_interval
+
+        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method,
+                                  df=self.n_clusters - 1)
+
+
+def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coefficient: str, *,
+                       settings: PanelSettings) -> CeilingDifference:
+    """The human-ceiling difference for ``judge`` (see ``CeilingDifference``)."""
+    from agreement import compute_pairs
+
+    humans = [h for h in humans if h != judge]
+    if len(humans) < 2:
+        reason = f"needs a judge and at least two annotators (got {len(humans)})"
+        return CeilingDifference.undefined(coefficient, reason, annotators=len(humans))
+    if coefficient not in PAIR_COEFFICIENTS:
+        raise InputError(f"coefficient={coefficient!r}: the human ceiling compares pairwise coefficients "
+                         f"{list(PAIR_COEFFICIENTS)}")
+    judge_pairs = [(judge, h) for h in humans]
+    human_pairs = [(a, b) for i, a in enumerate(humans) for b in humans[i + 1:]]
+    results = compute_pairs(data, [coefficient], judge_pairs + human_pairs, weights=settings.weights,
+                            alpha_level=settings.alpha_level, n_resamples=settings.n_resamples, seed=settings.seed,
+                            cluster=settings.cluster)
+    judged = [results[p][coefficient] for p in judge_pairs if math.isfinite(results[p][coefficient].statistic)]
+    paired = [results[p][coefficient] for p in human_pairs if math.isfinite(results[p][coefficient].statistic)]
+    if not judged or not paired:
+        side = "judge-annotator" if not judged else "annotator-annotator"
+        return CeilingDifference.undefined(coefficient, f"no {side} pair shares a unit with a defined {coefficient}",
+                                           annotators=len(humans), annotator_pairs=len(paired))
+
+    def difference(values: list[np.ndarray | float], split: int) -> np.ndarray:
+        stacked = np.asarray(values, dtype=float)
+        return stacked[:split].mean(axis=0) - stacked[split:].mean(axis=0)
+
+    every = judged + paired
+    statistic = float(difference([r.statistic for r in every], len(judged)))
+    boot = difference([r.bootstrap for r in every], len(judged)) if settings.n_resamples else np.zeros(0)
+    jackknife = None
+    if settings.n_resamples and all(r.details.get("jackknife") is not None for r in every):
+        counts = every[0].details["jackknife"][1]
+        jackknife = (difference([r.details["jackknife"][0] for r in every], len(judged)), counts)
+    any_result = every[0]
+    rated = (data.codes[:, [data.rater_index(r) for r in (judge, *humans)]] >= 0).any(axis=1)
+    return CeilingDifference(coefficient=coefficient, statistic=statistic,
+                             judge_mean=float(np.mean([r.statistic for r in judged])),
+                             human_mean=float(np.mean([r.statistic for r in paired])), n=int(rated.sum()),
+                             n_clusters=int(any_result.details.get("n_clusters", int(rated.sum()))),
+                             annotators=len(judged), annotator_pairs=len(paired), bootstrap=boot,
+                             jackknife=jackknife)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstTurnAgreement:
+    """Human first recognition turn against the judge's t*, on units where both give one.
+
+    Solve depends on t* (the last tool turn must come after it), so a judge that flags
+    the right trajectories at the wrong turn still biases Solve. Each figure carries a
+    cluster-bootstrap interval (whole trajectories resampled).
+    """
+
+    n: int
+    """Units with a human and a judge first turn."""
+    n_human_only: int
+    n_judge_only: int
+    exact: Any
+    """Share of units where the turns are equal (an ``Estimate``)."""
+    within_one: Any
+    """Share of units where they differ by at most one turn."""
+    mean_absolute_difference: Any
+    """Mean |human - judge| in turns."""
+    mean_difference: Any
+    """Mean (judge - human): positive when the judge recognises later."""
+
+
+def first_turn_agreement(human: Sequence[float], judge: Sequence[float], clusters: Sequence[Any], *,
+                         n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95
+                         ) -> FirstTurnAgreement:
+    """``human``/``judge``: one first turn per unit (NaN = no recognition); ``clusters``: trajectory per unit."""
+    from agreement.estimate import cluster_ratio_estimate
+
+    h, j = np.asarray(human, dtype=float), np.asarray(judge, dtype=float)
+    groups = np.asarray(clusters)
+    if not h.shape == j.shape == groups.shape:
+        raise InputError(f"first_turn_agreement: human, judge and clusters need one value per unit "
+                         f"(got {h.size}, {j.size}, {groups.size})")
+    both = ~np.isnan(h) & ~np.isnan(j)
+    gap = j[both] - h[both]
+    ones = np.ones(gap.size)
+    reason = "no unit has both a human and a judge first turn"
+
+    def estimate(values: np.ndarray, salt: int) -> Any:
+        return cluster_ratio_estimate(values, ones, groups[both], n_resamples=n_resamples, level=level,
+                                      seed=int(np.random.SeedSequence([seed, salt]).generate_state(1)[0]),
+                                      empty_reason=reason)
+
+    return FirstTurnAgreement(n=int(both.sum()), n_human_only=int((~np.isnan(h) & np.isnan(j)).sum()),
+                              n_judge_only=int((np.isnan(h) & ~np.isnan(j)).sum()),
+                              exact=estimate((gap == 0).astype(float), 1),
+                              within_one=estimate((np.abs(gap) <= 1).astype(float), 2),
+                              mean_absolute_difference=estimate(np.abs(gap), 3), mean_difference=estimate(gap, 4))
+
+
+def study_first_turns(study: Any, judge: str, **settings: Any) -> FirstTurnAgreement | str:
+    """``first_turn_agreement`` of ``judge`` on a study's sampled units, or the reason it cannot be formed.
+
+    The human first turn of a unit is the median of its independent annotators' first turns
+    (those who gave one); the judge's is its t* (sample 0; -1 = no recognition).
+    """
+    human, judged = study.human, study.judge
+    if "first_turn" not in human.columns or "first_turn" not in judged.columns:
+        return "no first recognition turns in the human or the judge labels"
+    key = study.key.drop_duplicates("task_id").set_index("task_id")
+    independent = human[(human["role"] == "independent") & human["task_id"].isin(key.index)]
+    turns = independent.assign(unit=independent["task_id"].map(key["unit_id"]),
+                               turn=independent["first_turn"].astype(float))
+    turns = turns[turns["turn"] >= 0]
+    mine = judged[(judged["judge"] == judge) & (judged["sample_index"] == 0)
+                  & judged["unit_id"].isin(set(key["unit_id"]))]
+    if mine.empty or turns.empty:
+        return f"no first recognition turn from {'judge ' + repr(judge) if mine.empty else 'any annotator'}"
+    units = sorted(set(mine["unit_id"]))
+    human_turn = turns.groupby("unit")["turn"].median().reindex(units)
+    judge_turn = mine.drop_duplicates("unit_id").set_index("unit_id")["first_turn"].astype(float).reindex(units)
+    judge_turn = judge_turn.where(judge_turn >= 0)
+    clusters = key.drop_duplicates("unit_id").set_index("unit_id")["trajectory_id"].reindex(units)
+    return first_turn_agreement(human_turn.to_numpy(), judge_turn.to_numpy(), clusters.to_numpy(), **settings)

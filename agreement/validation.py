@@ -234,17 +234,20 @@ def _result_brief(result: Any, level: float) -> dict[str, Any]:
 
 
 def agreement_interval(result: Any, level: float) -> tuple[float, float]:
-    """Cluster-bootstrap percentile interval when resamples exist, else the analytic t interval."""
-    method = "percentile" if result.bootstrap is not None else "t"
-    return result.confidence_interval(level, method)
+    """The interval the coverage study chose for the coefficient (``agreement.intervals``)."""
+    from agreement.intervals import agreement_interval as chosen
+
+    return chosen(result, level)[0]
 
 
 def agreement_estimate(result: Any, level: float) -> Estimate:
     """An ``AgreementResult`` as an ``Estimate`` (what the gate and the report read)."""
-    lo, hi = agreement_interval(result, level)
+    from agreement.intervals import agreement_interval as chosen
+
+    (lo, hi), method = chosen(result, level)
+    clustered = "cluster " if result.details.get("clustered") else ""
     return Estimate(statistic=float(result.statistic), n=int(result.n_units), ci_low=float(lo), ci_high=float(hi),
-                    level=level, method=f"{result.coefficient}, "
-                    + ("cluster percentile bootstrap" if result.bootstrap is not None else "t interval"),
+                    level=level, method=f"{result.coefficient}, {clustered}{method}",
                     undefined_reason=result.undefined_reason)
 
 
@@ -434,26 +437,13 @@ class GateEvidence:
                              f"available: {sorted(found.agreement.results)}")
         return agreement_estimate(found.agreement.results[coefficient], self.level)
 
-    def human_ceiling(self, coefficient: str) -> tuple[float, float, dict[str, Any]]:
+    def human_ceiling(self, coefficient: str):
+        from agreement.panels import CeilingDifference, ceiling_difference
+
         if self.section is None:
-            return math.nan, math.nan, {"reason": self.missing_reason}
-        versus = self._vs_humans()
-        humans = list(self.section.report.humans)
-        if versus is None or len(humans) < 2:
-            return math.nan, math.nan, {"reason": f"needs a judge and at least two annotators (got {len(humans)})"}
-        if coefficient not in versus.mean_vs_annotators:
-            raise InputError(f"coefficient {coefficient!r}: the human ceiling compares pairwise coefficients "
-                             f"{sorted(versus.mean_vs_annotators)}")
-        quick = PanelSettings(n_resamples=0, seed=self.seed)
-        pairs = [(a, b) for i, a in enumerate(humans) for b in humans[i + 1:]]
-        panels = compare_pairs(self._data, pairs, settings=quick, resample=False)
-        values = [p.results[coefficient].statistic for p in panels.values()
-                  if math.isfinite(p.results[coefficient].statistic)]
-        human_mean = float(np.mean(values)) if values else math.nan
-        details = {"annotator_pairs": len(values), "annotators": len(versus.vs_annotators)}
-        if not values:
-            details["reason"] = "no annotator pair shares a unit with a defined coefficient"
-        return float(versus.mean_vs_annotators[coefficient]), human_mean, details
+            return CeilingDifference.undefined(coefficient, self.missing_reason)
+        return ceiling_difference(self._data, self.judge, list(self.section.report.humans), coefficient,
+                                  settings=PanelSettings(n_resamples=self.n_resamples, seed=self.seed))
 
     def alt_test(self, **settings: Any):
         from agreement.alttest import alt_test_table

@@ -14,7 +14,9 @@ import math
 from typing import Any
 
 NAMES = {"percent_agreement": "percent agreement", "fleiss_kappa": "Fleiss' kappa", "gwet_ac1": "Gwet's AC1",
-         "krippendorff_alpha": "Krippendorff's alpha", "cohen_kappa": "Cohen's kappa"}
+         "krippendorff_alpha": "Krippendorff's alpha", "cohen_kappa": "Cohen's kappa",
+         "conger_kappa": "Conger's kappa", "brennan_prediger": "Brennan-Prediger", "gwet_ac2": "Gwet's AC2",
+         "scott_pi": "Scott's pi", "light_kappa": "Light's kappa"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--positive", metavar="LABEL", help="the positive label, for --tie-policy positive|negative")
     parser.add_argument("--by", metavar="COLUMN", help="also give the judge-judge table per value of this column")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--coefficients", metavar="all|NAME,...",
+                        help="human-human panel coefficients: 'all' (every registered coefficient; those that do "
+                             "not fit the number of annotators are reported undefined with the reason) or a comma "
+                             "list (default: percent agreement, Fleiss, AC1, Krippendorff; + Cohen's kappa for "
+                             "two annotators)")
     parser.add_argument("--json", action="store_true", help="machine output: full precision, null + reason")
 
 
@@ -72,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     positive = next((c for c in data.categories if str(c) == args.positive), None)
     subgroups = _read_column(args.table, args.unit, args.by) if args.by else None
     settings = PanelSettings(weights=args.weights, alpha_level=args.alpha_level, n_resamples=args.bootstrap,
-                        cluster=args.cluster is not None, **({} if args.seed is None else {"seed": args.seed}))
+                             cluster=args.cluster is not None, panel_coefficients=_coefficients(args.coefficients),
+                             **({} if args.seed is None else {"seed": args.seed}))
     report = panel_report(data, judges=args.judge, tie_policy=args.tie_policy, positive=positive,
                           reference=args.reference, subgroups=subgroups, subgroup_name=args.by or "subgroup",
                           settings=settings)
@@ -83,6 +91,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(report, level=args.level, cluster=args.cluster))
     return 0
+
+
+def _coefficients(text: str | None) -> tuple[str, ...] | None:
+    """--coefficients: None (the default set), 'all' (every registered coefficient) or a comma list."""
+    if text is None:
+        return None
+    from agreement.coefficients import COEFFICIENTS
+    from samples.errors import InputError
+
+    names = list(COEFFICIENTS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in COEFFICIENTS]
+    if unknown or not names:
+        raise InputError(f"--coefficients {text}: unknown {unknown or 'empty list'}; expected 'all' or names from "
+                         f"{', '.join(COEFFICIENTS)}")
+    return tuple(names)
 
 
 def _read_column(path: str, unit: str, column: str) -> dict[str, str]:

@@ -1,8 +1,11 @@
 """Acceptance gate: ACCEPT or REJECT each judge under a policy file (exit 0 accept, 1 reject).
 
 Every threshold comes from the policy (see data/policies/README.md); a criterion
-that cannot be measured fails. Writes STUDY/gate/verdict.json with the verdicts,
-the policy (content and sha256) and the fingerprints of the inputs.
+that cannot be measured, or whose sample is below the size at which its interval
+was seen to cover, fails. Each criterion prints its test, value, interval (level,
+method) and threshold. Writes STUDY/gate/verdict.json with the verdicts, the
+policy (content and sha256), the fingerprints of the inputs and each judge's
+operating characteristic (where the study's design sits on the policy's OC curve).
 """
 
 from __future__ import annotations

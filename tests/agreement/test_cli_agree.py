@@ -144,3 +144,41 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, text, extra, message)
 def test_missing_file_exits_2(tmp_path, capsys):
     code, _, err = _agree(capsys, str(tmp_path / "nope.csv"))
     assert code == 2 and "nope.csv" in err and len(err.strip().splitlines()) == 1
+
+
+def test_all_registered_coefficients_reach_the_cli(capsys):
+    from sklearn.metrics import cohen_kappa_score
+
+    from agreement.coefficients import COEFFICIENTS
+
+    code, out, err = _agree(capsys, str(EXAMPLE), "--judge", "judge_a", "--judge", "judge_b", "--bootstrap", "0",
+                            "--coefficients", "all", "--json")
+    assert code == 0, err
+    results = json.loads(out)["human_panel"]["results"]
+    assert set(results) == set(COEFFICIENTS)
+    # Two-rater coefficients on three annotators are undefined, with the reason, never 0.
+    for name in ("cohen_kappa", "scott_pi"):
+        assert results[name]["statistic"] is None and "2" in results[name]["undefined_reason"]
+    # Light's kappa = mean pairwise Cohen's kappa over the units every annotator rated (sklearn).
+    rows = [r for r in _example_rows().values() if all(h in r for h in HUMANS)]
+    pairs = [(a, b) for i, a in enumerate(HUMANS) for b in HUMANS[i + 1:]]
+    light = sum(cohen_kappa_score([r[a] for r in rows], [r[b] for r in rows]) for a, b in pairs) / 3
+    assert results["light_kappa"]["statistic"] == pytest.approx(light, abs=1e-12)
+    text_code, text, _ = _agree(capsys, str(EXAMPLE), "--judge", "judge_a", "--judge", "judge_b", "--bootstrap",
+                                "0", "--coefficients", "conger_kappa,brennan_prediger,gwet_ac2")
+    assert text_code == 0 and "Conger's kappa" in text and "Brennan-Prediger" in text and "Gwet's AC2" in text
+    bad, _, message = _agree(capsys, str(EXAMPLE), "--coefficients", "nope")
+    assert bad == 2 and "--coefficients nope" in message
+
+
+def test_two_coders_get_cohens_kappa_in_the_human_panel(capsys):
+    from sklearn.metrics import cohen_kappa_score
+
+    code, out, err = _agree(capsys, str(EXAMPLE), "--judge", "judge_a", "--judge", "judge_b", "--judge", "ann_3",
+                            "--bootstrap", "0", "--json")
+    assert code == 0, err
+    panel = json.loads(out)["human_panel"]
+    assert panel["raters"] == ["ann_1", "ann_2"]
+    rows = [r for r in _example_rows().values() if "ann_1" in r and "ann_2" in r]
+    expected = cohen_kappa_score([r["ann_1"] for r in rows], [r["ann_2"] for r in rows])
+    assert panel["results"]["cohen_kappa"]["statistic"] == pytest.approx(expected, abs=1e-12)

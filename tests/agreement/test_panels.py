@@ -157,3 +157,53 @@ def test_panel_report_judge_only_and_tie_counts():
     assert only_judges.human_panel is None and only_judges.majority is None
     assert any("no human annotators" in note for note in only_judges.notes)
     assert len(only_judges.judge_pairs[0].pairs) == 1
+
+
+def test_first_turn_agreement_by_hand():
+    from agreement.panels import first_turn_agreement
+
+    nan = float("nan")
+    # Units:   u0  u1  u2  u3  u4  u5   u6
+    human = [2, 3, 5, 1, 4, nan, 2]
+    judge = [2, 4, 8, 1, nan, 3, 1]
+    clusters = ["a", "a", "b", "c", "c", "d", "d"]
+    # Both given on u0, u1, u2, u3, u6: gaps (judge - human) 0, 1, 3, 0, -1.
+    # exact 2/5 = 0.4; within one 4/5 = 0.8; MAD (0+1+3+0+1)/5 = 1.0; mean difference 3/5 = 0.6.
+    result = first_turn_agreement(human, judge, clusters, n_resamples=2000)
+    assert (result.n, result.n_human_only, result.n_judge_only) == (5, 1, 1)
+    assert result.exact.statistic == pytest.approx(0.4)
+    assert result.within_one.statistic == pytest.approx(0.8)
+    assert result.mean_absolute_difference.statistic == pytest.approx(1.0)
+    assert result.mean_difference.statistic == pytest.approx(0.6)
+    # Intervals resample the 4 trajectories (a: gaps 0, 1; b: 3; c: 0; d: -1), so the MAD's bootstrap
+    # range is [0 (all c), 3 (all b)] and the interval lies inside it around the estimate.
+    lo, hi = result.mean_absolute_difference.confidence_interval()
+    assert 0.0 <= lo < 1.0 < hi <= 3.0
+    assert result.exact.details["n_clusters"] == 4
+    empty = first_turn_agreement([nan], [1.0], ["a"], n_resamples=200)
+    assert empty.n == 0 and empty.exact.undefined_reason.startswith("no unit has both")
+
+
+def test_study_first_turns_joins_key_humans_and_judge():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from agreement.panels import study_first_turns
+
+    # Study frames as agreement.study_io.load_study reads them: task -> unit -> trajectory.
+    key = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "unit_id": ["u1", "u2", "u3"],
+                        "trajectory_id": ["a", "a", "b"]})
+    human = pd.DataFrame({"task_id": ["t1", "t1", "t1", "t2", "t2", "t3", "t3"],
+                          "annotator": ["x", "y", "z", "x", "y", "x", "y"],
+                          "role": ["independent"] * 6 + ["adjudication"],
+                          "first_turn": [2, 4, 3, 5, None, None, 1]})
+    judge = pd.DataFrame({"unit_id": ["u1", "u2", "u3", "u1"], "judge": ["j", "j", "j", "j"],
+                          "sample_index": [0, 0, 0, 1], "first_turn": [3, 7, 2, 9]})
+    # Human turns: u1 median(2, 4, 3) = 3; u2 median(5) = 5; u3 none (the adjudication is kept apart).
+    # Judge (sample 0): u1 3, u2 7, u3 2 -> both on u1 (gap 0) and u2 (gap 2); u3 judge only.
+    result = study_first_turns(SimpleNamespace(key=key, human=human, judge=judge), "j", n_resamples=200)
+    assert (result.n, result.n_human_only, result.n_judge_only) == (2, 0, 1)
+    assert result.exact.statistic == pytest.approx(0.5) and result.mean_absolute_difference.statistic == pytest.approx(1.0)
+    assert study_first_turns(SimpleNamespace(key=key, human=human.drop(columns="first_turn"), judge=judge),
+                             "j").startswith("no first recognition turns")

@@ -15,7 +15,7 @@ from tests.agreement.test_study_io import write_ise_study
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
-    write_ise_study(root, backend="simulated", sample_share=0.6)
+    write_ise_study(root, backend="simulated", sample_share=0.8)  # >= 100 validated units
     (root / "lenient.toml").write_text(LENIENT)
     assert main(["validate", str(root), "--n-resamples", "200"]) == 0
     assert main(["audit", str(root), "--judge", "identify@j", "--positive", "yes", "--n-resamples", "200",

@@ -222,7 +222,7 @@ SCORE = ["--identify-judge", "identify@j", "--escalate-judge", "escalate@j", "--
 
 @pytest.fixture()
 def ise(tmp_path):
-    write_ise_study(tmp_path, sample_share=0.6)
+    write_ise_study(tmp_path, sample_share=0.8)  # >= 100 validated units (MIN_UNITS)
     (tmp_path / "lenient.toml").write_text(LENIENT)
     return tmp_path
 

@@ -1,0 +1,478 @@
+"""Planning a validation: a policy's operating characteristic and the units it needs.
+
+A design is what a study plans before any label exists: the positive rate, the
+judge's true agreement with the human majority (on the policy's first agreement
+coefficient), the annotators' expected pairwise raw agreement, how many annotators
+label every unit, and how many turns a trajectory contributes. Under a latent-class
+model (a latent label per unit; each annotator and the judge copy it with a fixed
+accuracy, errors independent; a trajectory's positive rate ~ Beta with intra-
+trajectory correlation ``icc``) the planner simulates whole studies, vectorised over
+studies, units and judge accuracies, and applies the policy's criteria as the gate
+does: a lower bound of the t interval on the clustered linearised SE (the coverage
+study, benchmarks/coverage.md, found it covering like the bootstrap the gate reads),
+``agreement.intervals.MIN_UNITS`` included; the unscored-share criterion exactly
+(binomial). Criteria whose evidence the design does not describe (the alt-test, the
+family contrast, units per stratum) are listed as not planned, with the reason: the
+policy's P(ACCEPT) is then that of the planned criteria.
+
+The OC curve is P(ACCEPT) against the judge's true agreement at a number of units;
+the units needed are the smallest number whose P(ACCEPT) at the design's agreement
+reaches the target power.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agreement.bootstrap import DEFAULT_SEED
+from agreement.intervals import MIN_UNITS
+from samples.errors import InputError
+
+PLANNED = ("agreement_floor", "human_ceiling", "unscored_share")
+NOT_PLANNED = {
+    "alt_test": "the alt-test's per-annotator t-tests depend on which annotators label which units; not simulated",
+    "family_contrast": "needs the models and families of the benchmark, which a design does not describe",
+    "min_units_per_stratum": "a design count: plan the strata's units directly",
+}
+MAX_UNITS = 5_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design:
+    """The assumptions of a planned validation (validated where built)."""
+
+    positive_rate: float
+    judge_agreement: float
+    """True judge-vs-majority value of ``coefficient`` the study hopes to show."""
+    human_agreement: float
+    """Expected raw (percent) agreement between two annotators."""
+    annotators: int
+    turns_per_trajectory: float
+    coefficient: str = "gwet_ac1"
+    icc: float = 0.2
+    unscored_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("positive_rate", 0 < self.positive_rate < 1, "a rate strictly between 0 and 1"),
+            ("judge_agreement", -1 < self.judge_agreement < 1, "a coefficient value in (-1, 1)"),
+            ("human_agreement", 0.5 < self.human_agreement <= 1,
+             "a raw agreement in (0.5, 1] (annotators better than coin flips)"),
+            ("annotators", isinstance(self.annotators, int) and 1 <= self.annotators <= 50, "an integer in [1, 50]"),
+            ("turns_per_trajectory", self.turns_per_trajectory >= 1, "a mean number of turns >= 1"),
+            ("coefficient", self.coefficient in _COEFFICIENTS, f"one of {sorted(_COEFFICIENTS)}"),
+            ("icc", 0 <= self.icc < 1, "an intra-trajectory correlation in [0, 1)"),
+            ("unscored_rate", 0 <= self.unscored_rate < 1, "a rate in [0, 1)"),
+        ]
+        for name, ok, allowed in checks:
+            if not ok:
+                raise InputError(f"{name}={getattr(self, name)!r}: expected {allowed}")
+
+    @property
+    def human_accuracy(self) -> float:
+        """Annotator accuracy a with a^2 + (1 - a)^2 = human_agreement."""
+        return (1 + math.sqrt(2 * self.human_agreement - 1)) / 2
+
+    @property
+    def majority_accuracy(self) -> float:
+        """P(majority = latent label | no tie) for ``annotators`` independent annotators."""
+        a, m = self.human_accuracy, self.annotators
+        right = sum(math.comb(m, k) * a**k * (1 - a) ** (m - k) for k in range(m + 1) if 2 * k > m)
+        wrong = sum(math.comb(m, k) * a**k * (1 - a) ** (m - k) for k in range(m + 1) if 2 * k < m)
+        return right / (right + wrong)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("positive_rate", "judge_agreement", "human_agreement", "annotators",
+                                              "turns_per_trajectory", "coefficient", "icc", "unscored_rate")}
+
+
+def _cells_statistic(name: str, p11, p10, p01, p00):
+    """A two-rater coefficient from (unnormalised) cell shares, elementwise."""
+    total = p11 + p10 + p01 + p00
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p11, p10, p01, p00 = p11 / total, p10 / total, p01 / total, p00 / total
+        po = p11 + p00
+        if name == "percent_agreement":
+            return po
+        a1, b1 = p11 + p10, p11 + p01
+        if name == "cohen_kappa":
+            pe = a1 * b1 + (1 - a1) * (1 - b1)
+        else:  # gwet_ac1, q = 2
+            pi = (a1 + b1) / 2
+            pe = 2 * pi * (1 - pi)
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+_COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
+
+
+def true_agreement(coefficient: str, judge_accuracy: Any, reference_accuracy: float, rate: float) -> Any:
+    """Population coefficient of two raters copying the latent label (independent errors)."""
+    a, r = np.asarray(judge_accuracy, dtype=float), reference_accuracy
+    p11 = rate * a * r + (1 - rate) * (1 - a) * (1 - r)
+    p10 = rate * a * (1 - r) + (1 - rate) * (1 - a) * r
+    p01 = rate * (1 - a) * r + (1 - rate) * a * (1 - r)
+    p00 = rate * (1 - a) * (1 - r) + (1 - rate) * a * r
+    return _cells_statistic(coefficient, p11, p10, p01, p00)
+
+
+def judge_accuracy_for(design: Design, agreement: float) -> float:
+    """The judge accuracy at which its true agreement with the majority equals ``agreement`` (bisection)."""
+    q, rate = design.majority_accuracy, design.positive_rate
+    lo, hi = 0.5, 1.0
+    top = float(true_agreement(design.coefficient, 1.0, q, rate))
+    if agreement > top + 1e-12:
+        raise InputError(f"judge agreement {agreement}: with annotators agreeing {design.human_agreement} the human "
+                         f"majority is right {q:.3f} of the time, so even a perfect judge reaches only {top:.3f} "
+                         f"({design.coefficient})")
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if float(true_agreement(design.coefficient, mid, q, rate)) < agreement:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedCriterion:
+    name: str
+    type: str
+    planned: bool
+    reason: str | None = None
+    coefficient: str | None = None
+    threshold: float | None = None
+
+
+def planned_criteria(policy: Any) -> list[PlannedCriterion]:
+    out = []
+    for c in policy.criteria:
+        kind = c.type_name
+        if kind == "agreement_floor":
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient=c.coefficient,
+                                        threshold=c.floor))
+        elif kind == "human_ceiling":
+            if c.coefficient != "percent_agreement":
+                out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
+                                            reason=f"the planner simulates the ceiling on percent_agreement only "
+                                                   f"(this one uses {c.coefficient})"))
+            else:
+                out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient=c.coefficient,
+                                            threshold=-c.margin))
+        elif kind == "unscored_share":
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, threshold=c.cap,
+                                        coefficient="point" if c.point else "upper_bound"))
+        else:
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
+                                        reason=NOT_PLANNED.get(kind, "no simulation model for this criterion type")))
+    return out
+
+
+def _t_quantiles(df: np.ndarray, p: float) -> np.ndarray:
+    from scipy.stats import t
+
+    return np.where(df >= 1, t.ppf(p, np.maximum(df, 1)), np.nan)
+
+
+class Simulator:
+    """Simulated studies of one design; ``pass_rates`` applies the planned criteria."""
+
+    def __init__(self, design: Design, criteria: list[PlannedCriterion], *, level: float, studies: int = 600,
+                 seed: int = DEFAULT_SEED) -> None:
+        self.design, self.level, self.studies, self.seed = design, level, studies, seed
+        self.criteria = [c for c in criteria if c.planned]
+        self.z = (1 - level) / 2
+
+    def _studies(self, n: int, rng: np.random.Generator):
+        d, S = self.design, self.studies
+        sizes = 1 + rng.poisson(d.turns_per_trajectory - 1, size=(S, n))
+        ends = np.cumsum(sizes, axis=1)
+        starts = np.zeros((S, n), dtype=bool)
+        starts[:, 0] = True
+        inside = ends < n
+        starts[np.nonzero(inside)[0], ends[inside]] = True
+        cluster = np.cumsum(starts, axis=1) - 1 + (np.arange(S) * n)[:, None]  # global ids, (S, n)
+        if d.icc > 0:
+            kappa = 1 / d.icc - 1
+            p = rng.beta(kappa * d.positive_rate, kappa * (1 - d.positive_rate), size=S * n)[cluster]
+        else:
+            p = np.full((S, n), d.positive_rate)
+        latent = rng.random((S, n)) < p
+        humans = np.where(rng.random((d.annotators, S, n)) < d.human_accuracy, latent, ~latent)
+        return cluster, latent, humans, rng.random((S, n))
+
+    def _clustered(self, values: np.ndarray, keep: np.ndarray, cluster: np.ndarray, n: int) -> np.ndarray:
+        """Per-cluster sums of (X, S, n) values over kept units: (X, S, n) indexed by the study's cluster slot."""
+        X, S = values.shape[0], self.studies
+        flat = (np.arange(X)[:, None, None] * S * n + cluster[None]).ravel()
+        sums = np.bincount(flat, weights=(values * keep).ravel(), minlength=X * S * n)
+        return sums.reshape(X, S, n)
+
+    def pass_rates(self, n: int, judge_accuracies: np.ndarray) -> dict[str, np.ndarray]:
+        """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}."""
+        d, S = self.design, self.studies
+        rng = np.random.default_rng([self.seed, n])
+        cluster, latent, humans, u_judge = self._studies(n, rng)
+        acc = np.asarray(judge_accuracies, dtype=float)
+        judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
+        votes = humans.sum(axis=0)
+        m = d.annotators
+        keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
+        majority = (2 * votes > m)[None]
+        slot_count = self._clustered(np.ones_like(judge, dtype=float), keep, cluster, n)
+        clusters = (slot_count > 0).sum(axis=2).astype(float)  # (X, S)
+        kept = keep.sum(axis=2).astype(float)
+        passes: dict[str, np.ndarray] = {}
+        every = np.ones((acc.size, S), dtype=bool)
+        df = clusters - 1
+        tq = _t_quantiles(df, 1 - self.z)
+        cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
+        cell_sums = [self._clustered(c.astype(float), keep, cluster, n) for c in cells]  # each (X, S, n)
+        for c in self.criteria:
+            if c.type == "agreement_floor":
+                ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq)
+            elif c.type == "human_ceiling":
+                ok = self._ceiling(c, judge, humans, cluster, n, tq, clusters)
+            else:
+                ok = np.broadcast_to(self._unscored(c, n), (acc.size, S))
+            passes[c.name] = ok.mean(axis=1)
+            every &= ok
+        passes["policy"] = every.mean(axis=1)
+        return passes
+
+    def _floor(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq) -> np.ndarray:
+        totals = [s.sum(axis=2) for s in cell_sums]  # (X, S)
+        value = _cells_statistic(c.coefficient, *totals)
+        # Linearisation: gradient of the coefficient in the cell shares (central differences).
+        shares = [t / np.maximum(kept, 1) for t in totals]
+        grads = []
+        for i in range(4):
+            step = 1e-6
+            up = [s + (step if j == i else 0.0) for j, s in enumerate(shares)]
+            down = [s - (step if j == i else 0.0) for j, s in enumerate(shares)]
+            grads.append((_cells_statistic(c.coefficient, *up) - _cells_statistic(c.coefficient, *down)) / (2 * step))
+        influence = sum(g[..., None] * (cs - slot_count * s[..., None]) for g, cs, s in zip(grads, cell_sums, shares))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = clusters / (clusters - 1) * (influence**2).sum(axis=2) / kept**2
+            low = value - tq * np.sqrt(var)
+        minimum = MIN_UNITS.get(c.coefficient, 0)
+        return np.isfinite(low) & (low >= c.threshold) & (kept >= minimum)
+
+    def _ceiling(self, c: PlannedCriterion, judge, humans, cluster, n, tq, clusters) -> np.ndarray:
+        m = humans.shape[0]
+        if m < 2:
+            return np.zeros(judge.shape[:2], dtype=bool)
+        with_judge = sum((judge == h[None]) for h in humans) / m  # (X, S, n)
+        pairs = [(i, k) for i in range(m) for k in range(i + 1, m)]
+        among = sum((humans[i] == humans[k]) for i, k in pairs) / len(pairs)
+        diff = with_judge - among[None]
+        everyone = np.ones_like(diff, dtype=bool)
+        value = diff.mean(axis=2)
+        per_cluster = self._clustered(diff - value[..., None], everyone, cluster, n)
+        units_per_cluster = self._clustered(np.ones_like(diff), everyone, cluster, n)
+        all_clusters = (units_per_cluster > 0).sum(axis=2).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = all_clusters / (all_clusters - 1) * (per_cluster**2).sum(axis=2) / n**2
+        tq_all = _t_quantiles(all_clusters - 1, 1 - self.z)
+        low = value - tq_all * np.sqrt(var)
+        return np.isfinite(low) & (low >= c.threshold) & (n >= MIN_UNITS.get("human_ceiling", 0))
+
+    def _unscored(self, c: PlannedCriterion, n: int) -> np.ndarray:
+        """Bernoulli draws with the exact binomial P(pass) (unscored rows independent of the labels)."""
+        from scipy.stats import beta, binom
+
+        k = np.arange(n + 1)
+        if c.coefficient == "point":
+            ok = k / n < c.threshold
+        else:
+            upper = np.where(k < n, beta.ppf(1 - self.z, k + 1, np.maximum(n - k, 1)), 1.0)
+            ok = upper < c.threshold
+        probability = float(binom.pmf(k, n, self.design.unscored_rate) @ ok)
+        rng = np.random.default_rng([self.seed, n, 3])
+        return rng.random(self.studies) < probability
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What ``accord plan`` prints."""
+
+    policy: str
+    design: Design
+    level: float
+    power: float
+    studies: int
+    units_needed: dict[str, int | None]
+    """Criterion name (and 'policy') -> smallest units with P(pass) >= power; None: not reached by MAX_UNITS."""
+    not_planned: dict[str, str]
+    oc_units: int
+    oc_agreement: tuple[float, ...]
+    oc_accept: dict[str, tuple[float, ...]]
+    floors: tuple[float, ...] = ()
+    """Floors of the agreement criteria on the OC curve's coefficient (dashed lines on the plot)."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "design": self.design.to_dict(), "level": self.level, "power": self.power,
+                "studies_per_point": self.studies, "units_needed": self.units_needed,
+                "not_planned": self.not_planned,
+                "oc_curve": {"units": self.oc_units, "coefficient": self.design.coefficient,
+                             "true_agreement": list(self.oc_agreement),
+                             "p_accept": {k: list(v) for k, v in self.oc_accept.items()}, "floors": list(self.floors)},
+                "notes": list(self.notes)}
+
+
+def _first_reaching(simulator: Simulator, accuracy: float, power: float) -> dict[str, int | None]:
+    """Smallest n with P(pass) >= power per criterion: a doubling search, then bisection."""
+    names = [c.name for c in simulator.criteria] + ["policy"]
+    cache: dict[int, dict[str, float]] = {}
+
+    def rates(n: int) -> dict[str, float]:
+        if n not in cache:
+            cache[n] = {k: float(v[0]) for k, v in simulator.pass_rates(n, np.array([accuracy])).items()}
+        return cache[n]
+
+    out: dict[str, int | None] = {}
+    for name in names:
+        lo, hi = 9, 10
+        while rates(hi)[name] < power:
+            lo, hi = hi, hi * 2
+            if hi > MAX_UNITS:
+                break
+        if hi > MAX_UNITS:
+            out[name] = None
+            continue
+        while hi - lo > max(1, lo // 50):
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if rates(mid)[name] < power else (lo, mid)
+        out[name] = hi
+    return out
+
+
+def oc_curve(simulator: Simulator, criteria: list[PlannedCriterion], units: int, *, grid: int = 21
+             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """P(pass) per planned criterion and for the policy at ``grid`` true agreements, from 0.2 below the
+    lowest floor (or the design's agreement) up to what a perfect judge reaches against the majority."""
+    design = simulator.design
+    top = float(true_agreement(design.coefficient, 1.0, design.majority_accuracy, design.positive_rate))
+    floors = [c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
+              and c.coefficient == design.coefficient]
+    start = min([*floors, design.judge_agreement]) - 0.2
+    xs = np.linspace(max(start, -0.5), top, grid)
+    accuracies = np.array([judge_accuracy_for(design, float(x)) for x in xs])
+    chunk = max(1, 4_000_000 // (simulator.studies * units))  # bounds the (accuracies, studies, units) arrays
+    parts = [simulator.pass_rates(units, accuracies[i:i + chunk]) for i in range(0, accuracies.size, chunk)]
+    return xs, {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+
+def operating_point(policy: Any, *, units: int, annotators: int, positive_rate: float, human_agreement: float,
+                    turns_per_trajectory: float, observed: float, coefficient: str, unscored_rate: float = 0.0,
+                    studies: int = 400, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Where a finished study's design sits on its policy's OC curve (for the verdict and the report).
+
+    The design is the study's own (validated units, annotators, observed positive rate,
+    annotators' raw agreement, units per trajectory); the curve is P(ACCEPT) of the
+    planned criteria against the judge's true ``coefficient``. ``sentence`` reads the
+    curve at the observed estimate.
+    """
+    try:
+        design = Design(positive_rate=positive_rate, judge_agreement=min(observed, 0.999),
+                        human_agreement=human_agreement, annotators=annotators,
+                        turns_per_trajectory=max(1.0, turns_per_trajectory), coefficient=coefficient,
+                        unscored_rate=min(unscored_rate, 0.999))
+        criteria = planned_criteria(policy)
+        if not any(c.planned for c in criteria):
+            raise InputError("no criterion the planner can simulate")
+        simulator = Simulator(design, criteria, level=policy.settings["level"], studies=studies, seed=seed)
+        xs, oc = oc_curve(simulator, criteria, units)
+    except InputError as error:
+        return {"units": units, "undefined_reason": str(error)}
+    accept = oc["policy"]
+    at = float(np.interp(observed, xs, accept))
+    sentence = (f"with {units} units this policy accepts a judge of true {coefficient} {observed:.2f} "
+                f"{at:.0%} of the time (planned criteria only; {studies} simulated studies per point)")
+    return {"units": units, "design": design.to_dict(), "coefficient": coefficient,
+            "true_agreement": [float(x) for x in xs], "p_accept": [float(v) for v in accept],
+            "p_accept_at_estimate": at, "sentence": sentence,
+            "not_planned": sorted(c.name for c in criteria if not c.planned)}
+
+
+def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None = None, studies: int = 600,
+         grid: int = 21, seed: int = DEFAULT_SEED) -> Plan:
+    """Units needed per planned criterion and for the policy, and the OC curve at ``units`` (default: the policy's)."""
+    if not 0 < power < 1:
+        raise InputError(f"power={power!r}: expected a probability strictly between 0 and 1")
+    if units is not None and units < 2:
+        raise InputError(f"units={units!r}: expected at least 2 units")
+    criteria = planned_criteria(policy)
+    if not any(c.planned for c in criteria):
+        raise InputError(f"{policy.path}: no criterion the planner can simulate ({sorted(PLANNED)})")
+    level = policy.settings["level"]
+    simulator = Simulator(design, criteria, level=level, studies=studies, seed=seed)
+    accuracy = judge_accuracy_for(design, design.judge_agreement)
+    needed = _first_reaching(simulator, accuracy, power)
+    reached = [v for v in needed.values() if v is not None]
+    oc_units = units or needed.get("policy") or (max(reached) if reached else 300)
+    q = design.majority_accuracy
+    xs, oc = oc_curve(simulator, criteria, oc_units, grid=grid)
+    notes = [(f"judge accuracy {accuracy:.4f} vs the latent label gives the design's {design.coefficient} "
+             f"{design.judge_agreement} against a majority that is right {q:.4f} of the time")]
+    if any(not c.planned for c in criteria):
+        notes.append("P(ACCEPT) counts only the planned criteria; the others must pass too")
+    return Plan(policy=policy.name, design=design, level=level, power=power, studies=studies, units_needed=needed,
+                not_planned={c.name: c.reason for c in criteria if not c.planned}, oc_units=oc_units,
+                oc_agreement=tuple(float(x) for x in xs), oc_accept={k: tuple(float(v) for v in vals)
+                                                                      for k, vals in oc.items()},
+                floors=tuple(c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
+                             and c.coefficient == design.coefficient),
+                notes=tuple(notes))
+
+
+def format_plan(result: Plan) -> str:
+    d = result.design
+    lines = [(f"plan for policy {result.policy!r} at level {result.level}, power {result.power} "
+             f"({result.studies} simulated studies per point)"),
+             (f"design: positive rate {d.positive_rate}, judge {d.coefficient} {d.judge_agreement}, "
+              f"human raw agreement {d.human_agreement}, {d.annotators} annotator(s), "
+              f"{d.turns_per_trajectory} turns per trajectory, icc {d.icc}, unscored rate {d.unscored_rate}"),
+             "", "units needed:"]
+    for name, n in result.units_needed.items():
+        lines.append(f"  {name}: {n if n is not None else f'more than {MAX_UNITS}'}")
+    for name, reason in result.not_planned.items():
+        lines.append(f"  {name}: not planned ({reason})")
+    names = list(result.oc_accept)
+    lines += ["", f"OC curve at {result.oc_units} units: P(pass) by the judge's true {d.coefficient} vs the majority",
+              *[f"  [{i}] {name}" for i, name in enumerate(names, start=1) if name != "policy"],
+              "  " + f"{'true':>7} " + " ".join(f"{'[' + str(i) + ']' if n != 'policy' else 'ACCEPT':>7}"
+                                               for i, n in enumerate(names, start=1))]
+    for i, x in enumerate(result.oc_agreement):
+        lines.append("  " + f"{x:7.3f} " + " ".join(f"{v[i]:7.3f}" for v in result.oc_accept.values()))
+    lines += ["", *result.notes]
+    return "\n".join(lines)
+
+
+def plot_oc(result: Plan, path: Any) -> None:
+    """The OC curve as a PNG (matplotlib, headless)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    for name, values in result.oc_accept.items():
+        ax.plot(result.oc_agreement, values, lw=2.5 if name == "policy" else 1.2, label=name)
+    for floor in result.floors:
+        ax.axvline(floor, color="black", ls="--", lw=0.8)
+    ax.axhline(result.power, color="grey", ls=":", lw=1)
+    ax.axhline((1 - result.level) / 2, color="grey", ls=":", lw=1)
+    ax.set_xlabel(f"true judge {result.design.coefficient} vs human majority")
+    ax.set_ylabel("P(ACCEPT)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"{result.policy}: {result.oc_units} units, {result.design.annotators} annotators", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
