@@ -322,9 +322,19 @@ class PolicyRecord(_Doc):
     description: str = Field(default="", description="What the policy is for.")
 
 
+class OperatingPoint(_Doc):
+    """Where the study's design sits on the policy's operating characteristic (``agreement.plan``)."""
+
+    sentence: str | None = Field(default=None, description="In words, e.g. 'with 38 units this policy accepts ...'.")
+    undefined_reason: str | None = None
+
+
 class JudgeVerdict(_Doc):
     verdict: str = Field(description="ACCEPT or REJECT.")
     criteria: list[Criterion] = Field(default_factory=list)
+    operating_characteristic: OperatingPoint | None = Field(default=None, description="P(ACCEPT) of this design.")
+    first_turn_agreement: dict[str, Any] | None = Field(
+        default=None, description="Human first recognition turns against the judge's t* (exact, within one, MAD).")
 
 
 class VerdictDocument(StageDocument):

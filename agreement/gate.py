@@ -496,6 +496,16 @@ def evaluate(policy: Policy, evidence: Evidence, *, fingerprints: dict[str, str]
                    fingerprints=fingerprints, simulated=simulated, notes=notes)
 
 
+COUNT_CRITERIA = frozenset({"min_units_per_stratum"})
+"""Criterion types whose value is a count of units (printed as an integer)."""
+
+
+def format_value(result_type: str, value: float | None, *, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "--"
+    return str(int(value)) if result_type in COUNT_CRITERIA else f"{value:.{digits}f}"
+
+
 def format_verdict(verdict: Verdict) -> str:
     """Plain-text verdict: one line per criterion with value, interval, threshold and result."""
     lines = [f"{verdict.verdict}: judge {verdict.judge!r} under policy {verdict.policy.name!r} "
@@ -503,7 +513,7 @@ def format_verdict(verdict: Verdict) -> str:
     for note in verdict.notes:
         lines.append(f"NOTE: {note}")
     for r in verdict.results:
-        value = "--" if not math.isfinite(r.value) else f"{r.value:.4f}"
+        value = format_value(r.type, r.value)
         if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
             ci = f" {r.ci_level:.0%} CI [{r.ci_low:.4f}, {r.ci_high:.4f}] ({r.ci_method})"
         else:

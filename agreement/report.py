@@ -235,14 +235,10 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
     ]
 
 
-# Criteria whose value is a count of units: printed as integers.
-COUNT_CRITERIA = frozenset({"min_units_per_stratum"})
-
-
 def criterion_value(c: Criterion) -> str:
-    if c.value is not None and c.type in COUNT_CRITERIA:
-        return str(int(c.value))
-    return fmt(c.value, digits=4)
+    from agreement.gate import format_value
+
+    return format_value(c.type, c.value)
 
 
 def criterion_interval(c: Criterion) -> str:
@@ -257,9 +253,12 @@ def verdict_tables(doc: VerdictDocument) -> list[Table]:
     for judge, verdict in doc.judges.items():
         rows = [[c.name, c.test, criterion_value(c), criterion_interval(c), c.threshold, "PASS" if c.passed else "FAIL",
                  c.reason or ""] for c in verdict.criteria]
+        oc = verdict.operating_characteristic
+        design = (oc.sentence or oc.undefined_reason) if oc is not None else None
         tables.append(Table(title=f"Gate: {verdict.verdict} for {judge}",
                             header=["criterion", "test", "value", "CI", "threshold", "result", "reason"], rows=rows,
-                            note=f"policy {doc.policy.name} (sha256 {doc.policy.sha256})"))
+                            note=f"policy {doc.policy.name} (sha256 {doc.policy.sha256})"
+                                 + (f". Design: {design}" if design else "")))
     return tables
 
 
