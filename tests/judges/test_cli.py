@@ -181,7 +181,8 @@ def _snapshot(root) -> dict[str, bytes | None]:
 def _bad_cache(study, units_file) -> str:
     (study / "judges").mkdir(parents=True)
     (study / "judges" / "cache.sqlite").write_bytes(b"not a database, just some bytes" * 100)
-    return "judges/cache.sqlite: not a usable request cache (file is not a database)"
+    return ("judges/cache.sqlite: not an accord request cache: file is not a database; "
+            "move it away to start a new cache")
 
 
 def _table_is_a_folder(study, units_file) -> str:
