@@ -241,7 +241,7 @@ def test_large_csv_reader_matches_small_csv_reader(tmp_path, monkeypatch):
 @pytest.fixture(params=["csv module", "pyarrow"])
 def csv_reader(request, monkeypatch):
     """Both CSV readers (files above the size threshold go through pyarrow) must refuse alike."""
-    import agreement.table as table
+    from agreement import table
 
     if request.param == "pyarrow":
         monkeypatch.setattr(table, "_ARROW_CSV_BYTES", 0)
@@ -250,7 +250,7 @@ def csv_reader(request, monkeypatch):
 
 def test_a_csv_byte_that_is_not_utf8_is_named_with_its_line_and_offset(tmp_path, csv_reader):
     path = tmp_path / "t.csv"
-    path.write_bytes("unit,rater,label\nu1,r1,é\nu1,r2,\xff\n".encode("utf-8").replace(b"\xc3\xbf", b"\xff"))
+    path.write_bytes(b"unit,rater,label\nu1,r1,\xc3\xa9\nu1,r2,\xff\n")  # \xc3\xa9: a valid two-byte é
     # offset by hand: "unit,rater,label\n" is 17 bytes, "u1,r1,\xc3\xa9\n" 9, "u1,r2," 6 -> 32
     with pytest.raises(InputError) as excinfo:
         load_labels(path)
