@@ -216,7 +216,7 @@ def _units_a_folder(study, units_file) -> str:
 def _study_is_a_file(study, units_file) -> str:
     study.rmdir()
     study.write_text("a file where the study folder belongs")
-    return "study/judges: cannot open the request cache: Not a directory"
+    return "study: is a file; expected a folder"  # refused where the study folder is read, before the cache
 
 
 @pytest.mark.parametrize("make", [_bad_cache, _table_is_a_folder, _log_not_utf8, _units_not_utf8, _units_with_nan,
