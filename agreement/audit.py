@@ -404,6 +404,7 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
     if judge is None and len(judges) != 1:
         raise InputError(f"--judge: the study has judges {judges}; name the one to audit")
     judge = judge or judges[0]
+    _check_positive(table, judge, positive)
     evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=level, n_resamples=0, seed=seed)
     frame = audit_frame(evidence.table, evidence.section, judge, model_field=model_field)
     try:
@@ -412,3 +413,25 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
     except ValueError as error:
         raise InputError(f"audit of {judge!r}: {error}") from None
     return result, {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints}
+
+
+def _check_positive(table: pd.DataFrame, judge: str, positive: Sequence[str]) -> None:
+    """Each positive label is one the audited judge's units can carry: a label of their kinds' schemes
+    (``samples.kinds`` -> ``samples.schemes``) or one found on those units. A typo would otherwise
+    audit a score that is 0 everywhere. A label-free scheme (no closed label set) accepts any label."""
+    from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+    units = table.loc[table["rater"] == judge, "unit"]
+    if units.empty:
+        return  # an unknown judge: GateEvidence names it
+    rows = table[table["unit"].isin(units)]
+    schemes = [get_scheme(DEFAULT_SCHEME[kind]) for kind in sorted(set(rows["kind"].dropna()))]
+    if not schemes or any(not scheme.labels for scheme in schemes):
+        return
+    allowed = dict.fromkeys([label for scheme in schemes for label in scheme.labels]
+                            + sorted(set(rows["label"].dropna().astype(str))))
+    for label in positive:
+        if label not in allowed:
+            names = ", ".join(repr(scheme.name) for scheme in dict.fromkeys(schemes))
+            raise InputError(f"positive label {label!r}: not a label of judge {judge!r}'s units "
+                             f"(scheme {names}); allowed: {list(allowed)}")

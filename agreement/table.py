@@ -6,15 +6,15 @@ Every coefficient reads a ``RatingData``: ``codes[i, j]`` is the index into
 coefficients, Brennan-Prediger (pe = 1/q) and AC1 depend on it and on unused
 categories (refs README, item 11).
 
-Reading CSV/JSONL uses only ``csv``/``json`` + numpy so the CLI starts fast; pandas
-and pyarrow are imported only for DataFrames and Parquet.
+Reading CSV uses only ``csv`` + numpy so the CLI starts fast (JSONL lines go through
+``samples.jsonl.decode_json_line``, the project's one JSON line reader); pandas and pyarrow
+are imported only for DataFrames, Parquet and CSV files above ``_ARROW_CSV_BYTES``.
 """
 
 from __future__ import annotations
 
 import csv
 import itertools
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from samples.errors import InputError
+
 
 def _is_missing(value: Any) -> bool:
     """None, NaN, pandas NA and blank text are missing; text such as 'NA' or 'none' is a label
@@ -322,6 +323,7 @@ def _codes_for(
     """Map codes of distinct raw labels to category codes; missing labels become -1."""
     present = [v for v in distinct if not _is_missing(v)]
     if categories is None:
+        _refuse_mixed_kinds(value_codes, distinct, source=source, where=where)
         cats = _sorted_categories(present)
         if not cats:
             raise InputError(f"{source}: no labels at all; declare the categories or give at least one label")
@@ -342,6 +344,30 @@ def _codes_for(
             )
         table[position] = index
     return table[value_codes], cats
+
+
+def _refuse_mixed_kinds(value_codes: np.ndarray, distinct: list[Any], *, source: str, where: Any) -> None:
+    """Undeclared labels are all numbers (ordinal: scored by value) or all text (ranked by spelling).
+
+    A 1 beside 'yes' in one column is a data mistake (a coded and an uncoded export merged,
+    'N/A' among Likert scores) that would silently turn every numeric score into a rank.
+    Declared categories decide the kinds themselves, so this applies to undeclared ones only.
+    Checked once per distinct label; distinct labels come in order of first appearance, so
+    the rows named are the first of each kind.
+    """
+    kinds = [None if _is_missing(v) else _as_number(v) is not None for v in distinct]
+    number = next((p for p, numeric in enumerate(kinds) if numeric is True), None)
+    text = next((p for p, numeric in enumerate(kinds) if numeric is False), None)
+    if number is None or text is None:
+        return
+
+    def first_row(position: int) -> Any:
+        return where(int(np.flatnonzero(value_codes == position)[0]))
+
+    raise InputError(
+        f"{source}: labels mix numbers and text ({distinct[number]!r} at {first_row(number)}, "
+        f"{distinct[text]!r} at {first_row(text)}); give one kind of label, or declare the categories"
+    )
 
 
 def _column_index(header: Sequence[str], name: str, role: str, source: str) -> int:
@@ -390,9 +416,18 @@ _ARROW_CSV_BYTES = 4 << 20
 def _read_csv(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
     if path.stat().st_size > _ARROW_CSV_BYTES:
         return _read_csv_arrow(path, names)
+    try:
+        return _read_csv_rows(path, names)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except csv.Error as error:
+        raise _csv_error(path, error) from None
+
+
+def _read_csv_rows(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
     table = _LongColumns(names, str(path), "line")
     with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, strict=True)
         header = next(reader, None)
         if header is None:
             raise InputError(f"{path}: the file is empty (no header row)")
@@ -418,12 +453,68 @@ def _read_csv(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
     return table
 
 
+def _not_utf8(path: Path) -> InputError:
+    """The first byte of ``path`` that is not UTF-8, with its line (read again in blocks: error path only)."""
+    offset, line, carry = 0, 1, b""
+    with path.open("rb") as handle:
+        while True:
+            block = handle.read(1 << 20)
+            data, carry = carry + block, b""
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                if not (block and error.reason == "unexpected end of data"):
+                    line += data.count(b"\n", 0, error.start)
+                    return InputError(f"{path}, line {line}: not UTF-8 ({error.reason}: byte 0x{data[error.start]:02x} "
+                                      f"at offset {offset + error.start})")
+                data, carry = data[:error.start], data[error.start:]  # a character cut by the block end
+            offset += len(data)
+            line += data.count(b"\n")
+            if not block:
+                return InputError(f"{path}: not UTF-8")
+
+
+def _csv_error(path: Path, error: csv.Error) -> InputError:
+    """The csv module's refusal with the line of the row (read again: error path only)."""
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle, strict=True)
+        start = 1
+        try:
+            for _ in reader:
+                start = reader.line_num + 1
+        except csv.Error as again:
+            if str(again) == "unexpected end of data":
+                return InputError(f"{path}, line {start}: a quoted field is never closed (the file ends inside quotes)")
+            return InputError(f"{path}, line {reader.line_num}: malformed CSV ({again})")
+    return InputError(f"{path}: malformed CSV ({error})")
+
+
+def _odd_quotes(path: Path) -> bool:
+    """An odd number of double quotes: some quoted field is never closed (each field opens and closes
+    one, and quotes inside are doubled). pyarrow's reader takes such a field to the end of the file."""
+    count = 0
+    with path.open("rb") as handle:  # 1 MB blocks: 0.06 s on the 81 MB, 3 x 10^6-row benchmark file
+        while block := handle.read(1 << 20):
+            count += block.count(b'"')
+    return count % 2 == 1
+
+
 def _read_csv_arrow(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        header = next(csv.reader(handle), None)
+    if _odd_quotes(path):  # the csv module refuses it with the line (or reads it the same way)
+        try:
+            return _read_csv_rows(path, names)
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
+        except csv.Error as error:
+            raise _csv_error(path, error) from None
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), None)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     if header is None:
         raise InputError(f"{path}: the file is empty (no header row)")
     wanted = {role: col for role, col in names.items() if col}
@@ -439,6 +530,8 @@ def _read_csv_arrow(path: Path, names: Mapping[str, str | None]) -> _LongColumns
             ),
         )
     except pa.ArrowInvalid as error:
+        if "invalid UTF8" in str(error):
+            raise _not_utf8(path) from None
         raise InputError(f"{path}: {str(error).splitlines()[0]}") from None
     table = _LongColumns(names, str(path), "row")
     for role, col in wanted.items():
@@ -450,31 +543,30 @@ def _read_csv_arrow(path: Path, names: Mapping[str, str | None]) -> _LongColumns
 
 
 def _read_jsonl(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
     wanted = {role: col for role, col in names.items() if col}
     table = _LongColumns(names, str(path), "line")
     batch: dict[str, list[Any]] = {role: [] for role in wanted}
     lines: list[int] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}, line {line_number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise InputError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
-            for role, col in wanted.items():
-                if col in record:
-                    batch[role].append(record[col])
-                elif role == "label":
-                    batch[role].append(None)
-                else:
-                    raise InputError(f"{path}, line {line_number}: missing {role} field {col!r}")
-            lines.append(line_number)
-            if len(lines) >= _BATCH:
-                table.add(batch, np.asarray(lines))
-                batch, lines = {role: [] for role in wanted}, []
+    for line_number, line in iter_jsonl_lines(path):
+        try:
+            record = decode_json_line(line)  # refuses bad UTF-8 and NaN/Infinity, which JSON has not
+        except ValueError as error:
+            raise InputError(f"{path}, line {line_number}: {error}") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
+        for role, col in wanted.items():
+            if col in record:
+                batch[role].append(record[col])
+            elif role == "label":
+                batch[role].append(None)
+            else:
+                raise InputError(f"{path}, line {line_number}: missing {role} field {col!r}")
+        lines.append(line_number)
+        if len(lines) >= _BATCH:
+            table.add(batch, np.asarray(lines))
+            batch, lines = {role: [] for role in wanted}, []
     if lines:
         table.add(batch, np.asarray(lines))
     return table

@@ -300,6 +300,8 @@ def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
 def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: str, weighted: bool,
              settings: PanelSettings) -> Section:
     categories, positive = scheme_of(sorted(set(table["kind"])), table["label"])
+    if categories is None:  # labels imported as found (scheme "any"): nominal categories, as the reference's
+        categories = tuple(sorted(set(table["label"].dropna().astype(str)))) or None
     data = rating_data(table, weighted=weighted, categories=categories)
     kind_judges = [j for j in judges if j in data.raters]
     binary_positive = positive if data.categories and len(data.categories) == 2 else None

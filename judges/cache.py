@@ -36,6 +36,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 )
 
 
+# SQLite's answers for a file that is not (or no longer) a database: a stranger's file or a corrupt cache.
+_FOREIGN_FILE = {"SQLITE_NOTADB", "SQLITE_CORRUPT"}
+
+
 def request_key(request: Mapping[str, Any]) -> str:
     return sha256_hex(request)
 
@@ -75,13 +79,26 @@ class RequestCache:
         try:
             private_file(self.path)  # cached prompts hold the units' text: owner-only
             self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._check_ours()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except OSError as error:  # no permission, a file where a folder belongs
             raise InputError(f"{error.filename or self.path}: cannot open the request cache: {error.strerror}") from None
-        except sqlite3.DatabaseError as error:  # not a database, a folder, read-only
-            raise InputError(f"{self.path}: not a usable request cache ({error})") from None
+        except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorname", None) in _FOREIGN_FILE:
+                raise self._foreign(str(error)) from None
+            raise InputError(f"{self.path}: not a usable request cache ({error})") from None  # a folder, read-only
+
+    def _foreign(self, what: str) -> InputError:
+        return InputError(f"{self.path}: not an accord request cache: {what}; move it away to start a new cache")
+
+    def _check_ours(self) -> None:
+        """Refuse, before anything is written to it, a database that holds tables but no accord migrations
+        (another program's SQLite file): creating ours in it would change someone else's data."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "migrations" not in tables:
+            raise self._foreign(f"a SQLite database with other tables ({', '.join(sorted(tables))})")
 
     def _migrate(self) -> None:
         with self._db:

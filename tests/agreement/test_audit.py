@@ -13,6 +13,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from agreement.audit import OBSERVATIONAL_NOTE, audit, holm, partial_correlation, permutation_contrast, rank_preservation
+from samples.errors import InputError
 
 
 def simulate(seed, *, planted=0.0, families=("a", "a", "a", "b", "b", "b", "c", "c", "c", "d", "d", "d"),
@@ -195,3 +196,35 @@ def test_full_audit_null_p_values_are_uniform_over_seeds():
     for a in (0.05, 0.1, 0.25, 0.5):
         assert np.mean(ps <= a) <= a + 2.6 * math.sqrt(a * (1 - a) / ps.size)
     assert np.mean(ps <= 0.5) >= 0.5 - 2.6 * math.sqrt(0.25 / ps.size) - 0.05
+
+
+def _labels(kind: str, rows: list[tuple[str, str, str | None]]) -> pd.DataFrame:
+    """A labels table (agreement.study_io.labels_table's columns that the check reads): unit, rater, label, kind."""
+    return pd.DataFrame([{"unit": u, "rater": r, "label": x, "kind": kind} for u, r, x in rows])
+
+
+def test_positive_labels_are_checked_against_the_judged_units_scheme():
+    from agreement.audit import _check_positive
+
+    table = _labels("response", [("u1", "j", "ABSTAIN"), ("u1", "ann", "HEDGE"), ("u2", "j", None)])
+    _check_positive(table, "j", ["ABSTAIN", "CONFIDENT_WRONG"])  # ehq4 labels, used or not
+    with pytest.raises(InputError) as caught:
+        _check_positive(table, "j", ["ABSTAIN", "NOT_A_LABEL"])
+    assert str(caught.value) == ("positive label 'NOT_A_LABEL': not a label of judge 'j''s units (scheme 'ehq4'); "
+                                 "allowed: ['ABSTAIN', 'HEDGE', 'CONFIDENT_CORRECT', 'CONFIDENT_WRONG']")
+    # labels imported as found (scheme = "any" at import) are labels of those units
+    imported = _labels("response", [("u1", "j", "maybe"), ("u1", "ann", "ABSTAIN")])
+    _check_positive(imported, "j", ["maybe"])
+
+
+def test_a_label_free_scheme_accepts_any_positive(monkeypatch):
+    import dataclasses
+
+    from agreement.audit import _check_positive
+    from samples import kinds, schemes
+
+    monkeypatch.setitem(schemes.SCHEMES, "free", schemes.LabelScheme(name="free", labels=(), positive=None,
+                                                                   description="no closed label set"))
+    monkeypatch.setitem(kinds._KINDS, "free_response", dataclasses.replace(kinds.get_kind("response"),
+                                                                           name="free_response", scheme="free"))
+    _check_positive(_labels("free_response", [("u1", "j", "x"), ("u1", "ann", "y")]), "j", ["anything at all"])

@@ -152,7 +152,7 @@ def test_single_rater(tmp_path):
 def test_bad_json_line_and_missing_field_are_named(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text('{"unit": "u1", "rater": "a", "label": "yes"}\n{not json}\n')
-    with pytest.raises(InputError, match=r"line 2: not valid JSON"):
+    with pytest.raises(InputError, match=r"line 2: invalid JSON"):
         load_labels(path)
     path.write_text('{"unit": "u1", "rater": "a", "label": "yes"}\n{"unit": "u1", "label": "no"}\n')
     with pytest.raises(InputError, match=r"line 2: missing rater field 'rater'"):
@@ -236,3 +236,100 @@ def test_large_csv_reader_matches_small_csv_reader(tmp_path, monkeypatch):
     with pytest.raises(InputError) as excinfo:
         load_labels(bad)
     assert "bad.csv" in one_line_error(excinfo)
+
+
+@pytest.fixture(params=["csv module", "pyarrow"])
+def csv_reader(request, monkeypatch):
+    """Both CSV readers (files above the size threshold go through pyarrow) must refuse alike."""
+    from agreement import table
+
+    if request.param == "pyarrow":
+        monkeypatch.setattr(table, "_ARROW_CSV_BYTES", 0)
+    return request.param
+
+
+def test_a_csv_byte_that_is_not_utf8_is_named_with_its_line_and_offset(tmp_path, csv_reader):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"unit,rater,label\nu1,r1,\xc3\xa9\nu1,r2,\xff\n")  # \xc3\xa9: a valid two-byte é
+    # offset by hand: "unit,rater,label\n" is 17 bytes, "u1,r1,\xc3\xa9\n" 9, "u1,r2," 6 -> 32
+    with pytest.raises(InputError) as excinfo:
+        load_labels(path)
+    assert one_line_error(excinfo) == f"{path}, line 3: not UTF-8 (invalid start byte: byte 0xff at offset 32)"
+
+
+def test_a_multibyte_character_across_read_blocks_is_not_an_error(tmp_path):
+    from agreement.table import _not_utf8
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"a" * ((1 << 20) - 1) + "é".encode() + b"\n\xff")  # é's two bytes straddle the first block
+    assert str(_not_utf8(path)) == f"{path}, line 2: not UTF-8 (invalid start byte: byte 0xff at offset {(1 << 20) + 2})"
+
+
+@pytest.mark.parametrize("text", ['u2,r2,"no\n', 'u2,r2,"no\nu3,r1,yes\nu3,r2,yes\n'])
+def test_an_unterminated_quote_is_refused_with_the_line_of_its_row(tmp_path, csv_reader, text):
+    path = tmp_path / "t.csv"
+    path.write_text("unit,rater,label\nu1,r1,yes\nu1,r2,no\nu2,r1,no\n" + text)
+    with pytest.raises(InputError) as excinfo:
+        load_labels(path)
+    assert one_line_error(excinfo) == f"{path}, line 5: a quoted field is never closed (the file ends inside quotes)"
+
+
+def test_quoted_fields_with_commas_newlines_and_doubled_quotes_still_read(tmp_path, csv_reader):
+    path = tmp_path / "t.csv"
+    path.write_text('unit,rater,label\n"u,1",r1,"say ""yes"""\n"u,1",r2,"multi\nline"\n')
+    data = load_labels(path)
+    assert list(data.units) == ["u,1"] and data.categories == ("multi\nline", 'say "yes"')
+
+
+def test_a_jsonl_nan_label_is_refused(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"unit": "u1", "rater": "r1", "label": "yes"}\n{"unit": "u1", "rater": "r2", "label": NaN}\n')
+    with pytest.raises(InputError) as excinfo:
+        load_labels(path)
+    assert one_line_error(excinfo).startswith(f"{path}, line 2: invalid JSON (NaN is not a finite number")
+
+
+def test_a_jsonl_line_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"unit": "u1", "rater": "r1", "label": "yes"}\n{"unit": "u1", "rater": "r2", "label": "\xff"}\n')
+    with pytest.raises(InputError, match=r"line 2: not UTF-8"):
+        load_labels(path)
+
+
+MIXED = [("u1", "r1", 1), ("u1", "r2", "yes"), ("u2", "r1", "no"), ("u2", "r2", "no")]
+
+
+def test_numbers_beside_text_in_one_label_column_are_refused_naming_both_rows(tmp_path, csv_reader):
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text("".join(json.dumps({"unit": u, "rater": r, "label": x}) + "\n" for u, r, x in MIXED))
+    with pytest.raises(InputError) as excinfo:
+        load_labels(jsonl)
+    assert one_line_error(excinfo) == (f"{jsonl}: labels mix numbers and text (1 at line 1, 'yes' at line 2); "
+                                       "give one kind of label, or declare the categories")
+    likert = write_csv(tmp_path / "t.csv", [("u1", "a", 4), ("u1", "b", 5), ("u2", "a", "N/A"), ("u2", "b", 2)],
+                       header=("unit", "rater", "label"))
+    where = ("line 2", "line 4") if csv_reader == "csv module" else ("row 1", "row 3")  # pyarrow counts rows
+    with pytest.raises(InputError, match=rf"labels mix numbers and text \('4' at {where[0]}, 'N/A' at {where[1]}\)"):
+        load_labels(likert)
+    # numpy makes the mixed list text ('1'), which still reads as a number
+    with pytest.raises(InputError, match=r"labels mix numbers and text \('1' at row 1, column 'x', 'yes' at row 1, column 'y'\)"):
+        RatingData.from_matrix([[1, "yes"], ["no", "no"]], raters=["x", "y"])
+
+
+def test_declared_categories_decide_the_kinds_of_labels(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"unit": u, "rater": r, "label": x}) + "\n" for u, r, x in MIXED))
+    data = load_labels(path, categories=["1", "yes", "no"])
+    assert data.codes.tolist() == [[0, 1], [2, 2]]
+
+
+def test_numeric_ordinal_labels_alone_keep_their_values(tmp_path, csv_reader):
+    path = write_csv(tmp_path / "t.csv", [("u1", "a", 1), ("u1", "b", 10), ("u2", "a", 2), ("u2", "b", "")],
+                     header=("unit", "rater", "label"))
+    data = load_labels(path)
+    assert data.categories == ("1", "2", "10")  # numeric order, not spelling order
+    np.testing.assert_array_equal(data.category_scores, [1.0, 2.0, 10.0])
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text("".join(json.dumps({"unit": u, "rater": r, "label": x}) + "\n"
+                             for u, r, x in [("u1", "a", 1), ("u1", "b", 2.5), ("u2", "a", 2), ("u2", "b", None)]))
+    assert load_labels(jsonl).categories == (1, 2, 2.5)

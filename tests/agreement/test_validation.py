@@ -354,3 +354,17 @@ def test_a_kind_without_human_labels_is_named_not_fatal(study, tmp_path, capsys)
     StudyLayout.of(tmp_path).app_labels.unlink()
     assert main(["validate", str(tmp_path), "--n-resamples", "200"]) == 2
     assert "no human labels on the sampled units; human labels come from labels/human.jsonl" in capsys.readouterr().err
+
+
+def test_labels_imported_as_found_may_mix_numbers_and_text(tmp_path, capsys):
+    """scheme "any" keeps labels as found: validation declares them (nominal), so 1, 2 and 'unsure' in one
+    column are three categories, not a mix that load_labels refuses when nobody declared the categories."""
+    table = tmp_path / "t.csv"
+    table.write_text("item,a1,a2,gpt\ni1,1,2,1\ni2,unsure,2,2\ni3,2,2,unsure\ni4,1,1,1\n")
+    study = tmp_path / "s"
+    assert main(["import", "table", str(table), "--study", str(study), "--unit-column", "item", "--kind",
+                 "escalate_final", "--annotator-columns", "a1,a2", "--judge-columns", "gpt", "--scheme", "any"]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(study), "--json"]) == 0
+    sections = json.loads(capsys.readouterr().out)["sections"]
+    assert [s["categories"] for s in sections] == [["1", "2", "unsure"]]

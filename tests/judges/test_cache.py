@@ -6,6 +6,7 @@ import functools
 import hashlib
 import sqlite3
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from judges.cache import MIGRATIONS, RequestCache, RequestKeyer, request_key
 from judges.providers.base import ProviderConfig, make_provider
 from judges.spec import build_judge
 from samples.canonical import canonical_json
+from samples.errors import InputError
 
 from tests.judges.units import escalate_unit
 
@@ -59,3 +61,29 @@ def test_provider_config_is_not_part_of_the_key() -> None:
     b = make_provider("openai", ProviderConfig(base_url="http://127.0.0.1:2/v1", timeout_s=5))
     build = dict(model="m", system="s", user="u", params={}, output_kind="yes_no", sample_index=0, unit=escalate_unit())
     assert request_key(a.build_request(**build)) == request_key(b.build_request(**build))
+
+
+def test_a_corrupt_file_is_refused_by_name_and_left_as_it_was(tmp_path) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(InputError) as caught:
+        RequestCache(path)
+    assert str(caught.value) == (f"{path}: not an accord request cache: file is not a database; "
+                                 "move it away to start a new cache")
+    assert path.read_bytes() == b"not a database" * 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]
+
+
+def test_another_programs_database_is_refused_before_anything_is_written(tmp_path) -> None:
+    path = tmp_path / "cache.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.execute("INSERT INTO notes VALUES ('keep me')")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(InputError, match=r"not an accord request cache: a SQLite database with other tables \(notes\)"):
+        RequestCache(path)
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["notes"]
+    db.close()

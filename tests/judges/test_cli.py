@@ -181,7 +181,8 @@ def _snapshot(root) -> dict[str, bytes | None]:
 def _bad_cache(study, units_file) -> str:
     (study / "judges").mkdir(parents=True)
     (study / "judges" / "cache.sqlite").write_bytes(b"not a database, just some bytes" * 100)
-    return "judges/cache.sqlite: not a usable request cache (file is not a database)"
+    return ("judges/cache.sqlite: not an accord request cache: file is not a database; "
+            "move it away to start a new cache")
 
 
 def _table_is_a_folder(study, units_file) -> str:
@@ -215,7 +216,7 @@ def _units_a_folder(study, units_file) -> str:
 def _study_is_a_file(study, units_file) -> str:
     study.rmdir()
     study.write_text("a file where the study folder belongs")
-    return "study/judges: cannot open the request cache: Not a directory"
+    return "study: is a file; expected a folder"  # refused where the study folder is read, before the cache
 
 
 @pytest.mark.parametrize("make", [_bad_cache, _table_is_a_folder, _log_not_utf8, _units_not_utf8, _units_with_nan,
