@@ -35,7 +35,6 @@ from pathlib import Path
 import streamlit as st
 
 from annotate.codebook import codebook_html
-from annotate.store import IDENTIFY_KINDS
 from samples.errors import InputError
 from samples.records import BlindTask
 
@@ -177,12 +176,12 @@ def _block_html(block: TurnBlock, *, fold: bool) -> str:
 
 
 def task_html(task: BlindTask) -> str:
-    """The unit's text as escaped HTML: for Identify, one section per numbered turn (the
-    focus turn marked and never folded), long blocks of the other turns folded."""
+    """The unit's text as escaped HTML: a unit with numbered turns (the Identify kinds) as one
+    section per turn (the focus turn marked and never folded, long blocks of the others folded)."""
     def box(text: str) -> str:
         return f'<div class="accord-box"><div class="accord-text">{html.escape(text)}</div></div>'
 
-    if task.kind in IDENTIFY_KINDS and task.turns:
+    if task.turns:
         caption = "Intermediate turns of the agent (its final answer is not shown)."
         sections = []
         for number, turn in enumerate(task.turns):
@@ -203,7 +202,7 @@ def task_html(task: BlindTask) -> str:
 def index_html(task: BlindTask) -> str:
     """The turn index (number, speaker, tools called, length) as escaped HTML buttons; empty
     for a unit without numbered turns."""
-    if task.kind not in IDENTIFY_KINDS or not task.turns:
+    if not task.turns:
         return ""
     rows = []
     for number, turn in enumerate(task.turns):
@@ -251,7 +250,7 @@ def workspace(
             "progress": {"heading": heading, "detail": detail, "fraction": fraction},
             "codebook": codebook_html(scheme),
             **_unit_view(task.kind, task.text, None if task.turns is None else tuple(task.turns), task.focus_turn),
-            "focus": task.focus_turn if task.kind in IDENTIFY_KINDS and task.turns else None,
+            "focus": task.focus_turn if task.turns else None,
             "context": context_html,
             "navigation": navigation,
             "form": {
