@@ -109,7 +109,7 @@ _BLOCK_KINDS = {"[tool call] ": "tool call", "[tool result] ": "tool result"}
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TurnBlock:
-    """One part of a turn as samples.units renders it: its "[turn i] (speaker)" header, text,
+    """One part of a turn as samples.units renders it: its "[turn i] (speaker)" header, a message,
     reasoning, a tool call or a tool result."""
 
     kind: str
@@ -130,7 +130,8 @@ class TurnOutline:
 def outline_turn(number: int, text: str) -> TurnOutline:
     """Split a rendered turn (samples.units: "[turn i] (speaker)", reasoning, text, then
     "[tool call] name args" / "[tool result] ..." lines) into its blocks; the blocks' texts
-    are the turn's text in order, so nothing is dropped when a turn is not in that form."""
+    are the turn's text in order (but for the line breaks between them), so nothing is dropped
+    when a turn is not in that form."""
     first, _, rest = text.partition("\n")
     header = _TURN_HEADER.match(first)
     blocks = [TurnBlock(kind="header", text=first)] if header else []
@@ -142,10 +143,10 @@ def outline_turn(number: int, text: str) -> TurnOutline:
             continue
         start = 0
         for think in _THINK.finditer(chunk):
-            blocks.append(TurnBlock(kind="text", text=chunk[start:think.start()].strip("\n")))
+            blocks.append(TurnBlock(kind="message", text=chunk[start:think.start()].strip("\n")))
             blocks.append(TurnBlock(kind="reasoning", text=think.group()))
             start = think.end()
-        blocks.append(TurnBlock(kind="text", text=chunk[start:].strip("\n")))
+        blocks.append(TurnBlock(kind="message", text=chunk[start:].strip("\n")))
     speaker = header.group("speaker") if header and header.group("speaker") else "agent"
     tools = tuple(block.text.removeprefix("[tool call] ").split(" ", 1)[0] for block in blocks if block.kind == "tool call")
     return TurnOutline(number=number, speaker=speaker, tools=tools, length=len(text),
