@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACCORD_CACHE ?= $(HOME)/.cache/accord
 export ACCORD_CACHE
 
-.PHONY: demo demo-deps demo-interactive test bench venv venv-demo system system-build services-deps stop clean
+.PHONY: demo demo-deps demo-interactive real-studies test bench venv venv-demo system system-build services-deps stop clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,10 +53,14 @@ demo-deps:
 	$(MAKE) --no-print-directory venv-demo; venv=$$?; \
 	wait $$llama && test $$venv = 0
 
-# The demo study ends in a gate verdict: REJECT (exit 1) is its expected outcome for
-# the tiny local judges, so only a usage/input error (2) or a crash fails `make demo`.
+# `make demo` leads with the real studies (real human labels, no model call, seconds once
+# the venv exists) while llama-server builds beside them, then runs the live local-model
+# study. A gate verdict of REJECT (exit 1) is an outcome, so only a usage/input error (2)
+# or a crash fails `make demo`.
 demo: system-build
-	$(MAKE) --no-print-directory demo-deps
+	bash scripts/llama_server.sh install & llama=$$!; \
+	$(MAKE) --no-print-directory venv-demo && bash scripts/real_studies.sh; real=$$?; \
+	wait $$llama && test $$real = 0
 	$(VENV)/bin/accord run data/demo/study.toml; rc=$$?; test $$rc -le 1
 
 # The same study, but the run stops at the human stage and waits for you to label in
@@ -64,6 +68,10 @@ demo: system-build
 demo-interactive: system-build
 	$(MAKE) --no-print-directory demo-deps
 	$(VENV)/bin/accord run data/demo/study.toml --interactive --output studies/demo-interactive; rc=$$?; test $$rc -le 1
+
+# The real studies alone (data/studies/: real human labels and judges' verdicts, no model call).
+real-studies: venv-demo
+	bash scripts/real_studies.sh
 
 stop:
 	bash scripts/stop_services.sh

@@ -358,25 +358,29 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
     """One row per conflict/control trajectory with the facts Eq. 1-3 need (INSTANCE_COLUMNS)."""
     from pathlib import Path
 
-    from agreement.study_io import JUDGE, TRAJECTORIES, UNITS, read_rows
+    from agreement.study_io import read_judge_labels, read_rows
     from samples.errors import InputError
     from samples.jsonl import read_models
+    from samples.layout import StudyLayout
     from samples.records import Trajectory
 
-    root = Path(root)
+    layout = StudyLayout.of(root)
     if (correctness_judge is None) == (correctness_field is None):
         raise InputError("give exactly one of --correctness-judge (a judge over correctness units) or "
                          "--correctness-field (a Trajectory.metadata field holding 0/1 or a score)")
-    trajectories = list(read_models(root / TRAJECTORIES, Trajectory))
-    units = pd.DataFrame(read_rows(root / UNITS, ("unit_id", "trajectory_id", "kind")))
-    labels = pd.DataFrame(read_rows(root / JUDGE, ("unit_id", "judge", "parse_status")))
+    trajectories = list(read_models(layout.trajectories, Trajectory))
+    units = pd.DataFrame(read_rows(layout.units, ("unit_id", "trajectory_id", "kind")))
+    files = layout.judge_label_files()
+    if not files:
+        raise InputError(f"{layout.judge_labels}: missing; scoring needs judge labels (accord judge run)")
+    labels = read_judge_labels(layout, files)
     for column, default in (("sample_index", 0), ("label", None), ("first_turn", None)):
         if column not in labels.columns:
             labels[column] = default
     known = set(labels["judge"])
     for name in filter(None, (identify_judge, escalate_judge, correctness_judge)):
         if name not in known:
-            raise InputError(f"{root / JUDGE}: no labels from judge {name!r}; judges present: {sorted(known)}")
+            raise InputError(f"{layout.judges_dir}: no labels from judge {name!r}; judges present: {sorted(known)}")
     notes: list[str] = []
     ids = [t.id for t in trajectories]
 
@@ -401,11 +405,11 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
         frame["correct"] = corr["value"].to_numpy()
         frame["correctness_unit"] = corr["unit"].to_numpy()
     else:
-        frame["correct"] = [_metadata_score(t, correctness_field, root / TRAJECTORIES) for t in trajectories]
+        frame["correct"] = [_metadata_score(t, correctness_field, layout.trajectories) for t in trajectories]
         frame["correctness_unit"] = None
     outside = frame["split"] == "none"
     if outside.all():
-        raise InputError(f"{root / TRAJECTORIES}: every trajectory has split 'none'; ISE scoring needs matched "
+        raise InputError(f"{layout.trajectories}: every trajectory has split 'none'; ISE scoring needs matched "
                          f"conflict and control splits")
     if outside.any():
         notes.append(f"{int(outside.sum())} trajectories with split 'none' are outside the ISE design and not scored")
@@ -428,26 +432,30 @@ def _metadata_score(trajectory: Any, field: str, path: Any) -> float:
 def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, Any]:
     """The gate verdicts the score rests on; refuses unaccepted judges unless ``force``.
 
-    A judge counts as accepted when the verdict file says ACCEPT for it and its
-    labels on the sampled units are byte-for-byte those the gate saw.
+    A judge counts as accepted when the verdict says ACCEPT for it, its labels on the
+    sampled units are byte-for-byte those the gate saw, and no input of the verdict has
+    changed since (a stale verdict accepts nothing).
     """
+    from agreement.documents import VerdictDocument, read_document, stale_reasons
     from agreement.gate import ACCEPT, judge_sample_fingerprint
-    from agreement.study_io import VERDICT, labels_table, read_json
+    from agreement.study_io import labels_table
     from samples.canonical import file_sha256
+    from samples.layout import StudyLayout
 
-    path = study.root / VERDICT
+    layout = StudyLayout.of(study.root)
+    path = layout.verdict
     problems: list[str] = []
-    document: dict[str, Any] = {}
-    if path.is_file():
-        document = read_json(path)
+    document = read_document(VerdictDocument, layout)
+    if document is not None:
+        problems += stale_reasons(document, layout)
         table = labels_table(study)
         for judge in judges:
-            verdict = document.get("judges", {}).get(judge)
+            verdict = document.judges.get(judge)
             if verdict is None:
                 problems.append(f"judge {judge!r} was not gated")
-            elif verdict.get("verdict") != ACCEPT:
-                problems.append(f"judge {judge!r} was rejected by policy {document['policy']['name']!r}")
-            elif verdict.get("judge_sample_sha256") != judge_sample_fingerprint(table, judge):
+            elif verdict.verdict != ACCEPT:
+                problems.append(f"judge {judge!r} was rejected by policy {document.policy.name!r}")
+            elif getattr(verdict, "judge_sample_sha256", None) != judge_sample_fingerprint(table, judge):
                 problems.append(f"judge {judge!r}'s labels on the sample changed since the gate ran")
     else:
         problems.append(f"no gate verdict at {path} (run accord gate first)")
@@ -456,7 +464,7 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     return {
         "accepted": not problems, "forced": bool(force and problems), "problems": problems,
         "verdict_file_sha256": file_sha256(path) if path.is_file() else None,
-        "policy": {k: document.get("policy", {}).get(k) for k in ("name", "sha256")} if document else None,
+        "policy": {"name": document.policy.name, "sha256": document.policy.sha256} if document else None,
     }
 
 
@@ -470,8 +478,7 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
     """The judge-scored benchmark table with bias-corrected rates and its provenance."""
     from pathlib import Path
 
-    from agreement.study_io import SIMULATED_NOTE, fingerprint_files, labels_table, load_study
-    from agreement.study_io import JUDGE, TRAJECTORIES, UNITS
+    from agreement.study_io import SIMULATED_NOTE, labels_table, load_study
     from agreement.validation import validated_units
     from samples.errors import InputError
 
@@ -483,11 +490,11 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
                                   correctness_judge=correctness_judge, correctness_field=correctness_field)
     rows = score_table(frame, n_resamples=n_resamples, seed=seed, level=level)
     policy_ties = None
-    verdict_path = root / "gate" / "verdict.json"
-    if verdict_path.is_file():
-        from agreement.study_io import read_json
+    from agreement.documents import VerdictDocument, read_document
 
-        policy_ties = read_json(verdict_path).get("policy", {}).get("settings", {}).get("tie_policy")
+    verdict_document = read_document(VerdictDocument, root)
+    if verdict_document is not None:
+        policy_ties = (getattr(verdict_document.policy, "settings", None) or {}).get("tie_policy")
     ties = tie_policy or policy_ties or "exclude"
     table = labels_table(study)
     validation: dict[str, pd.DataFrame | None] = {}
@@ -529,7 +536,7 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
                                                         "correctness": correctness_judge or f"metadata:{correctness_field}"},
         "gate": provenance, "notes": notes, "accepted": provenance["accepted"], "simulated": study.simulated,
         "settings": {"n_resamples": n_resamples, "seed": seed, "level": level, "tie_policy": ties},
-        "fingerprints": {**study.fingerprints, **fingerprint_files(root, (TRAJECTORIES, UNITS, JUDGE))},
+        "fingerprints": study.fingerprints,  # key, every labels file, sample, units, trajectories
     }
 
 

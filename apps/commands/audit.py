@@ -70,5 +70,8 @@ def run(args: argparse.Namespace) -> int:
             result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
                                        model_field=args.model_field, **settings)
             out = StudyLayout.of(study.root).audit
-    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=body["simulated"]))
+    from agreement.documents import AuditDocument
+
+    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=body["simulated"]),
+            model=None if args.table else AuditDocument)
     return 0

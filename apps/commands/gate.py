@@ -22,11 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agreement.documents import VerdictDocument
     from agreement.gate import gate_study
-    from agreement.study_io import VERDICT, load_study, publish, status
+    from agreement.study_io import load_study, publish, status
+    from samples.layout import StudyLayout
 
     study = load_study(args.study)
     with status(f"gating {study.root} under {args.policy} ..."):
         document, text = gate_study(study, args.policy, judges=args.judge)
-    publish(study.root / VERDICT, document, as_json=args.json, text=lambda _: text)
+    publish(StudyLayout.of(study.root).verdict, document, as_json=args.json, text=lambda _: text, model=VerdictDocument)
     return 0 if document["verdict"] == "ACCEPT" else 1

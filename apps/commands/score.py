@@ -49,5 +49,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)
         return 1
-    publish(Path(args.study) / "score" / "score.json", document, as_json=args.json, text=format_score)
+    from agreement.documents import ScoreDocument
+    from samples.layout import StudyLayout
+
+    publish(StudyLayout.of(args.study).score, document, as_json=args.json, text=format_score, model=ScoreDocument)
     return 0

@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
         result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted,
                                 n_resamples=args.n_resamples, seed=args.seed, level=args.level, judges=args.judge)
+    from agreement.documents import ValidationDocument
+
     publish(StudyLayout.of(study.root).validation, result.to_dict(), as_json=args.json,
-            text=lambda _: format_validation(result))
+            text=lambda _: format_validation(result), model=ValidationDocument)
     return 0
