@@ -70,8 +70,21 @@ class _Session:
         )
         return self._store.submit(
             self._token, task_id, label, submission_id=submission_id, first_turn=first_turn, unsure=unsure,
-            note=note, seconds_spent=seconds_spent,
+            note=note, seconds_spent=seconds_spent, codebook_sha256=self._codebook_sha256(task_id),
         )
+
+    def _codebook_sha256(self, task_id: str) -> str | None:
+        """The version of the codebook this process shows for the task's scheme (the page draws
+        ``codebook_html`` of the same cached text); None for a task the store does not hold
+        (the store then refuses the submit with its own message)."""
+        from annotate.codebook import codebook_sha256
+        from samples.kinds import get_kind
+
+        try:
+            kind = self._store.task(task_id).kind
+        except InputError:
+            return None
+        return codebook_sha256(get_kind(kind).scheme)
 
 
 class AnnotatorSession(_Session):

@@ -100,6 +100,15 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "CREATE INDEX submissions_by_owner ON submissions (annotator, task_id, role, seq)",
         ),
     ),
+    (
+        # The codebook version (sha256 of the codebook file shown) each revision was given
+        # under; NULL where unknown (labels given before this migration, simulated panels).
+        "0002_codebook_sha256",
+        (
+            "ALTER TABLE submissions ADD COLUMN codebook_sha256 TEXT",
+            "ALTER TABLE labels ADD COLUMN codebook_sha256 TEXT",
+        ),
+    ),
 )
 
 
@@ -127,6 +136,7 @@ class Revision:
     backend: str
     submitted_at: str
     number: int
+    codebook_sha256: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,6 +377,7 @@ class Store:
         note: str = "",
         seconds_spent: float | None = None,
         backend: str = "app",
+        codebook_sha256: str | None = None,
     ) -> SubmitResult:
         """Record one label in one transaction; the same ``submission_id`` again is a no-op.
 
@@ -374,6 +385,9 @@ class Store:
         adjudicator labels tasks on which independent labels disagree (role
         ``adjudication``, kept apart). ``backend`` is ``app`` for people and
         ``simulated`` for simulated panels, which are never counted as human.
+        ``codebook_sha256`` is the version of the codebook the person was shown
+        (``annotate.codebook.codebook_sha256``); None when unknown. A repeated
+        submission id keeps the version its first arrival recorded.
         """
         if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
             raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
@@ -383,6 +397,8 @@ class Store:
             raise InputError(f"seconds_spent {seconds_spent!r}: expected a number >= 0 or None")
         if not isinstance(note, str):
             raise InputError(f"note {note!r}: expected a string")
+        if codebook_sha256 is not None and not _is_sha256(codebook_sha256):
+            raise InputError(f"codebook_sha256 {codebook_sha256!r}: expected 64 lowercase hex characters or None")
         with self._write() as tx:
             who = _authenticate(tx, token)
             role = "adjudication" if who.role == "adjudicator" else "independent"
@@ -402,20 +418,21 @@ class Store:
             now = now_iso()
             seq = tx.execute(
                 """INSERT INTO submissions (submission_id, task_id, annotator, role, label, first_turn, unsure, note,
-                   seconds_spent, backend, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (submission_id, *values[:7], seconds_spent, backend, now),
+                   seconds_spent, backend, submitted_at, codebook_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (submission_id, *values[:7], seconds_spent, backend, now, codebook_sha256),
             ).lastrowid
             tx.execute(
                 """INSERT INTO labels (task_id, annotator, role, label, first_turn, unsure, note, created_at, updated_at,
-                       seconds_spent, backend, revisions, last_seq)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                       seconds_spent, backend, revisions, last_seq, codebook_sha256)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                    ON CONFLICT (task_id, annotator, role) DO UPDATE SET
                        label = excluded.label, first_turn = excluded.first_turn, unsure = excluded.unsure,
                        note = excluded.note, updated_at = excluded.updated_at, backend = excluded.backend,
+                       codebook_sha256 = excluded.codebook_sha256,
                        seconds_spent = CASE WHEN excluded.seconds_spent IS NULL THEN labels.seconds_spent
                                             ELSE COALESCE(labels.seconds_spent, 0) + excluded.seconds_spent END,
                        revisions = labels.revisions + 1, last_seq = excluded.last_seq""",
-                (*values[:7], now, now, seconds_spent, backend, seq),
+                (*values[:7], now, now, seconds_spent, backend, seq, codebook_sha256),
             )
             current = _label_row(tx, task_id, who.name, role)
         return SubmitResult(submission_id=submission_id, created=True, revision=current["revisions"], label=_human_label(current))
@@ -423,7 +440,7 @@ class Store:
     def history(self, annotator: str, task_id: str, *, role: str = "independent") -> list[Revision]:
         rows = self._conn().execute(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
-                      submitted_at FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
+                      submitted_at, codebook_sha256 FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
             (annotator, task_id, role),
         ).fetchall()
         return [_revision(row, number) for number, row in enumerate(rows, start=1)]
@@ -431,7 +448,7 @@ class Store:
     def all_revisions(self) -> list[Revision]:
         rows = self._conn().execute(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
-                      submitted_at FROM submissions ORDER BY seq"""
+                      submitted_at, codebook_sha256 FROM submissions ORDER BY seq"""
         ).fetchall()
         numbers: dict[tuple[str, str, str], int] = {}
         revisions = []
@@ -548,7 +565,12 @@ def _human_label(row: sqlite3.Row) -> HumanLabel:
         task_id=row["task_id"], annotator=row["annotator"], label=row["label"], first_turn=row["first_turn"],
         unsure=bool(row["unsure"]), note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
         seconds_spent=row["seconds_spent"], backend=row["backend"], role=row["role"],
+        codebook_sha256=row["codebook_sha256"],
     )
+
+
+def _is_sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _revision(row: sqlite3.Row, number: int) -> Revision:

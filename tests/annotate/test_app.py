@@ -580,3 +580,19 @@ def test_browser_sessions_keep_only_hashes_expire_and_close():
     assert sessions.token(second) is None  # expired after its lifetime
     with pytest.raises(ValueError, match="lifetime_s 0"):
         BrowserSessions(lifetime_s=0)
+
+
+def test_a_label_records_the_codebook_version_the_page_showed(app, loaded_study):
+    """The hash is of the codebook file's bytes (read here from the file, not through accord's helper),
+    and the page's codebook is that file rendered."""
+    import hashlib
+
+    at = app("alice")
+    assert heading(at).startswith("Task 1 ") and ORDERS["alice"][0] == "t_a1"  # identify_trajectory: scheme identify
+    codebook_file = Path(APP).parents[1] / "annotate" / "codebook" / "identify.md"
+    assert "Identify: did the agent recognise a specific knowledge gap?" in drawn(at)["codebook"]
+    assert codebook_file.read_text(encoding="utf-8").startswith("# Identify: did the agent recognise")
+    at = submit(at, label="no")
+    assert message(at)[0] == "success", message(at)
+    saved = loaded_study.store.label("alice", "t_a1")
+    assert saved.codebook_sha256 == hashlib.sha256(codebook_file.read_bytes()).hexdigest()

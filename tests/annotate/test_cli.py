@@ -63,7 +63,7 @@ def test_labels_export_writes_every_format(tmp_path, capsys):
     out_path = tmp_path / "out.parquet"
     assert accord(capsys, "labels", "export", "--study", str(study), "--format", "parquet", "--out", str(out_path))[0] == 0
     frame = pd.read_parquet(out_path)
-    assert list(frame.columns) == ["task_id", "annotator", "label", "first_turn", "unsure", "note", "created_at", "updated_at", "seconds_spent", "backend", "role", "source"]
+    assert list(frame.columns) == ["task_id", "annotator", "label", "first_turn", "unsure", "note", "created_at", "updated_at", "seconds_spent", "backend", "role", "source", "codebook_sha256"]
     assert list(frame["label"]) == ["yes", "no"]
     assert accord(capsys, "labels", "export", "--study", str(study), "--format", "csv")[0] == 0
     assert pd.read_csv(study / "labels" / "human.csv")["note"].fillna("").tolist() == ["", "bare"]
