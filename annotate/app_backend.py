@@ -18,6 +18,7 @@ from pathlib import Path
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.export import export_labels
+from annotate.gold import GoldKey, load_gold, split_labels, with_gold
 from annotate.records import HumanLabel
 from annotate.store import Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders
@@ -147,14 +148,22 @@ class AppBackend:
         if (study is None) == (store_path is None):
             raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
-        self.labels_path = StudyLayout.of(study).app_labels if study is not None else None
-        self._late_seed = blinding_seed(StudyLayout.of(study)) if study is not None else None
+        self.layout = StudyLayout.of(study) if study is not None else None
+        self.labels_path = self.layout.app_labels if self.layout is not None else None
+        self._late_seed = blinding_seed(self.layout) if self.layout is not None else None
+
+    def _gold(self) -> GoldKey | None:
+        return load_gold(self.layout) if self.layout is not None else None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
              late_seed: int | None = None) -> PushReport:
-        """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed)."""
-        report = self.store.load_tasks(tasks, orders, late_seed=self._late_seed if late_seed is None else late_seed)
-        return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
+        """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed).
+        A study's gold units (``annotate.gold``) are loaded with them, placed in every order."""
+        seed = self._late_seed if late_seed is None else late_seed
+        placed = with_gold(self._gold(), tasks, orders, late_seed=seed)
+        report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order)
+        return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators,
+                          created=report.created, already_present=report.already_present)
 
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
@@ -165,10 +174,13 @@ class AppBackend:
                          late_seed=blinding_seed(StudyLayout(blind_dir.parent)))
 
     def pull(self) -> list[HumanLabel]:
-        """Every label in the store; saved as the study's coding-app labels file when there is a study."""
-        labels = self.store.labels()
+        """Every label of the sampled units in the store, saved as the study's coding-app labels file
+        when there is a study; labels of gold units go to their own sealed file, never to this table."""
+        labels, gold = split_labels(self.store.labels(), self._gold())
         if self.labels_path is not None:
             export_labels(labels, self.labels_path, format="jsonl")
+            if gold:
+                export_labels(gold, self.layout.gold_labels, format="jsonl")
         return labels
 
     def status(self) -> BackendStatus:

@@ -21,7 +21,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -299,13 +299,15 @@ class Store:
     # -- tasks and orders ------------------------------------------------------
 
     def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
-                   late_seed: int | None = None) -> LoadReport:
+                   late_seed: int | None = None, late_order: Callable[[str], Sequence[str]] | None = None,
+                   ) -> LoadReport:
         """Add blinded tasks and per-annotator orders; loading the same set again changes nothing.
 
         A task id already present with another payload, or an annotator whose stored
         order differs, is refused: labels already given must keep meaning what they meant.
         With ``late_seed`` (the blinding seed), every annotator of the store who has no
-        order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction.
+        order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction,
+        or ``late_order(name)`` when given (the gold units placed in it: ``annotate.gold``).
         """
         from samples.blind import annotator_order
 
@@ -339,7 +341,7 @@ class Store:
                 ).fetchall()
                 ids = [task.task_id for task in tasks]
                 for (name,) in unordered:
-                    _insert_order(tx, name, annotator_order(ids, name, late_seed))
+                    _insert_order(tx, name, late_order(name) if late_order else annotator_order(ids, name, late_seed))
                     late.append(name)
         return LoadReport(n_tasks=len(tasks), created=created, already_present=len(tasks) - created,
                           annotators=tuple(sorted({*orders, *late})), late=tuple(late))
