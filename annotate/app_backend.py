@@ -124,12 +124,24 @@ class AdjudicatorSession(_Session):
     label_role = "adjudication"
 
     def queue(self) -> list[Disagreement]:
-        return adjudication_queue(self._store)
+        """Disagreements on sampled units; a gold unit has a known answer, so it is never adjudicated."""
+        gold = study_gold_ids(self._store)
+        return [item for item in adjudication_queue(self._store) if item.task_id not in gold]
 
     def task(self, task_id: str) -> BlindTask:
         if task_id not in {item.task_id for item in self.queue()} and self.current(task_id) is None:
             raise InputError(f"task_id {task_id!r}: not in the adjudication queue")
         return self._store.task(task_id)
+
+
+def study_gold_ids(store: Store) -> frozenset[str]:
+    """Task ids of the gold units of the study this store belongs to (none for a store file
+    opened outside a study folder)."""
+    layout = StudyLayout(store.path.resolve().parent.parent)
+    if layout.store != store.path.resolve():
+        return frozenset()
+    gold = load_gold(layout)
+    return frozenset(gold.task_ids()) if gold is not None else frozenset()
 
 
 def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:

@@ -221,3 +221,20 @@ def test_gold_add_refuses_bad_rows_and_a_started_campaign(study, capsys):
     assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.1"]) == 2
     assert "before the first push" in capsys.readouterr().err
     assert not StudyLayout.of(study).gold.exists()
+
+
+def test_gold_disagreements_are_not_adjudicated(study):
+    from annotate.app_backend import AdjudicatorSession
+
+    assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.2"]) == 0
+    store, tokens = push(study)
+    judy = AdjudicatorSession(store, store.add_annotator("judy", "adjudicator"))
+    gold = {u["task"]["task_id"] for u in json.loads(StudyLayout.of(study).gold.read_text())["units"]}
+    both = [t for t in store.order("ann1") if t in set(store.order("ann2"))]
+    on_gold = next(t for t in both if t in gold)
+    on_real = next(t for t in both if t not in gold and store.task(t).kind == "escalate_final")
+    for task_id in (on_gold, on_real):
+        store.submit(tokens["ann1"], task_id, "yes", submission_id=f"a1-{task_id}")
+        store.submit(tokens["ann2"], task_id, "no", submission_id=f"a2-{task_id}")
+    assert set(store.disagreements()) == {on_gold, on_real}  # the store itself does not know which is gold
+    assert [item.task_id for item in judy.queue()] == [on_real]
