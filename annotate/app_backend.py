@@ -18,11 +18,17 @@ from pathlib import Path
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.export import export_labels
-from annotate.gold import GoldKey, load_gold, split_labels, with_gold
+from annotate.gold import (
+    GoldKey,
+    GoldUnit,
+    load_gold,
+    load_practice,
+    split_labels,
+    with_gold,
+)
 from annotate.records import HumanLabel
 from annotate.store import Revision, Store, SubmitResult, blinding_seed
-from annotate.tasks import load_orders
-from annotate.tasks import load_tasks
+from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.layout import StudyLayout
@@ -116,6 +122,93 @@ class AnnotatorSession(_Session):
             raise InputError(f"task_id {task_id!r}: not in your order")
         return self._store.task(task_id)
 
+    def practice(self) -> PracticeSession | None:
+        """The study's qualification round for this person; None when the study has none."""
+        layout = study_layout(self._store)
+        practice = load_practice(layout) if layout is not None else None
+        return None if practice is None else PracticeSession(self._store, self._token, practice.units)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PracticeResult:
+    """A practice answer as recorded, and what to tell the person: (success|error, message)."""
+
+    revision: int
+    correct: bool
+    feedback: tuple[str, str]
+
+
+class PracticeSession:
+    """One annotator's qualification round: practice units with known answers, before real units.
+
+    Answers go to the store's own practice table (``Store.submit_practice``), never to the
+    labels, so nothing exported, counted or validated includes them. After each submit the
+    person is told the expected answer and the codebook's reason.
+    """
+
+    label_role = "independent"
+
+    def __init__(self, store: Store, token: str, units: Sequence[GoldUnit]) -> None:
+        self._store = store
+        self._token = token
+        self.name = store.authenticate(token).name
+        self._units = {unit.task.task_id: unit for unit in units}
+
+    def order(self) -> list[str]:
+        return list(self._units)
+
+    def task(self, task_id: str) -> BlindTask:
+        return self._unit(task_id).task
+
+    def _unit(self, task_id: str) -> GoldUnit:
+        if task_id not in self._units:
+            raise InputError(f"task_id {task_id!r}: not a practice unit")
+        return self._units[task_id]
+
+    def results(self) -> dict[str, bool]:
+        """Practice units answered, and whether the first answer was the expected one."""
+        return {t: ok for t, ok in self._store.practice_results(self.name).items() if t in self._units}
+
+    def pending(self) -> list[str]:
+        done = self.results()
+        return [task_id for task_id in self._units if task_id not in done]
+
+    def history(self, task_id: str) -> list[Revision]:
+        return self._store.practice_history(self.name, self._unit(task_id).task.task_id)
+
+    def current(self, task_id: str) -> HumanLabel | None:
+        history = self.history(task_id)
+        if not history:
+            return None
+        last = history[-1]
+        return HumanLabel(task_id=task_id, annotator=self.name, label=last.label, first_turn=last.first_turn,
+                          unsure=last.unsure, note=last.note, created_at=history[0].submitted_at,
+                          updated_at=last.submitted_at, seconds_spent=last.seconds_spent, backend="app")
+
+    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False,
+               note: str = "", seconds_spent: float | None = None) -> PracticeResult:
+        from samples.kinds import first_turn_problem
+        from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+        unit = self._unit(task_id)
+        scheme = DEFAULT_SCHEME[unit.task.kind]
+        get_scheme(scheme).check(label, where="practice unit")
+        problem = first_turn_problem(unit.task.kind, label, first_turn, len(unit.task.turns or []), scheme=scheme)
+        if problem:
+            raise InputError(problem)
+        correct = label == unit.label and (unit.first_turn is None or first_turn == unit.first_turn)
+        submission_id = "p" + submission_id_for(annotator=self.name, task_id=task_id, base_revision=base_revision,
+                                                label=label, first_turn=first_turn, unsure=unsure, note=note)
+        _, revision = self._store.submit_practice(
+            self._token, task_id, label, submission_id=submission_id, correct=correct, first_turn=first_turn,
+            unsure=unsure, note=note, seconds_spent=seconds_spent)
+        expected = f"'{unit.label}'" + ("" if unit.first_turn is None else f" with first turn {unit.first_turn}")
+        verdict = "Right" if correct else "Not the expected answer"
+        why = f" Why: {unit.reason}" if unit.reason else ""
+        text = (f"{verdict}: you answered '{label}'; the expected answer is {expected}.{why} "
+                "(Practice: this answer is not a label.)")
+        return PracticeResult(revision=revision, correct=correct, feedback=("success" if correct else "error", text))
+
 
 class AdjudicatorSession(_Session):
     """The adjudicator's view: units where independent labels disagree, coders numbered."""
@@ -134,13 +227,16 @@ class AdjudicatorSession(_Session):
         return self._store.task(task_id)
 
 
-def study_gold_ids(store: Store) -> frozenset[str]:
-    """Task ids of the gold units of the study this store belongs to (none for a store file
-    opened outside a study folder)."""
+def study_layout(store: Store) -> StudyLayout | None:
+    """The study folder a store belongs to; None for a store file opened outside one."""
     layout = StudyLayout(store.path.resolve().parent.parent)
-    if layout.store != store.path.resolve():
-        return frozenset()
-    gold = load_gold(layout)
+    return layout if layout.store == store.path.resolve() else None
+
+
+def study_gold_ids(store: Store) -> frozenset[str]:
+    """Task ids of the gold units of the study this store belongs to."""
+    layout = study_layout(store)
+    gold = load_gold(layout) if layout is not None else None
     return frozenset(gold.task_ids()) if gold is not None else frozenset()
 
 

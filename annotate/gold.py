@@ -15,6 +15,11 @@ Placement: ``rate`` is the share of an annotator's order that is gold. An annota
 gold units, drawn and placed at uniformly random positions by a generator seeded with
 the blinding seed and the annotator's name: deterministic, and different per person.
 
+Practice units (the qualification round) use the same table format: ``accord gold practice
+FILE --study S`` writes them to ``StudyLayout.practice``; the coding app shows them before
+any real unit, with the expected answer and the reason after each submit, and keeps the
+answers in their own store table, never among labels.
+
 Accuracy on gold is reported per annotator with a Wilson score interval (Wilson 1927;
 Brown, Cai and DasGupta 2001 recommend it over the Wald interval for small n, and unlike
 Clopper-Pearson it is not conservative by construction).
@@ -148,8 +153,9 @@ def read_gold_table(path: str | Path) -> list[dict]:
     return rows
 
 
-def gold_tasks(rows: Sequence[dict], *, salt: bytes) -> list[GoldUnit]:
-    """Scrub and leak-check each gold unit like a sampled one and give it an id of the same scheme."""
+def gold_tasks(rows: Sequence[dict], *, salt: bytes, prefix: str = "") -> list[GoldUnit]:
+    """Scrub and leak-check each gold unit like a sampled one and give it an id of the same scheme
+    (practice units, ``prefix="p_"``: an id that says it is practice; they are shown as such)."""
     from samples.blind import task_id
     from samples.leakcheck import LeakDetector
     from samples.scrub import Scrubber
@@ -167,7 +173,7 @@ def gold_tasks(rows: Sequence[dict], *, salt: bytes) -> list[GoldUnit]:
         unit_id = "u_" + sha256_hex(["accord-gold", row["gold_id"], row["kind"], row["text"]])[:20]
         try:
             task = BlindTask(
-                task_id=task_id(salt, unit_id), kind=row["kind"], text=clean(row["text"], "text"),
+                task_id=prefix + unit_id[2:18] if prefix else task_id(salt, unit_id), kind=row["kind"], text=clean(row["text"], "text"),
                 turns=None if row.get("turns") is None else [clean(t, f"turns[{i}]") for i, t in enumerate(row["turns"])],
                 focus_turn=row.get("focus_turn"),
                 question=None if row.get("question") is None else clean(row["question"], "question"),
@@ -179,7 +185,40 @@ def gold_tasks(rows: Sequence[dict], *, salt: bytes) -> list[GoldUnit]:
             raise InputError(f"{row['where']}: not a unit of kind {row['kind']!r} ({error})") from None
     if leaks:
         raise InputError(f"gold: {len(leaks)} identity string(s) survived scrubbing; nothing written", problems=leaks)
-    return sorted(units, key=lambda unit: unit.task.task_id)
+    return units if prefix else sorted(units, key=lambda unit: unit.task.task_id)
+
+
+class PracticeSet(BaseModel):
+    """``labels/practice.json``: the qualification round, in the order annotators meet it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(description="The table the practice units came from.")
+    source_sha256: str = Field(description="sha256 of that table's bytes.")
+    units: list[GoldUnit] = Field(description="Practice units with their expected answer and reason, in order.")
+
+
+def add_practice(study: str | Path, table: str | Path) -> PracticeSet:
+    """Write a study's practice units (the gold table format; ``reason`` is shown after each answer)."""
+    from samples.jsonl import private_dir
+
+    layout = StudyLayout.of(study)
+    units = gold_tasks(read_gold_table(table), salt=b"", prefix="p_")
+    practice = PracticeSet(source=Path(table).name, source_sha256=file_sha256(table), units=units)
+    private_dir(layout.labels_dir)
+    write_json(layout.practice, practice.model_dump(mode="json"))
+    return practice
+
+
+def load_practice(layout: StudyLayout) -> PracticeSet | None:
+    """The study's practice units; None when it has no qualification round."""
+    if not layout.practice.is_file():
+        return None
+    try:
+        return PracticeSet.model_validate_json(layout.practice.read_bytes())
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise InputError(f"{layout.practice}: field {'.'.join(map(str, first['loc']))!r}: {first['msg']}") from None
 
 
 def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:

@@ -109,6 +109,27 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ALTER TABLE labels ADD COLUMN codebook_sha256 TEXT",
         ),
     ),
+    (
+        # The qualification round: answers to practice units (annotate.gold), kept apart from
+        # labels so that no export, progress count or agreement ever reads them.
+        "0003_practice_answers",
+        (
+            """CREATE TABLE practice_answers (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                submission_id TEXT NOT NULL UNIQUE,
+                task_id TEXT NOT NULL,
+                annotator TEXT NOT NULL,
+                label TEXT NOT NULL,
+                first_turn INTEGER,
+                unsure INTEGER NOT NULL,
+                note TEXT NOT NULL,
+                seconds_spent REAL,
+                correct INTEGER NOT NULL,
+                submitted_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX practice_by_owner ON practice_answers (annotator, task_id, seq)",
+        ),
+    ),
 )
 
 
@@ -438,6 +459,45 @@ class Store:
             )
             current = _label_row(tx, task_id, who.name, role)
         return SubmitResult(submission_id=submission_id, created=True, revision=current["revisions"], label=_human_label(current))
+
+    def submit_practice(self, token: str, task_id: str, label: str, *, submission_id: str, correct: bool,
+                        first_turn: int | None = None, unsure: bool = False, note: str = "",
+                        seconds_spent: float | None = None) -> tuple[bool, int]:
+        """Record one answer to a practice unit (checked by the caller against the unit's scheme);
+        the same ``submission_id`` again is a no-op. Returns (created, revision number)."""
+        if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
+            raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
+        with self._write() as tx:
+            who = _authenticate(tx, token)
+            created = tx.execute("SELECT 1 FROM practice_answers WHERE submission_id = ?", (submission_id,)).fetchone() is None
+            if created:
+                tx.execute(
+                    """INSERT INTO practice_answers (submission_id, task_id, annotator, label, first_turn, unsure, note,
+                       seconds_spent, correct, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (submission_id, task_id, who.name, label, first_turn, int(bool(unsure)), note, seconds_spent,
+                     int(bool(correct)), now_iso()),
+                )
+            revision = tx.execute("SELECT COUNT(*) FROM practice_answers WHERE annotator = ? AND task_id = ?",
+                                  (who.name, task_id)).fetchone()[0]
+        return created, int(revision)
+
+    def practice_history(self, annotator: str, task_id: str) -> list[Revision]:
+        """One person's answers to one practice unit, oldest first."""
+        rows = self._conn().execute(
+            """SELECT submission_id, task_id, annotator, 'practice' AS role, label, first_turn, unsure, note, seconds_spent,
+                      'app' AS backend, submitted_at FROM practice_answers WHERE annotator = ? AND task_id = ? ORDER BY seq""",
+            (annotator, task_id),
+        ).fetchall()
+        return [_revision(row, number) for number, row in enumerate(rows, start=1)]
+
+    def practice_results(self, annotator: str) -> dict[str, bool]:
+        """Per practice unit answered: whether the first answer was the expected one."""
+        rows = self._conn().execute(
+            "SELECT task_id, correct FROM practice_answers WHERE annotator = ? ORDER BY seq", (annotator,))
+        results: dict[str, bool] = {}
+        for task_id, correct in rows:
+            results.setdefault(task_id, bool(correct))
+        return results
 
     def history(self, annotator: str, task_id: str, *, role: str = "independent") -> list[Revision]:
         rows = self._conn().execute(

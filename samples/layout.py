@@ -196,6 +196,11 @@ class StudyLayout:
         return self.labels_dir / "labelstudio_annotators.json"
 
     @property
+    def practice(self) -> Path:
+        """The qualification round's practice units with their answers and reasons (annotate.gold)."""
+        return self.labels_dir / "practice.json"
+
+    @property
     def imported_labels_dir(self) -> Path:
         """HumanLabel rows imported from files (one JSONL per import)."""
         return self.labels_dir / "imported"

@@ -7,6 +7,9 @@ gold key (sealed/gold.json); the coding app then places them in every annotator'
 that a share R of it is gold (before the first push only). `accord gold report --study S`
 gives per annotator the share of gold units labelled as expected with a Wilson score
 interval. Gold labels never enter the human labels table, validation or the gate.
+`accord gold practice FILE --study S` sets the qualification round: practice units (same
+table format) the coding app shows before real units, with the expected answer and the
+reason after each submit; practice answers are kept apart from labels.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("add", "report"), help="add: write the sealed gold key; report: accuracy")
-    parser.add_argument("file", nargs="?", help="add: the gold table (JSONL)")
+    parser.add_argument("action", choices=("add", "practice", "report"),
+                        help="add: write the sealed gold key; practice: set the qualification round; report: accuracy")
+    parser.add_argument("file", nargs="?", help="add, practice: the table of units with expected labels (JSONL)")
     parser.add_argument("--study", required=True, help="study folder (blinded: blind/audit.json)")
     parser.add_argument("--rate", type=float, help="add: share of each annotator's order that is gold (0..1)")
     parser.add_argument("--level", type=float, default=0.95, help="report: confidence level (default 0.95)")
@@ -25,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.gold import add_gold, gold_accuracy, load_gold
+    from annotate.gold import add_gold, add_practice, gold_accuracy, load_gold
     from annotate.store import Store
     from samples.errors import InputError
     from samples.layout import StudyLayout
@@ -38,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
         body = {"gold_units": len(key.units), "rate": key.rate, "key": str(layout.gold)}
         print(json.dumps(body) if args.json else
               f"wrote {len(key.units)} gold units to {layout.gold} (rate {key.rate:g} of each order)")
+        return 0
+    if args.action == "practice":
+        if not args.file:
+            raise InputError("accord gold practice: expected FILE (e.g. accord gold practice practice.jsonl --study S)")
+        practice = add_practice(layout, args.file)
+        print(json.dumps({"practice_units": len(practice.units), "path": str(layout.practice)}) if args.json else
+              f"wrote {len(practice.units)} practice units to {layout.practice}")
         return 0
     key = load_gold(layout)
     if key is None:

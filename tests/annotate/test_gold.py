@@ -238,3 +238,12 @@ def test_gold_disagreements_are_not_adjudicated(study):
         store.submit(tokens["ann2"], task_id, "no", submission_id=f"a2-{task_id}")
     assert set(store.disagreements()) == {on_gold, on_real}  # the store itself does not know which is gold
     assert [item.task_id for item in judy.queue()] == [on_real]
+
+
+def test_practice_cli_writes_the_round_in_table_order(study, capsys):
+    assert main(["gold", "practice", str(study / "gold_table.jsonl"), "--study", str(study), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["practice_units"] == 9
+    practice = json.loads(StudyLayout.of(study).practice.read_text())
+    assert [u["gold_id"] for u in practice["units"]] == [row["gold_id"] for row in gold_rows()]
+    assert all(re.match(r"^p_[0-9a-f]{16}$", u["task"]["task_id"]) for u in practice["units"])
+    assert main(["gold", "practice", "--study", str(study)]) == 2

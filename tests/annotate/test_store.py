@@ -273,7 +273,8 @@ def test_codebook_version_migration_keeps_old_labels_and_records_new_ones(tmp_pa
             conn.execute(statement)
         conn.execute("INSERT INTO migrations VALUES ('0001_initial', 'then')")
     store = Store.open(path)
-    assert store.applied_migrations() == ["0001_initial", "0002_codebook_sha256"]
+    assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
+    assert store.applied_migrations()[:2] == ["0001_initial", "0002_codebook_sha256"]
     store.load_tasks(TASKS, ORDERS)
     token = store.add_annotator("alice")
     old = store.submit(token, "t_b2", "no", submission_id="cb-0000001")
