@@ -260,15 +260,15 @@ class AppBackend:
         self.labels_path = self.layout.app_labels if self.layout is not None else None
         self._late_seed = blinding_seed(self.layout) if self.layout is not None else None
 
-    def _gold(self) -> GoldKey | None:
-        return load_gold(self.layout) if self.layout is not None else None
+    def _gold(self, *, current: bool = False) -> GoldKey | None:
+        return load_gold(self.layout, current=current) if self.layout is not None else None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
              late_seed: int | None = None) -> PushReport:
         """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed).
         A study's gold units (``annotate.gold``) are loaded with them, placed in every order."""
         seed = self._late_seed if late_seed is None else late_seed
-        placed = with_gold(self._gold(), tasks, orders, late_seed=seed)
+        placed = with_gold(self._gold(current=True), tasks, orders, late_seed=seed)
         report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order)
         return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators,
                           created=report.created, already_present=report.already_present)

@@ -68,6 +68,7 @@ class GoldKey(BaseModel):
 
     rate: float = Field(gt=0, lt=1, description="Share of each annotator's order that is gold.")
     seed: int = Field(description="Seed of the placement (the blinding seed).")
+    sample_sha256: str = Field(description="The blinded sample's sha256 (blind/audit.json): gold ids use its salt.")
     source: str = Field(description="The gold table the units came from.")
     source_sha256: str = Field(description="sha256 of the gold table's bytes.")
     units: list[GoldUnit] = Field(description="The gold units, by task id.")
@@ -79,8 +80,9 @@ class GoldKey(BaseModel):
         return [unit.task for unit in self.units]
 
 
-def blinding_salt(layout: StudyLayout) -> tuple[bytes, int]:
-    """The HMAC salt and seed ``accord blind`` used (``samples.blind.blind_study``), from ``blind/audit.json``."""
+def blinding_salt(layout: StudyLayout) -> tuple[bytes, int, str]:
+    """The HMAC salt, seed and sample sha256 ``accord blind`` used (``samples.blind.blind_study``),
+    from ``blind/audit.json``."""
     try:
         audit = json.loads(layout.blind_audit.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -90,7 +92,7 @@ def blinding_salt(layout: StudyLayout) -> tuple[bytes, int]:
     seed, sample_sha = audit.get("seed"), audit.get("sample_sha256")
     if isinstance(seed, bool) or not isinstance(seed, int) or not isinstance(sample_sha, str):
         raise InputError(f"{layout.blind_audit}: expected the integer 'seed' and the 'sample_sha256' of accord blind")
-    return hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest(), int(seed)
+    return hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest(), int(seed), sample_sha
 
 
 def check_rate(rate: object) -> float:
@@ -232,7 +234,7 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
     if layout.store.is_file() and Store.open(layout.store).orders():
         raise InputError(f"{layout.store}: annotators' orders are already loaded; gold units must be added before "
                          "the first push (accord app / accord run), since a loaded order cannot change")
-    salt, seed = blinding_salt(layout)
+    salt, seed, sample_sha = blinding_salt(layout)
     rows = read_gold_table(table)
     units = gold_tasks(rows, salt=salt)
     real = {json.loads(line)["task_id"] for _, line in iter_jsonl_lines(layout.tasks)} if layout.tasks.is_file() else set()
@@ -240,21 +242,26 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
     if clash:
         raise InputError(f"{table}: gold unit(s) with the same content as sampled tasks {clash[:3]}; a gold unit "
                          "must be its own unit")
-    key = GoldKey(rate=rate, seed=seed, source=Path(table).name, source_sha256=file_sha256(table), units=units)
+    key = GoldKey(rate=rate, seed=seed, sample_sha256=sample_sha, source=Path(table).name, source_sha256=file_sha256(table), units=units)
     private_dir(layout.sealed_dir)
     write_json(layout.gold, key.model_dump(mode="json"))
     return key
 
 
-def load_gold(layout: StudyLayout) -> GoldKey | None:
-    """The study's sealed gold key; None when it has no gold units."""
+def load_gold(layout: StudyLayout, *, current: bool = False) -> GoldKey | None:
+    """The study's sealed gold key; None when it has no gold units. ``current``: refuse a key
+    made for an earlier blinding (its ids would not share the salt of today's tasks)."""
     if not layout.gold.is_file():
         return None
     try:
-        return GoldKey.model_validate_json(layout.gold.read_bytes())
+        key = GoldKey.model_validate_json(layout.gold.read_bytes())
     except ValidationError as error:
         first = error.errors()[0]
         raise InputError(f"{layout.gold}: field {'.'.join(map(str, first['loc']))!r}: {first['msg']}") from None
+    if current and layout.blind_audit.is_file() and blinding_salt(layout)[1:] != (key.seed, key.sample_sha256):
+        raise InputError(f"{layout.gold}: made for another blinded sample; the study was blinded again since, so run "
+                         "`accord gold add` again before loading the tasks")
+    return key
 
 
 def n_gold(n_real: int, rate: float, available: int) -> int:

@@ -16,6 +16,7 @@ from annotate.gold import place_gold, wilson_interval
 from annotate.store import Store
 from apps.cli import main
 from samples.blind import blind_study
+from samples.errors import InputError
 from samples.ingest import ingest
 from samples.jsonl import write_jsonl
 from samples.layout import StudyLayout
@@ -247,3 +248,14 @@ def test_practice_cli_writes_the_round_in_table_order(study, capsys):
     assert [u["gold_id"] for u in practice["units"]] == [row["gold_id"] for row in gold_rows()]
     assert all(re.match(r"^p_[0-9a-f]{16}$", u["task"]["task_id"]) for u in practice["units"])
     assert main(["gold", "practice", "--study", str(study)]) == 2
+
+
+def test_a_gold_key_from_an_earlier_blinding_is_refused_at_push(study, capsys):
+    assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.1"]) == 0
+    blind_study(study, annotators=ANNOTATORS, seed=7, replace=True)  # blinded again: another salt
+    with pytest.raises(InputError, match="run `accord gold add` again"):
+        AppBackend(study=study).push_files(study / "blind")
+    assert not Store.for_study(study).orders()
+    assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.1"]) == 0
+    AppBackend(study=study).push_files(study / "blind")
+    assert Store.for_study(study).orders()
