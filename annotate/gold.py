@@ -132,6 +132,10 @@ def read_gold_table(path: str | Path) -> list[dict]:
         if not isinstance(row["gold_id"], str) or not row["gold_id"].strip():
             problems.append(f"{where}: field 'gold_id': expected a non-empty string")
             continue
+        shape = _shape_problem(row)
+        if shape:
+            problems.append(f"{where}: {shape}")
+            continue
         if row["gold_id"] in seen:
             problems.append(f"{where}: gold_id {row['gold_id']!r} repeats line {seen[row['gold_id']]}")
             continue
@@ -153,6 +157,24 @@ def read_gold_table(path: str | Path) -> list[dict]:
     if not rows:
         raise InputError(f"{path}: no gold units")
     return rows
+
+
+def _shape_problem(row: dict) -> str | None:
+    """A field of the wrong type, in the words of the table's author; None when all fit."""
+    for field in ("text", "reason", "question"):
+        if row.get(field) is not None and not isinstance(row[field], str):
+            return f"field {field!r}: expected a string"
+    for field in ("turns", "gold_answers"):
+        value = row.get(field)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"field {field!r}: expected a list of strings"
+    for field in ("focus_turn", "first_turn"):
+        value = row.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            return f"field {field!r}: expected a turn number (an integer >= 0)"
+    if row.get("focus_turn") is not None and not 0 <= row["focus_turn"] < len(row.get("turns") or []):
+        return f"field 'focus_turn': {row['focus_turn']} is not one of the unit's turns"
+    return None
 
 
 def gold_tasks(rows: Sequence[dict], *, salt: bytes, prefix: str = "") -> list[GoldUnit]:

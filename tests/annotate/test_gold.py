@@ -212,10 +212,12 @@ def test_gold_add_refuses_bad_rows_and_a_started_campaign(study, capsys):
     bad = study / "bad.jsonl"
     write_jsonl(bad, [{"gold_id": "x", "kind": "escalate_final", "text": "t", "label": "maybe"},
                       {"gold_id": "y", "kind": "nonsense", "text": "t", "label": "yes"},
-                      {"gold_id": "z", "kind": "escalate_final", "text": "t", "label": "yes", "colour": "red"}])
+                      {"gold_id": "z", "kind": "escalate_final", "text": "t", "label": "yes", "colour": "red"},
+                      {"gold_id": "w", "kind": "identify_trajectory", "text": "t", "turns": "[turn 0] a", "label": "no"},
+                      {"gold_id": "v", "kind": "identify_turn", "text": "t", "turns": ["a"], "focus_turn": 3, "label": "no"}])
     assert main(["gold", "add", str(bad), "--study", str(study), "--rate", "0.1"]) == 2
     err = capsys.readouterr().err
-    assert "bad.jsonl" in err and "3 bad gold row(s)" in err
+    assert "bad.jsonl" in err and "5 bad gold row(s)" in err
     assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "1.5"]) == 2
     assert "--rate 1.5" in capsys.readouterr().err
     push(study)
