@@ -87,11 +87,8 @@ class _Session:
         from annotate.codebook import codebook_sha256
         from samples.kinds import get_kind
 
-        try:
-            kind = self._store.task(task_id).kind
-        except InputError:
-            return None
-        return codebook_sha256(get_kind(kind).scheme)
+        kind = self._store.task_kind(task_id)
+        return None if kind is None else codebook_sha256(get_kind(kind).scheme)
 
 
 class AnnotatorSession(_Session):

@@ -373,6 +373,11 @@ class Store:
             raise InputError(f"unknown task id {task_id!r}")
         return BlindTask.model_validate_json(row[0])
 
+    def task_kind(self, task_id: str) -> str | None:
+        """A task's unit kind without reading its payload (None for a task not in the store)."""
+        row = self._conn().execute("SELECT kind FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def n_tasks(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM tasks").fetchone()[0])
 
