@@ -394,6 +394,46 @@ def validate_study(study: Study, *, tie_policy: str, weighted: bool = False, n_r
                           level=level, fingerprints=study.fingerprints)
 
 
+UNKNOWN_CODEBOOK = "unknown"
+"""The version name of human labels that do not record their codebook (imports, older stores, simulated panels)."""
+
+
+def codebook_versions(table: pd.DataFrame) -> dict[str, int]:
+    """Independent human labels per codebook version (sha256, or ``UNKNOWN_CODEBOOK``), largest first."""
+    human = table.loc[table["source"] == "human", "codebook_sha256"]
+    counts = Counter(UNKNOWN_CODEBOOK if pd.isna(v) else str(v) for v in human)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodebookSplit:
+    """Validation restricted to the human labels given under one codebook version."""
+
+    version: str
+    n_labels: int
+    n_units: int
+    result: ValidationResult
+
+
+def validate_by_codebook(table: pd.DataFrame, **settings: Any) -> tuple[CodebookSplit, ...]:
+    """One validation per codebook version: that version's independent human labels and the
+    judge rows of the units they cover, so a codebook changed mid-study shows whether the
+    human reference (and each judge's agreement with it) moved with it. ``settings`` are
+    ``validate_table``'s."""
+    if "codebook_sha256" not in table.columns:
+        raise InputError("validation by codebook: the labels table has no codebook_sha256 column")
+    version = table["codebook_sha256"].map(lambda v: UNKNOWN_CODEBOOK if pd.isna(v) else str(v))
+    human = table["source"] == "human"
+    splits = []
+    for name, n_labels in codebook_versions(table).items():
+        mine = human & (version == name)
+        units = set(table.loc[mine, "unit"])
+        part = table[mine | (~human & table["unit"].isin(units))]
+        splits.append(CodebookSplit(version=name, n_labels=n_labels, n_units=len(units),
+                                    result=validate_table(part, **settings)))
+    return tuple(splits)
+
+
 class GateEvidence:
     """The gate's measurements for one judge, computed on demand from the labels table.
 

@@ -18,10 +18,17 @@ from pathlib import Path
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.export import export_labels
+from annotate.gold import (
+    GoldKey,
+    GoldUnit,
+    load_gold,
+    load_practice,
+    split_labels,
+    with_gold,
+)
 from annotate.records import HumanLabel
 from annotate.store import Revision, Store, SubmitResult, blinding_seed
-from annotate.tasks import load_orders
-from annotate.tasks import load_tasks
+from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.layout import StudyLayout
@@ -70,8 +77,18 @@ class _Session:
         )
         return self._store.submit(
             self._token, task_id, label, submission_id=submission_id, first_turn=first_turn, unsure=unsure,
-            note=note, seconds_spent=seconds_spent,
+            note=note, seconds_spent=seconds_spent, codebook_sha256=self._codebook_sha256(task_id),
         )
+
+    def _codebook_sha256(self, task_id: str) -> str | None:
+        """The version of the codebook this process shows for the task's scheme (the page draws
+        ``codebook_html`` of the same cached text); None for a task the store does not hold
+        (the store then refuses the submit with its own message)."""
+        from annotate.codebook import codebook_sha256
+        from samples.kinds import get_kind
+
+        kind = self._store.task_kind(task_id)
+        return None if kind is None else codebook_sha256(get_kind(kind).scheme)
 
 
 class AnnotatorSession(_Session):
@@ -102,6 +119,93 @@ class AnnotatorSession(_Session):
             raise InputError(f"task_id {task_id!r}: not in your order")
         return self._store.task(task_id)
 
+    def practice(self) -> PracticeSession | None:
+        """The study's qualification round for this person; None when the study has none."""
+        layout = study_layout(self._store)
+        practice = load_practice(layout) if layout is not None else None
+        return None if practice is None else PracticeSession(self._store, self._token, practice.units)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PracticeResult:
+    """A practice answer as recorded, and what to tell the person: (success|error, message)."""
+
+    revision: int
+    correct: bool
+    feedback: tuple[str, str]
+
+
+class PracticeSession:
+    """One annotator's qualification round: practice units with known answers, before real units.
+
+    Answers go to the store's own practice table (``Store.submit_practice``), never to the
+    labels, so nothing exported, counted or validated includes them. After each submit the
+    person is told the expected answer and the codebook's reason.
+    """
+
+    label_role = "independent"
+
+    def __init__(self, store: Store, token: str, units: Sequence[GoldUnit]) -> None:
+        self._store = store
+        self._token = token
+        self.name = store.authenticate(token).name
+        self._units = {unit.task.task_id: unit for unit in units}
+
+    def order(self) -> list[str]:
+        return list(self._units)
+
+    def task(self, task_id: str) -> BlindTask:
+        return self._unit(task_id).task
+
+    def _unit(self, task_id: str) -> GoldUnit:
+        if task_id not in self._units:
+            raise InputError(f"task_id {task_id!r}: not a practice unit")
+        return self._units[task_id]
+
+    def results(self) -> dict[str, bool]:
+        """Practice units answered, and whether the first answer was the expected one."""
+        return {t: ok for t, ok in self._store.practice_results(self.name).items() if t in self._units}
+
+    def pending(self) -> list[str]:
+        done = self.results()
+        return [task_id for task_id in self._units if task_id not in done]
+
+    def history(self, task_id: str) -> list[Revision]:
+        return self._store.practice_history(self.name, self._unit(task_id).task.task_id)
+
+    def current(self, task_id: str) -> HumanLabel | None:
+        history = self.history(task_id)
+        if not history:
+            return None
+        last = history[-1]
+        return HumanLabel(task_id=task_id, annotator=self.name, label=last.label, first_turn=last.first_turn,
+                          unsure=last.unsure, note=last.note, created_at=history[0].submitted_at,
+                          updated_at=last.submitted_at, seconds_spent=last.seconds_spent, backend="app")
+
+    def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False,
+               note: str = "", seconds_spent: float | None = None) -> PracticeResult:
+        from samples.kinds import first_turn_problem
+        from samples.schemes import DEFAULT_SCHEME, get_scheme
+
+        unit = self._unit(task_id)
+        scheme = DEFAULT_SCHEME[unit.task.kind]
+        get_scheme(scheme).check(label, where="practice unit")
+        problem = first_turn_problem(unit.task.kind, label, first_turn, len(unit.task.turns or []), scheme=scheme)
+        if problem:
+            raise InputError(problem)
+        correct = label == unit.label and (unit.first_turn is None or first_turn == unit.first_turn)
+        submission_id = "p" + submission_id_for(annotator=self.name, task_id=task_id, base_revision=base_revision,
+                                                label=label, first_turn=first_turn, unsure=unsure, note=note)
+        _, revision = self._store.submit_practice(
+            self._token, task_id, label, submission_id=submission_id, correct=correct, first_turn=first_turn,
+            unsure=unsure, note=note, seconds_spent=seconds_spent)
+        expected = f"'{unit.label}'" + ("" if unit.first_turn is None else f" with first turn {unit.first_turn}")
+        verdict = "Right" if correct else "Not the expected answer"
+        why = f" Why: {unit.reason}" if unit.reason else ""
+        text = (f"{verdict}: you answered '{label}'; the expected answer is {expected}.{why} "
+                "(Practice: this answer is not a label.)")
+        return PracticeResult(revision=revision, correct=correct, feedback=("success" if correct else "error", text))
+
 
 class AdjudicatorSession(_Session):
     """The adjudicator's view: units where independent labels disagree, coders numbered."""
@@ -110,12 +214,27 @@ class AdjudicatorSession(_Session):
     label_role = "adjudication"
 
     def queue(self) -> list[Disagreement]:
-        return adjudication_queue(self._store)
+        """Disagreements on sampled units; a gold unit has a known answer, so it is never adjudicated."""
+        gold = study_gold_ids(self._store)
+        return [item for item in adjudication_queue(self._store) if item.task_id not in gold]
 
     def task(self, task_id: str) -> BlindTask:
         if task_id not in {item.task_id for item in self.queue()} and self.current(task_id) is None:
             raise InputError(f"task_id {task_id!r}: not in the adjudication queue")
         return self._store.task(task_id)
+
+
+def study_layout(store: Store) -> StudyLayout | None:
+    """The study folder a store belongs to; None for a store file opened outside one."""
+    layout = StudyLayout(store.path.resolve().parent.parent)
+    return layout if layout.store == store.path.resolve() else None
+
+
+def study_gold_ids(store: Store) -> frozenset[str]:
+    """Task ids of the gold units of the study this store belongs to."""
+    layout = study_layout(store)
+    gold = load_gold(layout) if layout is not None else None
+    return frozenset(gold.task_ids()) if gold is not None else frozenset()
 
 
 def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:
@@ -134,14 +253,22 @@ class AppBackend:
         if (study is None) == (store_path is None):
             raise InputError("AppBackend: give exactly one of study= (a study folder) or store_path= (a store file)")
         self.store = Store.for_study(study) if study is not None else Store.open(store_path)
-        self.labels_path = StudyLayout.of(study).app_labels if study is not None else None
-        self._late_seed = blinding_seed(StudyLayout.of(study)) if study is not None else None
+        self.layout = StudyLayout.of(study) if study is not None else None
+        self.labels_path = self.layout.app_labels if self.layout is not None else None
+        self._late_seed = blinding_seed(self.layout) if self.layout is not None else None
+
+    def _gold(self, *, current: bool = False) -> GoldKey | None:
+        return load_gold(self.layout, current=current) if self.layout is not None else None
 
     def push(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
              late_seed: int | None = None) -> PushReport:
-        """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed)."""
-        report = self.store.load_tasks(tasks, orders, late_seed=self._late_seed if late_seed is None else late_seed)
-        return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators, created=report.created, already_present=report.already_present)
+        """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed).
+        A study's gold units (``annotate.gold``) are loaded with them, placed in every order."""
+        seed = self._late_seed if late_seed is None else late_seed
+        placed = with_gold(self._gold(current=True), tasks, orders, late_seed=seed)
+        report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order)
+        return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators,
+                          created=report.created, already_present=report.already_present)
 
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
@@ -152,10 +279,13 @@ class AppBackend:
                          late_seed=blinding_seed(StudyLayout(blind_dir.parent)))
 
     def pull(self) -> list[HumanLabel]:
-        """Every label in the store; saved as the study's coding-app labels file when there is a study."""
-        labels = self.store.labels()
+        """Every label of the sampled units in the store, saved as the study's coding-app labels file
+        when there is a study; labels of gold units go to their own sealed file, never to this table."""
+        labels, gold = split_labels(self.store.labels(), self._gold())
         if self.labels_path is not None:
             export_labels(labels, self.labels_path, format="jsonl")
+            if gold:
+                export_labels(gold, self.layout.gold_labels, format="jsonl")
         return labels
 
     def status(self) -> BackendStatus:

@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from annotate.base import BackendStatus, PushReport, register_backend
-from annotate.codebook import codebook_html
+from annotate.codebook import codebook_html, codebook_sha256
 from annotate.export import export_labels
 from annotate.records import HumanLabel
 from annotate.tasks import check_orders
@@ -123,6 +123,9 @@ class ProjectState(BaseModel):
         default_factory=list,
         description="Tasks push imported again after the server lost them; pull keeps their earlier labels until relabelled.",
     )
+    codebook_sha256: str | None = Field(
+        default=None, description="sha256 of the codebook pushed as the project's instructions (None: pushed before "
+                                  "accord recorded it); every label pulled from the project carries it.")
 
 
 class AnnotatorState(BaseModel):
@@ -571,6 +574,7 @@ class LabelStudioBackend:
             if project is None:
                 project = account.projects[kind] = ProjectState(
                     project_id=self._create_project(owner, annotator, kind, scheme), recreated=lost,
+                    codebook_sha256=codebook_sha256(scheme),
                 )
                 self._save_state(state)
             missing = [t for t in task_ids if t not in project.tasks]
@@ -872,7 +876,7 @@ def _label_from_task(
         created_at=min(_timestamp(a.get("created_at")) or "" for a in own),
         updated_at=_timestamp(latest.get("updated_at") or latest.get("created_at")),
         seconds_spent=float(sum(lead_times)) if lead_times else None,
-        backend="labelstudio", role="independent",
+        backend="labelstudio", role="independent", codebook_sha256=project.codebook_sha256,
     )
 
 

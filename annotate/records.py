@@ -25,3 +25,6 @@ class HumanLabel(BaseModel):
     backend: Backend = Field(description="Where the label came from; 'simulated' labels are never human.")
     role: LabelRole = Field(default="independent", description="Independent label, or an adjudication kept apart.")
     source: str | None = Field(default=None, description="Imported labels: the file they came from and its sha256.")
+    codebook_sha256: str | None = Field(
+        default=None, description="sha256 of the codebook version the label was given under (the codebook file the "
+                                  "coding app showed, or the instructions pushed to Label Studio); None when unknown.")

@@ -21,7 +21,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,6 +100,36 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "CREATE INDEX submissions_by_owner ON submissions (annotator, task_id, role, seq)",
         ),
     ),
+    (
+        # The codebook version (sha256 of the codebook file shown) each revision was given
+        # under; NULL where unknown (labels given before this migration, simulated panels).
+        "0002_codebook_sha256",
+        (
+            "ALTER TABLE submissions ADD COLUMN codebook_sha256 TEXT",
+            "ALTER TABLE labels ADD COLUMN codebook_sha256 TEXT",
+        ),
+    ),
+    (
+        # The qualification round: answers to practice units (annotate.gold), kept apart from
+        # labels so that no export, progress count or agreement ever reads them.
+        "0003_practice_answers",
+        (
+            """CREATE TABLE practice_answers (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                submission_id TEXT NOT NULL UNIQUE,
+                task_id TEXT NOT NULL,
+                annotator TEXT NOT NULL,
+                label TEXT NOT NULL,
+                first_turn INTEGER,
+                unsure INTEGER NOT NULL,
+                note TEXT NOT NULL,
+                seconds_spent REAL,
+                correct INTEGER NOT NULL,
+                submitted_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX practice_by_owner ON practice_answers (annotator, task_id, seq)",
+        ),
+    ),
 )
 
 
@@ -127,6 +157,7 @@ class Revision:
     backend: str
     submitted_at: str
     number: int
+    codebook_sha256: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -289,13 +320,15 @@ class Store:
     # -- tasks and orders ------------------------------------------------------
 
     def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
-                   late_seed: int | None = None) -> LoadReport:
+                   late_seed: int | None = None, late_order: Callable[[str], Sequence[str]] | None = None,
+                   ) -> LoadReport:
         """Add blinded tasks and per-annotator orders; loading the same set again changes nothing.
 
         A task id already present with another payload, or an annotator whose stored
         order differs, is refused: labels already given must keep meaning what they meant.
         With ``late_seed`` (the blinding seed), every annotator of the store who has no
-        order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction.
+        order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction,
+        or ``late_order(name)`` when given (the gold units placed in it: ``annotate.gold``).
         """
         from samples.blind import annotator_order
 
@@ -329,7 +362,7 @@ class Store:
                 ).fetchall()
                 ids = [task.task_id for task in tasks]
                 for (name,) in unordered:
-                    _insert_order(tx, name, annotator_order(ids, name, late_seed))
+                    _insert_order(tx, name, late_order(name) if late_order else annotator_order(ids, name, late_seed))
                     late.append(name)
         return LoadReport(n_tasks=len(tasks), created=created, already_present=len(tasks) - created,
                           annotators=tuple(sorted({*orders, *late})), late=tuple(late))
@@ -339,6 +372,11 @@ class Store:
         if row is None:
             raise InputError(f"unknown task id {task_id!r}")
         return BlindTask.model_validate_json(row[0])
+
+    def task_kind(self, task_id: str) -> str | None:
+        """A task's unit kind without reading its payload (None for a task not in the store)."""
+        row = self._conn().execute("SELECT kind FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def n_tasks(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM tasks").fetchone()[0])
@@ -367,6 +405,7 @@ class Store:
         note: str = "",
         seconds_spent: float | None = None,
         backend: str = "app",
+        codebook_sha256: str | None = None,
     ) -> SubmitResult:
         """Record one label in one transaction; the same ``submission_id`` again is a no-op.
 
@@ -374,6 +413,9 @@ class Store:
         adjudicator labels tasks on which independent labels disagree (role
         ``adjudication``, kept apart). ``backend`` is ``app`` for people and
         ``simulated`` for simulated panels, which are never counted as human.
+        ``codebook_sha256`` is the version of the codebook the person was shown
+        (``annotate.codebook.codebook_sha256``); None when unknown. A repeated
+        submission id keeps the version its first arrival recorded.
         """
         if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
             raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
@@ -383,6 +425,8 @@ class Store:
             raise InputError(f"seconds_spent {seconds_spent!r}: expected a number >= 0 or None")
         if not isinstance(note, str):
             raise InputError(f"note {note!r}: expected a string")
+        if codebook_sha256 is not None and not _is_sha256(codebook_sha256):
+            raise InputError(f"codebook_sha256 {codebook_sha256!r}: expected 64 lowercase hex characters or None")
         with self._write() as tx:
             who = _authenticate(tx, token)
             role = "adjudication" if who.role == "adjudicator" else "independent"
@@ -402,28 +446,68 @@ class Store:
             now = now_iso()
             seq = tx.execute(
                 """INSERT INTO submissions (submission_id, task_id, annotator, role, label, first_turn, unsure, note,
-                   seconds_spent, backend, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (submission_id, *values[:7], seconds_spent, backend, now),
+                   seconds_spent, backend, submitted_at, codebook_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (submission_id, *values[:7], seconds_spent, backend, now, codebook_sha256),
             ).lastrowid
             tx.execute(
                 """INSERT INTO labels (task_id, annotator, role, label, first_turn, unsure, note, created_at, updated_at,
-                       seconds_spent, backend, revisions, last_seq)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                       seconds_spent, backend, revisions, last_seq, codebook_sha256)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                    ON CONFLICT (task_id, annotator, role) DO UPDATE SET
                        label = excluded.label, first_turn = excluded.first_turn, unsure = excluded.unsure,
                        note = excluded.note, updated_at = excluded.updated_at, backend = excluded.backend,
+                       codebook_sha256 = excluded.codebook_sha256,
                        seconds_spent = CASE WHEN excluded.seconds_spent IS NULL THEN labels.seconds_spent
                                             ELSE COALESCE(labels.seconds_spent, 0) + excluded.seconds_spent END,
                        revisions = labels.revisions + 1, last_seq = excluded.last_seq""",
-                (*values[:7], now, now, seconds_spent, backend, seq),
+                (*values[:7], now, now, seconds_spent, backend, seq, codebook_sha256),
             )
             current = _label_row(tx, task_id, who.name, role)
         return SubmitResult(submission_id=submission_id, created=True, revision=current["revisions"], label=_human_label(current))
 
+    def submit_practice(self, token: str, task_id: str, label: str, *, submission_id: str, correct: bool,
+                        first_turn: int | None = None, unsure: bool = False, note: str = "",
+                        seconds_spent: float | None = None) -> tuple[bool, int]:
+        """Record one answer to a practice unit (checked by the caller against the unit's scheme);
+        the same ``submission_id`` again is a no-op. Returns (created, revision number)."""
+        if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
+            raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
+        with self._write() as tx:
+            who = _authenticate(tx, token)
+            created = tx.execute("SELECT 1 FROM practice_answers WHERE submission_id = ?", (submission_id,)).fetchone() is None
+            if created:
+                tx.execute(
+                    """INSERT INTO practice_answers (submission_id, task_id, annotator, label, first_turn, unsure, note,
+                       seconds_spent, correct, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (submission_id, task_id, who.name, label, first_turn, int(bool(unsure)), note, seconds_spent,
+                     int(bool(correct)), now_iso()),
+                )
+            revision = tx.execute("SELECT COUNT(*) FROM practice_answers WHERE annotator = ? AND task_id = ?",
+                                  (who.name, task_id)).fetchone()[0]
+        return created, int(revision)
+
+    def practice_history(self, annotator: str, task_id: str) -> list[Revision]:
+        """One person's answers to one practice unit, oldest first."""
+        rows = self._conn().execute(
+            """SELECT submission_id, task_id, annotator, 'practice' AS role, label, first_turn, unsure, note, seconds_spent,
+                      'app' AS backend, submitted_at FROM practice_answers WHERE annotator = ? AND task_id = ? ORDER BY seq""",
+            (annotator, task_id),
+        ).fetchall()
+        return [_revision(row, number) for number, row in enumerate(rows, start=1)]
+
+    def practice_results(self, annotator: str) -> dict[str, bool]:
+        """Per practice unit answered: whether the first answer was the expected one."""
+        rows = self._conn().execute(
+            "SELECT task_id, correct FROM practice_answers WHERE annotator = ? ORDER BY seq", (annotator,))
+        results: dict[str, bool] = {}
+        for task_id, correct in rows:
+            results.setdefault(task_id, bool(correct))
+        return results
+
     def history(self, annotator: str, task_id: str, *, role: str = "independent") -> list[Revision]:
         rows = self._conn().execute(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
-                      submitted_at FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
+                      submitted_at, codebook_sha256 FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
             (annotator, task_id, role),
         ).fetchall()
         return [_revision(row, number) for number, row in enumerate(rows, start=1)]
@@ -431,7 +515,7 @@ class Store:
     def all_revisions(self) -> list[Revision]:
         rows = self._conn().execute(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
-                      submitted_at FROM submissions ORDER BY seq"""
+                      submitted_at, codebook_sha256 FROM submissions ORDER BY seq"""
         ).fetchall()
         numbers: dict[tuple[str, str, str], int] = {}
         revisions = []
@@ -548,7 +632,12 @@ def _human_label(row: sqlite3.Row) -> HumanLabel:
         task_id=row["task_id"], annotator=row["annotator"], label=row["label"], first_turn=row["first_turn"],
         unsure=bool(row["unsure"]), note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
         seconds_spent=row["seconds_spent"], backend=row["backend"], role=row["role"],
+        codebook_sha256=row["codebook_sha256"],
     )
+
+
+def _is_sha256(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _revision(row: sqlite3.Row, number: int) -> Revision:

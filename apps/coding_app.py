@@ -17,7 +17,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.app_backend import AdjudicatorSession, AnnotatorSession, sign_in
+from annotate.app_backend import (
+    AdjudicatorSession,
+    AnnotatorSession,
+    PracticeResult,
+    PracticeSession,
+    sign_in,
+)
 from annotate.store import Store
 from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
 from apps.workspace import (
@@ -175,7 +181,7 @@ def navigation(session: AnnotatorSession | AdjudicatorSession) -> None:
 
 
 def label_workspace(
-    session: AnnotatorSession | AdjudicatorSession, task: BlindTask, *, heading: str, detail: str, fraction: float,
+    session: AnnotatorSession | AdjudicatorSession | PracticeSession, task: BlindTask, *, heading: str, detail: str, fraction: float,
     context_html: str = "", advance: tuple[str, int] | None,
 ) -> None:
     """The workspace (apps/workspace.py: the last click's message, progress, the codebook, the
@@ -235,7 +241,10 @@ def label_workspace(
             flash("error", f"Not saved: {plain(str(error), task.task_id)}")
             return
         del state["draft"]
-        flash("success", f"Saved '{sent.label}' (revision {result.revision}).")
+        if isinstance(result, PracticeResult):
+            flash(*result.feedback)  # the expected answer and the codebook's reason
+        else:
+            flash("success", f"Saved '{sent.label}' (revision {result.revision}).")
         if advance is not None and current is None:  # a first label moves on; an edit stays
             state_key, target = advance
             state[state_key] = target  # a position, not a step: a repeated submit cannot skip an item
@@ -254,7 +263,33 @@ def label_workspace(
                 st.markdown(f"{revision.number}. `{revision.submitted_at[:19]}` **{revision.label}**{turn}{flags}{note_text}")
 
 
+def practice_page(practice: PracticeSession) -> None:
+    """The qualification round, before any real unit: each practice unit in turn, the expected
+    answer and its reason after each submit; "Start the real units" once all are answered."""
+    state = st.session_state
+    order = practice.order()
+    pending = practice.pending()
+    state.setdefault("practice_position", order.index(pending[0]) if pending else 0)
+    position = min(state["practice_position"], len(order) - 1)
+    answered = len(order) - len(pending)
+    label_workspace(
+        practice, practice.task(order[position]), heading=f"Practice {position + 1} of {len(order)}",
+        detail=f"{answered} of {len(order)} practice units answered (practice answers are not labels)",
+        fraction=answered / len(order), advance=None,
+    )
+    if order[position] not in pending:
+        if position + 1 < len(order):
+            st.button("Next practice unit ▶", key="practice-next", on_click=lambda: state.update(practice_position=position + 1))
+        elif not pending:
+            st.button("Start the real units ▶", key="practice-over", type="primary",
+                      on_click=lambda: state.update(practice_over=True))
+
+
 def annotator_page(session: AnnotatorSession) -> None:
+    practice = None if st.session_state.get("practice_over") else session.practice()
+    if practice is not None and (practice.pending() or "practice_position" in st.session_state):
+        practice_page(practice)
+        return
     order = session.order()
     if not order:
         show_flashes()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -759,6 +760,12 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
                                     "backends": sorted({row.backend for row in mine})}
     if any(row.backend == "simulated" for row in labels):
         body.update(simulated=True, notice=SIMULATED_NOTICE)
+    versions = Counter(row.codebook_sha256 or "unknown" for row in labels)
+    body["codebook_versions"] = dict(sorted(versions.items(), key=lambda item: (-item[1], item[0])))
+    body["codebook_note"] = None if len(versions) < 2 else (
+        "labels were given under " + str(len(versions)) + " codebook versions ("
+        + ", ".join(f"{v[:12]}: {n}" for v, n in body["codebook_versions"].items())
+        + "); accord validate --by-codebook splits agreement by version")
     return body
 
 

@@ -118,6 +118,16 @@ class StudyLayout:
     def scrub_detail(self) -> Path:
         return self.sealed_dir / "scrub_detail.json"
 
+    @property
+    def gold(self) -> Path:
+        """The sealed gold key: known-answer units, their expected labels and placement rate (annotate.gold)."""
+        return self.sealed_dir / "gold.json"
+
+    @property
+    def gold_labels(self) -> Path:
+        """HumanLabel rows given on gold units (kept out of the human labels table)."""
+        return self.sealed_dir / "gold_labels.jsonl"
+
     # --- judges ------------------------------------------------------------------------------
     @property
     def judges_dir(self) -> Path:
@@ -184,6 +194,11 @@ class StudyLayout:
     @property
     def labelstudio_credentials(self) -> Path:
         return self.labels_dir / "labelstudio_annotators.json"
+
+    @property
+    def practice(self) -> Path:
+        """The qualification round's practice units with their answers and reasons (annotate.gold)."""
+        return self.labels_dir / "practice.json"
 
     @property
     def imported_labels_dir(self) -> Path:

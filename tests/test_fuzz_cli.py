@@ -335,6 +335,14 @@ CASES += [Case(c.id, c.argv, c.setup, "full", c.xfail) for c in [
     Case("report-study-missing", ("report", "{root}/nowhere")),
     Case("score-level-nan", ("score", FULL, "--identify-judge", "aggarwal-strict", "--escalate-judge", "aggarwal-strict",
                              "--level", "nan")),
+    Case("gold-table-missing", ("gold", "add", "{root}/nope.jsonl", "--study", FULL, "--rate", "0.1")),
+    Case("gold-table-nan", ("gold", "add", "{root}/g.jsonl", "--study", FULL, "--rate", "0.1"),
+         _write("g.jsonl", '{"gold_id": "g", "kind": "escalate_final", "text": "t", "label": NaN}\n')),
+    Case("gold-table-non-utf8", ("gold", "practice", "{root}/g.jsonl", "--study", FULL),
+         _write("g.jsonl", b'{"gold_id": "\xff", "kind": "escalate_final", "text": "t", "label": "yes"}\n')),
+    Case("gold-rate-nan", ("gold", "add", "{root}/g.jsonl", "--study", FULL, "--rate", "nan"),
+         _write("g.jsonl", '{"gold_id": "g", "kind": "escalate_final", "text": "t", "label": "yes"}\n')),
+    Case("gold-report-without-gold", ("gold", "report", "--study", FULL)),
 ]]
 
 

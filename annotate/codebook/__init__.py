@@ -9,6 +9,7 @@ human label and a judge label answer the same question. Every label scheme has o
 from __future__ import annotations
 
 import functools
+import hashlib
 from importlib import resources
 
 from samples.errors import InputError
@@ -23,12 +24,25 @@ def codebook(scheme: str) -> str:
 
 
 @functools.cache
+def _shown(scheme: str) -> str:
+    """The codebook text one process shows: read once, so the HTML drawn and the hash a label
+    records (``codebook_sha256``) are of the same version even if the file changes meanwhile."""
+    return codebook(scheme)
+
+
+def codebook_sha256(scheme: str) -> str:
+    """sha256 (hex) of the codebook file's UTF-8 bytes as this process shows it: the codebook
+    version a label is given under (``HumanLabel.codebook_sha256``)."""
+    return hashlib.sha256(_shown(scheme).encode("utf-8")).hexdigest()
+
+
+@functools.cache
 def codebook_html(scheme: str) -> str:
     """The codebook as HTML (Markdown rendered with raw HTML escaped, not passed on), for Label
     Studio's instructions and the coding app. markdown-it-py comes with rich, a core dependency."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).render(codebook(scheme))
+    return MarkdownIt("commonmark", {"html": False}).render(_shown(scheme))
 
 
 def codebook_for_kind(kind: str) -> str:

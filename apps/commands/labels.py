@@ -1,4 +1,4 @@
-"""Export the human labels table of the coding app store (csv, parquet or jsonl)."""
+"""Export the human labels table of the coding app store (csv, parquet or jsonl); labels of gold units are left out."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate.export import export_labels
+    from annotate.gold import load_gold, split_labels
     from annotate.store import Store
     from samples.layout import StudyLayout
 
     store = Store.for_study(args.study)
-    labels = store.labels(role=args.role)
-    app_labels = StudyLayout.of(args.study).app_labels
+    layout = StudyLayout.of(args.study)
+    labels, _ = split_labels(store.labels(role=args.role), load_gold(layout))  # gold labels stay sealed
+    app_labels = layout.app_labels
     out = Path(args.out) if args.out else app_labels.with_suffix(f".{args.format}")
     export_labels(labels, out, format=args.format)
     roles = {role: sum(1 for row in labels if row.role == role) for role in ("independent", "adjudication")}

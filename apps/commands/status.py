@@ -50,6 +50,8 @@ def _print(status: dict) -> None:
     labels = status["labels"]
     if labels["simulated"]:
         console.print(f"[bold yellow]{labels['notice']}[/]")
+    if labels.get("codebook_note"):
+        console.print(f"[yellow]{labels['codebook_note']}[/]")
     table = Table(title=f"labels per annotator ({labels['tasks']} tasks)")
     for column in ("annotator", "labelled", "assigned", "backend"):
         table.add_column(column)

@@ -8,7 +8,8 @@ only), each judge vs the initial human majority and vs the resolved reference
 each annotator, judge pairs overall and per setting/split with directional
 disagreements, per-class precision/recall/F1, unscored counts and degenerate
 baselines, each with cluster-bootstrap CIs by trajectory. Writes
-STUDY/validation/validation.json.
+STUDY/validation/validation.json, which lists the codebook versions the human labels were
+given under; ``--by-codebook`` adds one validation per version (``by_codebook``).
 """
 
 from __future__ import annotations
@@ -26,12 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--by-codebook", action="store_true",
+                        help="also validate the human labels of each codebook version on their own")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.study_io import load_study, publish, status
-    from agreement.validation import format_validation, validate_study
+    from agreement.study_io import labels_table, load_study, publish, status
+    from agreement.validation import (
+        codebook_versions,
+        format_validation,
+        validate_by_codebook,
+        validate_table,
+    )
     from samples.errors import InputError
     from samples.layout import StudyLayout
 
@@ -40,11 +48,29 @@ def run(args: argparse.Namespace) -> int:
     if args.n_resamples < 100:
         raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
     study = load_study(args.study)
+    settings = {"tie_policy": args.tie_policy, "weighted": args.weighted, "n_resamples": args.n_resamples,
+                "seed": args.seed, "level": args.level}
+    table = labels_table(study, judges=args.judge)
     with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
-        result = validate_study(study, tie_policy=args.tie_policy, weighted=args.weighted,
-                                n_resamples=args.n_resamples, seed=args.seed, level=args.level, judges=args.judge)
+        result = validate_table(table, **settings, fingerprints=study.fingerprints)
+        splits = validate_by_codebook(table, **settings) if args.by_codebook else ()
+    body = {**result.to_dict(), "codebook_versions": codebook_versions(table)}
+    if args.by_codebook:
+        body["by_codebook"] = {split.version: {"n_labels": split.n_labels, "n_units": split.n_units,
+                                               **split.result.to_dict()} for split in splits}
+
+    def text(_: dict) -> str:
+        parts = [format_validation(result)]
+        if len(body["codebook_versions"]) > 1:
+            parts.append("\nnote: human labels were given under " + ", ".join(
+                f"codebook {v[:12]} ({n})" for v, n in body["codebook_versions"].items())
+                + ("" if args.by_codebook else "; --by-codebook validates each version on its own"))
+        for split in splits:
+            parts.append(f"\n#### codebook {split.version[:12]}: {split.n_labels} labels on {split.n_units} units")
+            parts.append(format_validation(split.result))
+        return "\n".join(parts)
+
     from agreement.documents import ValidationDocument
 
-    publish(StudyLayout.of(study.root).validation, result.to_dict(), as_json=args.json,
-            text=lambda _: format_validation(result), model=ValidationDocument)
+    publish(StudyLayout.of(study.root).validation, body, as_json=args.json, text=text, model=ValidationDocument)
     return 0

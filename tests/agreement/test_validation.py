@@ -368,3 +368,45 @@ def test_labels_imported_as_found_may_mix_numbers_and_text(tmp_path, capsys):
     assert main(["validate", str(study), "--json"]) == 0
     sections = json.loads(capsys.readouterr().out)["sections"]
     assert [s["categories"] for s in sections] == [["1", "2", "unsure"]]
+
+
+def test_agreement_split_by_codebook_version_equals_each_version_validated_alone(tmp_path, capsys):
+    """Labels of the first half of the units (by task id) were given under codebook A, the rest under B.
+    Each version's split must be exactly the validation of a study holding only that version's labels
+    (a separate folder, its labels written without any codebook field), on the units they cover."""
+    import shutil
+
+    from agreement.study_io import jsonable
+
+    root = tmp_path / "study"
+    write_ise_study(root, per_cell=20)
+    human_file = StudyLayout.of(root).app_labels
+    rows = [json.loads(line) for line in human_file.read_text().splitlines()]
+    tasks = sorted({row["task_id"] for row in rows})
+    first_half = set(tasks[: len(tasks) // 2])
+    version = {True: "a" * 64, False: "b" * 64}
+    write_jsonl(human_file, [{**row, "codebook_sha256": version[row["task_id"] in first_half]} for row in rows])
+
+    assert main(["validate", str(root), "--n-resamples", "200", "--by-codebook", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    by_hand = {v: sum(1 for row in rows if version[row["task_id"] in first_half] == v) for v in version.values()}
+    assert body["codebook_versions"] == dict(sorted(by_hand.items(), key=lambda kv: (-kv[1], kv[0])))
+    assert set(body["by_codebook"]) == set(version.values())
+    for in_half, name in version.items():
+        alone = tmp_path / f"only-{name[0]}"
+        shutil.copytree(root, alone)
+        kept = [row for row in rows if (row["task_id"] in first_half) == in_half]
+        write_jsonl(StudyLayout.of(alone).app_labels, kept)
+        table = labels_table(load_study(alone))
+        covered = set(table.loc[table["source"] == "human", "unit"])
+        expected = validate_table(table[table["unit"].isin(covered)], tie_policy="exclude", n_resamples=200)
+        split = body["by_codebook"][name]
+        assert (split["n_labels"], split["n_units"]) == (len(kept), len(covered))
+        assert split["sections"] == jsonable(expected.to_dict()["sections"])
+    # the whole-study numbers are unchanged by the split (the same as without --by-codebook)
+    assert main(["validate", str(root), "--n-resamples", "200", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["sections"] == body["sections"] and "by_codebook" not in plain
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    assert f"codebook {'a' * 12}" in text and "--by-codebook validates each version" in text

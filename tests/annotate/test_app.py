@@ -580,3 +580,64 @@ def test_browser_sessions_keep_only_hashes_expire_and_close():
     assert sessions.token(second) is None  # expired after its lifetime
     with pytest.raises(ValueError, match="lifetime_s 0"):
         BrowserSessions(lifetime_s=0)
+
+
+def test_a_label_records_the_codebook_version_the_page_showed(app, loaded_study):
+    """The hash is of the codebook file's bytes (read here from the file, not through accord's helper),
+    and the page's codebook is that file rendered."""
+    import hashlib
+
+    at = app("alice")
+    assert heading(at).startswith("Task 1 ") and ORDERS["alice"][0] == "t_a1"  # identify_trajectory: scheme identify
+    codebook_file = Path(APP).parents[1] / "annotate" / "codebook" / "identify.md"
+    assert "Identify: did the agent recognise a specific knowledge gap?" in drawn(at)["codebook"]
+    assert codebook_file.read_text(encoding="utf-8").startswith("# Identify: did the agent recognise")
+    at = submit(at, label="no")
+    assert message(at)[0] == "success", message(at)
+    saved = loaded_study.store.label("alice", "t_a1")
+    assert saved.codebook_sha256 == hashlib.sha256(codebook_file.read_bytes()).hexdigest()
+
+
+def test_the_qualification_round_comes_first_shows_answers_and_is_kept_apart(app, loaded_study, tmp_path):
+    """Two practice units before any real unit; after each submit the expected answer and the reason
+    are shown; the answers never become labels; once done, the real units start (and stay so)."""
+    from annotate.export import export_labels
+    from annotate.gold import add_practice
+    from samples.jsonl import write_jsonl
+
+    turns = ["[turn 0] I look the year up.", "[turn 1] Two sources give different years; I cannot tell which."]
+    table = tmp_path / "practice.jsonl"
+    write_jsonl(table, [
+        {"gold_id": "p-esc", "kind": "escalate_final", "text": "I cannot check this; please ask an expert.",
+         "label": "yes", "reason": "The final turn hands the question to a person."},
+        {"gold_id": "p-idt", "kind": "identify_trajectory", "text": "\n".join(turns), "turns": turns,
+         "label": "yes", "first_turn": 1, "reason": "Turn 1 names the conflict."},
+    ])
+    add_practice(loaded_study.root, table)
+    at = app("alice")
+    assert heading(at) == "Practice 1 of 2"
+    assert "ask an expert" in shown_unit(at)
+    at = submit(at, label="no")
+    kind, text = message(at)
+    assert kind == "error" and "you answered 'no'" in text and "expected answer is 'yes'" in text
+    assert "hands the question to a person" in text
+    assert heading(at) == "Practice 1 of 2"  # stays, so the reason is read beside the unit
+    at = button(at, "Next practice unit ▶").click().run()
+    assert heading(at) == "Practice 2 of 2"
+    at = submit(at, label="yes", first_turn=1)
+    kind, text = message(at)
+    assert kind == "success" and text.startswith("Right") and "first turn 1" in text
+    store = loaded_study.store
+    practice_ids = [unit["task"]["task_id"] for unit in
+                    json.loads((loaded_study.root / "labels" / "practice.json").read_text())["units"]]
+    assert store.labels() == [] and store.practice_results("alice") == dict(zip(practice_ids, (False, True)))
+    at = button(at, "Start the real units ▶").click().run()
+    assert heading(at).startswith("Task 1 of 6")
+    at = submit(at, label="no")
+    assert message(at)[0] == "success"
+    assert [(row.task_id, row.annotator) for row in store.labels()] == [(ORDERS["alice"][0], "alice")]
+    export_labels(store.labels(), tmp_path / "human.jsonl", format="jsonl")
+    assert "p_" not in (tmp_path / "human.jsonl").read_text()
+    again = app("alice")  # a new session: the round is done, so the real units come at once
+    assert heading(again).startswith("Task 2 of 6")
+    assert heading(app("bob")) == "Practice 1 of 2"  # each person takes the round

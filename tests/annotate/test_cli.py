@@ -63,7 +63,7 @@ def test_labels_export_writes_every_format(tmp_path, capsys):
     out_path = tmp_path / "out.parquet"
     assert accord(capsys, "labels", "export", "--study", str(study), "--format", "parquet", "--out", str(out_path))[0] == 0
     frame = pd.read_parquet(out_path)
-    assert list(frame.columns) == ["task_id", "annotator", "label", "first_turn", "unsure", "note", "created_at", "updated_at", "seconds_spent", "backend", "role", "source"]
+    assert list(frame.columns) == ["task_id", "annotator", "label", "first_turn", "unsure", "note", "created_at", "updated_at", "seconds_spent", "backend", "role", "source", "codebook_sha256"]
     assert list(frame["label"]) == ["yes", "no"]
     assert accord(capsys, "labels", "export", "--study", str(study), "--format", "csv")[0] == 0
     assert pd.read_csv(study / "labels" / "human.csv")["note"].fillna("").tolist() == ["", "bare"]
@@ -190,3 +190,29 @@ def test_the_coding_app_shows_a_late_annotator_her_tasks(tmp_path, capsys, monke
     assert not [i.value for i in at.info]  # not "No tasks are assigned to you yet."
     progress = drawn(at)["progress"]
     assert progress["heading"] == "Task 1 of 8" and progress["detail"] == "0 of 8 labelled"
+
+
+def test_status_names_labels_given_under_more_than_one_codebook_version(tmp_path, capsys):
+    """Two labels under codebook A, one under B, one without a version: status counts them by hand's count."""
+    from pathlib import Path
+
+    from annotate.records import HumanLabel
+    from samples.jsonl import write_jsonl
+    from samples.layout import StudyLayout
+
+    demo = Path(__file__).resolve().parents[2] / "data" / "demo" / "study.toml"
+    out = tmp_path / "out"
+    a, b = "a" * 64, "b" * 64
+    rows = [HumanLabel(task_id=f"t_{i}", annotator="alice", label="yes", created_at=None, updated_at=None,
+                       backend="app", codebook_sha256=version) for i, version in enumerate((a, a, b, None))]
+    write_jsonl(StudyLayout.of(out).app_labels, rows)
+    code, text, err = accord(capsys, "status", str(demo), "--output", str(out), "--json")
+    assert code == 0, err
+    labels = json.loads(text)["labels"]
+    assert labels["codebook_versions"] == {a: 2, b: 1, "unknown": 1}
+    assert "3 codebook versions" in labels["codebook_note"] and "--by-codebook" in labels["codebook_note"]
+    code, text, _ = accord(capsys, "status", str(demo), "--output", str(out))
+    assert code == 0 and "3 codebook versions" in " ".join(text.split())
+    write_jsonl(StudyLayout.of(out).app_labels, rows[:2])
+    code, text, _ = accord(capsys, "status", str(demo), "--output", str(out), "--json")
+    assert json.loads(text)["labels"]["codebook_note"] is None

@@ -8,6 +8,7 @@ token and session, by listing projects and opening other ids.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import stat
 import sys
@@ -475,6 +476,11 @@ def test_pull_builds_the_labels_table_idempotently_and_edits_update_rows(pushed,
     assert (traj.backend, traj.role) == ("labelstudio", "independent")
     assert rows[("t_esc", "ann-b")].note == "names the doubt" and rows[("t_esc", "ann-b")].first_turn is None
     assert rows[("t_resp", "ann-a")].label == "HEDGE"
+    # each label carries the hash of the codebook file pushed as its project's instructions
+    codebooks = Path(__file__).resolve().parents[2] / "annotate" / "codebook"
+    for (task_id, _), row in rows.items():
+        scheme = next(DEFAULT_SCHEME[t.kind] for t in TASKS if t.task_id == task_id)
+        assert row.codebook_sha256 == hashlib.sha256((codebooks / f"{scheme}.md").read_bytes()).hexdigest()
     before = table.read_bytes()
 
     code, out, _ = _cli(capsys, "ls", "pull", "--study", str(pushed), "--json")

@@ -238,7 +238,7 @@ def test_backend_registered_pull_status_and_export_round_trip(loaded_study, tmp_
         if fmt == "jsonl":
             back = [HumanLabel.model_validate_json(line) for line in path.read_text().splitlines()]
         else:
-            nullable = ("first_turn", "seconds_spent", "source", "created_at", "updated_at")
+            nullable = ("first_turn", "seconds_spent", "source", "created_at", "updated_at", "codebook_sha256")
             frame = pd.read_csv(path, keep_default_na=False, na_values={k: [""] for k in nullable}) if fmt == "csv" else pd.read_parquet(path)
             back = [HumanLabel.model_validate({k: (None if pd.isna(v) else v) if k in nullable else v
                                                for k, v in row.items()}) for row in frame.to_dict("records")]
@@ -260,3 +260,33 @@ def test_corrupt_store_file_is_a_clear_error(tmp_path):
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(InputError, match="not a usable SQLite store"):
         Store.open(path)
+
+
+def test_codebook_version_migration_keeps_old_labels_and_records_new_ones(tmp_path):
+    """A store made before migration 0002 keeps its labels (version unknown); later submits record
+    the codebook sha256 in the label and in its history; a malformed hash is refused."""
+    path = tmp_path / "labels" / "store.sqlite"
+    path.parent.mkdir()
+    with sqlite3.connect(path) as conn:  # the store as 0001_initial left it
+        conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for statement in MIGRATIONS[0][1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO migrations VALUES ('0001_initial', 'then')")
+    store = Store.open(path)
+    assert store.applied_migrations() == [name for name, _ in MIGRATIONS]
+    assert store.applied_migrations()[:2] == ["0001_initial", "0002_codebook_sha256"]
+    store.load_tasks(TASKS, ORDERS)
+    token = store.add_annotator("alice")
+    old = store.submit(token, "t_b2", "no", submission_id="cb-0000001")
+    assert old.label.codebook_sha256 is None
+    first, second = "1" * 64, "2" * 64
+    store.submit(token, "t_b2", "yes", submission_id="cb-0000002", codebook_sha256=first)
+    again = store.submit(token, "t_b2", "no", submission_id="cb-0000003", codebook_sha256=second)
+    assert again.label.codebook_sha256 == second
+    assert [r.codebook_sha256 for r in store.history("alice", "t_b2")] == [None, first, second]
+    assert raw(store, "SELECT codebook_sha256 FROM labels") == [(second,)]
+    with pytest.raises(InputError, match="codebook_sha256 'ABC'"):
+        store.submit(token, "t_c3", "no", submission_id="cb-0000004", codebook_sha256="ABC")
+    exported = tmp_path / "human.jsonl"
+    export_labels(store.labels(), exported, format="jsonl")
+    assert json.loads(exported.read_text())["codebook_sha256"] == second
