@@ -337,12 +337,8 @@ def quality_table(study: Any) -> pd.DataFrame:
 
 def study_quality(study: Any, *, tie_policy: str, level: float, n_resamples: int, seed: int,
                   rule: FlagRule | None) -> list[QualitySection]:
-    """One quality section per unit kind with human labels."""
+    """One quality section per unit kind with human labels (none when the study has no human label)."""
     table = quality_table(study)
-    if table.empty:
-        from agreement.study_io import HUMAN_LABEL_SOURCES
-
-        raise InputError(f"{study.root}: annotator quality needs human labels; {HUMAN_LABEL_SOURCES}")
     return [annotator_quality(rows, tie_policy=tie_policy, level=level, n_resamples=n_resamples, seed=seed,
                               rule=rule, kind=str(kind)) for kind, rows in table.groupby("kind", sort=True)]
 
@@ -371,9 +367,11 @@ def section_to_dict(section: QualitySection) -> dict[str, Any]:
 def quality_document(sections: Sequence[QualitySection], *, fingerprints: Mapping[str, str], simulated: bool,
                      rule: FlagRule | None, policy: str | None, settings: Mapping[str, Any]) -> dict[str, Any]:
     """The body of ``QualityDocument`` (``agreement.documents``)."""
-    from agreement.study_io import SIMULATED_NOTE
+    from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE
 
     notes = [SIMULATED_NOTE] if simulated else []
+    if not sections:
+        notes.append(f"no human labels, so no annotator quality; {HUMAN_LABEL_SOURCES}")
     if rule is None:
         notes.append("no flag rule: the gate policy has no [quality] table, so no annotator is flagged")
     return {"sections": [section_to_dict(s) for s in sections], "rule": rule.to_dict() if rule else None,
