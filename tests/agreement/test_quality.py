@@ -206,3 +206,20 @@ def test_quality_command_writes_the_document(tmp_path, noisy_study, capsys):
     section = next(s for s in doc.sections if s.kind == "identify_trajectory")
     assert {a.annotator for a in section.annotators} == {"ann1", "ann2", "ann3", BAD}
     assert main(["quality", str(noisy_study), "--policy", str(policy_path), "--tie-policy", "exclude"]) == 2
+
+
+def test_report_shows_the_annotator_quality_table(tmp_path, noisy_study):
+    from agreement.report import build_report, render
+
+    policy_path = tmp_path / "policy.toml"
+    policy_path.write_text(POLICY.format(option="exclude_flagged = true", quality=RULE))
+    assert main(["validate", str(noisy_study), "--n-resamples", "200"]) == 0
+    assert main(["quality", str(noisy_study), "--policy", str(policy_path)]) == 0
+    content = build_report(noisy_study)
+    (table,) = [t for t in content.tables if t.title == "Annotator quality"]
+    flags = {(row[0], row[1]): row[-1] for row in table.rows}
+    assert flags[("identify_trajectory", BAD)].startswith("FLAGGED: leave-one-out gwet_ac1")
+    assert flags[("identify_trajectory", "ann1")] == ""
+    assert "min_upper_bound" not in table.note and "upper bound below 0.5" in table.note
+    html, md = render(content)
+    assert "Annotator quality" in html and "Annotator quality" in md
