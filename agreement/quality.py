@@ -313,7 +313,9 @@ def _with_flags(quality: AnnotatorQuality, reasons: tuple[str, ...]) -> Annotato
 
 def flagged_annotators(table: pd.DataFrame, rule: FlagRule, *, tie_policy: str, level: float, n_resamples: int,
                        seed: int) -> dict[str, str]:
-    """Annotators the rule flags on a labels table (leave-one-out agreement only), with why."""
+    """Annotators the rule flags on a labels table (leave-one-out agreement only), with why; none without humans."""
+    if not ((table["source"] == "human") & table["label"].notna()).any():
+        return {}
     section = annotator_quality(table, tie_policy=tie_policy, level=level, n_resamples=n_resamples, seed=seed,
                                 rule=rule, with_competence=False)
     return section.flagged()

@@ -223,3 +223,14 @@ def test_report_shows_the_annotator_quality_table(tmp_path, noisy_study):
     assert "min_upper_bound" not in table.note and "upper bound below 0.5" in table.note
     html, md = render(content)
     assert "Annotator quality" in html and "Annotator quality" in md
+
+
+def test_excluding_flagged_annotators_without_human_labels_fails_as_unmeasurable(tmp_path):
+    root = tmp_path / "unlabelled"
+    write_ise_study(root, sample_share=0.6)
+    (root / "labels" / "human.jsonl").unlink()
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY.format(option="exclude_flagged = true", quality=RULE))
+    verdict, result = _ceiling(root, path)
+    assert not result.passed and "cannot be measured" in result.reason
+    assert result.details["excluded_annotators"] == {} and "left out: none flagged" in result.threshold
