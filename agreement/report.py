@@ -17,9 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agreement.documents import (DOCUMENTS, AgreementRecord, AuditDocument, Criterion, Interval, PreferenceDocument,
-                                 QualityDocument, ScoreDocument, StageDocument, ValidationDocument, VerdictDocument,
-                                 read_document, stale_reasons)
+from agreement.documents import (
+    DOCUMENTS,
+    AgreementRecord,
+    AuditDocument,
+    Criterion,
+    Interval,
+    PreferenceDocument,
+    QualityDocument,
+    ScoreDocument,
+    StageDocument,
+    ValidationDocument,
+    VerdictDocument,
+    read_document,
+    stale_reasons,
+)
 from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE
 from samples.errors import InputError

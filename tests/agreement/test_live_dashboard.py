@@ -43,9 +43,9 @@ def labelling(tmp_path):
 
     root = tmp_path / "study"
     tasks = [f"t_{i:016x}" for i in range(8)]
-    key = [dict(task_id=t, unit_id=f"u{i}", trajectory_id=f"traj{i // 2}", kind="escalate_final",
-                strata={"split": "conflict" if i < 4 else "control"},
-                stratum="split=conflict" if i < 4 else "split=control", inclusion_prob=1.0)
+    key = [{"task_id": t, "unit_id": f"u{i}", "trajectory_id": f"traj{i // 2}", "kind": "escalate_final",
+            "strata": {"split": "conflict" if i < 4 else "control"},
+            "stratum": "split=conflict" if i < 4 else "split=control", "inclusion_prob": 1.0}
            for i, t in enumerate(tasks)]
     write_jsonl(root / "sealed" / "key.jsonl", key)
     orders = {a: list(tasks) for a in ANNOTATORS}

@@ -231,6 +231,6 @@ def test_excluding_flagged_annotators_without_human_labels_fails_as_unmeasurable
     (root / "labels" / "human.jsonl").unlink()
     path = tmp_path / "policy.toml"
     path.write_text(POLICY.format(option="exclude_flagged = true", quality=RULE))
-    verdict, result = _ceiling(root, path)
+    _, result = _ceiling(root, path)
     assert not result.passed and "cannot be measured" in result.reason
     assert result.details["excluded_annotators"] == {} and "left out: none flagged" in result.threshold
