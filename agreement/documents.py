@@ -1,4 +1,4 @@
-"""Typed stage documents: what validate, audit, gate and score save, read back through the same types.
+"""Typed stage documents: what validate, quality, audit, gate and score save, read back through the same types.
 
 Every reader (gate, score, report, dashboard, status) goes through these models
 instead of looking keys up in another stage's JSON. Models allow extra fields, so
@@ -208,6 +208,62 @@ class ValidationDocument(StageDocument):
         return layout.validation
 
 
+# --- annotator quality --------------------------------------------------------------------------
+
+
+class AnnotatorQualityRecord(_Doc):
+    """One annotator's quality figures (``agreement.quality.AnnotatorQuality``)."""
+
+    annotator: str = Field(description="Annotator name.")
+    units: int = Field(description="Units the annotator labelled independently.")
+    compared: int = Field(default=0, description="Units with the annotator's label and a majority of the others.")
+    leave_one_out: dict[str, AgreementRecord] = Field(
+        default_factory=dict, description="Coefficient -> the annotator against the majority of the others.")
+    dawid_skene: Interval = Field(description="Dawid-Skene competence (P(true label)); no sampling interval.")
+    mace: Interval = Field(description="MACE competence (P(knowing, not spamming)); no sampling interval.")
+    median_seconds: Interval = Field(description="Median seconds per unit with an order-statistic interval.")
+    unsure: Interval = Field(description="Share of labels flagged unsure with a Clopper-Pearson interval.")
+    flagged: bool = Field(default=False, description="The policy's flag rule flags this annotator.")
+    flag_reasons: list[str] = Field(default_factory=list, description="Why the annotator is flagged.")
+    undefined_reason: str | None = Field(default=None, description="Why leave-one-out agreement is undefined.")
+
+
+class QualitySectionRecord(_Doc):
+    kind: str = Field(description="Unit kind.")
+    n_units: int = Field(default=0, description="Units with an independent human label.")
+    annotators: list[AnnotatorQualityRecord] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class FlagRuleRecord(_Doc):
+    coefficient: str = Field(description="Leave-one-out coefficient the rule reads.")
+    min_upper_bound: float = Field(description="Flagged when the coefficient's upper bound is below this.")
+    unmeasurable: str = Field(description="'flag' or 'keep' an annotator whose coefficient cannot be measured.")
+
+
+class QualityDocument(StageDocument):
+    STAGE: ClassVar[str] = "quality"
+    COMMAND: ClassVar[str] = "accord quality"
+
+    sections: list[QualitySectionRecord] = Field(default_factory=list, description="One section per unit kind.")
+    rule: FlagRuleRecord | None = Field(default=None, description="The policy's flag rule (None: nobody flagged).")
+    policy: str | None = Field(default=None, description="Policy file the settings and the rule came from.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="tie_policy, level, n_resamples, seed.")
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.quality
+
+    def flagged(self) -> dict[str, list[str]]:
+        """Flagged annotator -> every reason, over the sections."""
+        out: dict[str, list[str]] = {}
+        for section in self.sections:
+            for a in section.annotators:
+                if a.flagged:
+                    out.setdefault(a.annotator, []).extend(f"{section.kind}: {r}" for r in a.flag_reasons)
+        return out
+
+
 # --- audit --------------------------------------------------------------------------------------
 
 
@@ -384,8 +440,8 @@ class ScoreDocument(StageDocument):
         return layout.score
 
 
-DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, AuditDocument, PreferenceDocument, VerdictDocument,
-                                               ScoreDocument)
+DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, QualityDocument, AuditDocument, PreferenceDocument,
+                                               VerdictDocument, ScoreDocument)
 D = TypeVar("D", bound=StageDocument)
 
 

@@ -194,12 +194,15 @@ class HumanCeiling:
     """
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
-        _unknown(table, {"coefficient", "margin"}, where)
+        _unknown(table, {"coefficient", "margin", "exclude_flagged"}, where)
         self.coefficient = _param(table, "coefficient", where, str, check=lambda v: v in PAIR_COEFFICIENTS,
                                   allowed=f"one of {list(PAIR_COEFFICIENTS)}")
         self.margin = float(_param(table, "margin", where, _number, check=lambda v: 0 <= v <= 1,
                                    allowed="a number in [0, 1] (0 = at least as close as the humans)"))
         self.name = table.get("name", f"human ceiling ({self.coefficient})")
+        self.exclude_flagged = _param(table, "exclude_flagged", where, bool, allowed="true or false (leave out the "
+                                      "annotators the policy's [quality] rule flags)") \
+            if "exclude_flagged" in table else False
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         threshold = f"lower CI bound of (judge-annotator - annotator-annotator {self.coefficient}) >= {-self.margin}"
@@ -409,6 +412,8 @@ class Policy:
     description: str
     settings: dict[str, Any]
     criteria: tuple[Any, ...]
+    quality: Any = None
+    """The ``[quality]`` flag rule (``agreement.quality.FlagRule``), None when the policy has none."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "sha256": self.sha256, "name": self.name, "description": self.description,
@@ -459,11 +464,42 @@ def load_policy(path: str | Path) -> Policy:
         if kind not in CRITERIA:
             raise InputError(f"{where}: type = {kind!r}; known criterion types: {sorted(CRITERIA)}")
         criteria.append(CRITERIA[kind](table, where))
-    extra = sorted(set(data) - {"policy", "criteria"})
+    extra = sorted(set(data) - {"policy", "criteria", "quality"})
     if extra:
-        raise InputError(f"{path}: unknown top-level table(s) {extra}; expected [policy] and [[criteria]]")
+        raise InputError(f"{path}: unknown top-level table(s) {extra}; expected [policy], [[criteria]] and "
+                         f"optionally [quality]")
+    quality = _quality_rule(data, criteria, path)
     return Policy(path=str(path), text=raw.decode("utf-8"), sha256=sha256_hex(raw.decode("utf-8")), name=name,
-                  description=description, settings=settings, criteria=tuple(criteria))
+                  description=description, settings=settings, criteria=tuple(criteria), quality=quality)
+
+
+def _quality_rule(data: dict[str, Any], criteria: list[Any], path: Path) -> Any:
+    """The policy's ``[quality]`` flag rule; a criterion excluding flagged annotators needs one."""
+    from agreement.quality import FlagRule
+
+    rule = FlagRule.from_table(data["quality"], f"{path} [quality]") if "quality" in data else None
+    if rule is None and any(getattr(c, "exclude_flagged", False) for c in criteria):
+        raise InputError(f"{path}: a criterion has exclude_flagged = true but the policy has no [quality] table "
+                         f"(coefficient, min_upper_bound, unmeasurable) saying who is flagged")
+    return rule
+
+
+def _measure(criterion: Any, evidence: Any, policy: Policy) -> CriterionResult:
+    """A criterion on the evidence; with ``exclude_flagged`` on the evidence without the flagged annotators,
+    its result naming them and why."""
+    if not getattr(criterion, "exclude_flagged", False):
+        return criterion.evaluate(evidence)
+    from dataclasses import replace
+
+    from agreement.quality import flagged_annotators
+
+    s = policy.settings
+    flagged = flagged_annotators(evidence.table, policy.quality, tie_policy=s["tie_policy"], level=s["level"],
+                                 n_resamples=s["n_resamples"], seed=s["seed"])
+    result = criterion.evaluate(evidence.without_annotators(flagged) if flagged else evidence)
+    named = "; ".join(f"{name} ({why})" for name, why in flagged.items()) or "none flagged"
+    return replace(result, threshold=f"{result.threshold}; annotators flagged by the policy's quality rule left "
+                                     f"out: {named}", details={**result.details, "excluded_annotators": flagged})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -490,7 +526,7 @@ class Verdict:
 
 def evaluate(policy: Policy, evidence: Evidence, *, fingerprints: dict[str, str], simulated: bool,
              notes: tuple[str, ...] = ()) -> Verdict:
-    results = tuple(c.evaluate(evidence) for c in policy.criteria)
+    results = tuple(_measure(c, evidence, policy) for c in policy.criteria)
     verdict = ACCEPT if results and all(r.passed for r in results) else REJECT
     return Verdict(verdict=verdict, judge=evidence.judge, results=results, policy=policy,
                    fingerprints=fingerprints, simulated=simulated, notes=notes)

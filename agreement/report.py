@@ -1,7 +1,7 @@
 """The study report: one self-contained HTML file and a Markdown twin (``accord report``).
 
 Reads what the other commands saved in the study folder (validation/validation.json,
-audit/audit.json, gate/verdict.json, score/score.json; whichever exist) and renders
+validation/quality.json, audit/audit.json, gate/verdict.json, score/score.json; whichever exist) and renders
 the tables, the plots (agreement forest plot, confusion matrices, family-bias plot,
 accuracy vs Identify/Solve/Escalate), the gate verdict and the fingerprints. The
 HTML embeds its plots as base64 PNG, so it can be mailed as one file; the Markdown
@@ -17,9 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agreement.documents import (DOCUMENTS, AgreementRecord, AuditDocument, Criterion, Interval, PreferenceDocument,
-                                 ScoreDocument, StageDocument, ValidationDocument, VerdictDocument, read_document,
-                                 stale_reasons)
+from agreement.documents import (
+    DOCUMENTS,
+    AgreementRecord,
+    AuditDocument,
+    Criterion,
+    Interval,
+    PreferenceDocument,
+    QualityDocument,
+    ScoreDocument,
+    StageDocument,
+    ValidationDocument,
+    VerdictDocument,
+    read_document,
+    stale_reasons,
+)
 from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE
 from samples.errors import InputError
@@ -207,6 +219,29 @@ def tracking_table(doc: ValidationDocument) -> Table | None:
                          "finding"], rows=rows,
                  note="A judge whose verdicts do not depend on the unit (one label for everything, or no better than "
                       "a constant answer on the same units) cannot validate anything, whatever its coefficients say.")
+
+
+def annotator_quality_table(doc: QualityDocument) -> Table:
+    """Which annotators to trust and why: each against the others, competence, time, unsure flags, the rule's flag."""
+    rows = []
+    for section in doc.sections:
+        for a in section.annotators:
+            loo = a.leave_one_out
+            rows.append([section.kind, a.annotator, str(a.units), str(a.compared),
+                         fmt_ci(loo.get("cohen_kappa")) if loo else f"-- ({a.undefined_reason})",
+                         fmt_ci(loo.get("gwet_ac1")) if loo else "--", fmt_ci(a.dawid_skene), fmt_ci(a.mace),
+                         fmt_ci(a.median_seconds), fmt_ci(a.unsure, percent=True),
+                         ("FLAGGED: " + "; ".join(a.flag_reasons)) if a.flagged else ""])
+    rule = doc.rule
+    note = (f"flag rule (policy {doc.policy}): leave-one-out {rule.coefficient} upper bound below "
+            f"{rule.min_upper_bound}; unmeasurable: {rule.unmeasurable}" if rule else
+            "no flag rule: the gate policy has no [quality] table")
+    return Table(title="Annotator quality",
+                 header=["unit kind", "annotator", "units", "vs others' majority (units)", "kappa vs others [CI]",
+                         "AC1 vs others [CI]", "Dawid-Skene competence", "MACE competence", "median s/unit [CI]",
+                         "unsure % [CI]", "flag"], rows=rows,
+                 note=note + ". Competences are fitted model parameters (crowd-kit), without sampling intervals; "
+                             + "; ".join(doc.notes))
 
 
 def audit_tables(doc: AuditDocument) -> list[Table]:
@@ -510,6 +545,9 @@ def build_report(root: str | Path) -> ReportContent:
         tables += [t for t in [tracking_table(validation)] if t] + more
         figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(validation)
         fingerprints.update(validation.fingerprints)
+    quality = docs.get(QualityDocument)
+    if isinstance(quality, QualityDocument):
+        tables.append(annotator_quality_table(quality))
     audit = docs.get(AuditDocument)
     if isinstance(audit, AuditDocument):
         tables += audit_tables(audit)

@@ -452,6 +452,7 @@ class GateEvidence:
         self.judge = judge
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
+        self.tie_policy, self.weighted = tie_policy, weighted
         self.missing_reason = None if (self.table["source"] == "human").any() else \
             f"no human labels on the judge's units (kinds {kinds}); {HUMAN_LABEL_SOURCES}"
         self.section: Section | None = None
@@ -514,6 +515,12 @@ class GateEvidence:
 
     def units_per_stratum(self) -> dict[str, int]:
         return dict(self.section.units_per_stratum) if self.section is not None else {}
+
+    def without_annotators(self, names: Sequence[str]) -> GateEvidence:
+        """The same evidence with these annotators' labels left out (a policy excluding flagged annotators)."""
+        table = self.table[~((self.table["source"] == "human") & self.table["rater"].isin(list(names)))]
+        return GateEvidence(table, judge=self.judge, tie_policy=self.tie_policy, level=self.level,
+                            n_resamples=self.n_resamples, seed=self.seed, weighted=self.weighted)
 
 
 def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) -> pd.DataFrame:

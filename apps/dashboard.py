@@ -1,9 +1,13 @@
 """accord dashboard: the study report, interactively (Streamlit).
 
 Run through `accord dashboard STUDY`, which passes the study folder in the
-ACCORD_STUDY environment variable (``ACCORD_STUDY=STUDY streamlit run apps/dashboard.py``). Shows
-the same content as `accord report`: banners (simulated annotators, unaccepted
-scores), the gate verdict, every table (filterable) and the plots.
+ACCORD_STUDY environment variable (``ACCORD_STUDY=STUDY streamlit run apps/dashboard.py``). First the
+live view while people label (``apps.live``: progress per annotator and per stratum, the
+running human-human agreement, the adjudication queue, annotator quality with flags),
+then the same content as `accord report`: banners (simulated annotators, unaccepted
+scores), the gate verdict, every table (filterable) and the plots. Both are cached on the
+modification times of the files they read, so a rerun shows new labels and results
+without restarting the app.
 """
 
 from __future__ import annotations
@@ -38,6 +42,33 @@ def stamp_of(folder: str) -> tuple[tuple[str, float], ...]:
     return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
 
 
+@st.cache_data(show_spinner="Reading the labels ...")
+def cached_live(folder: str, stamp: tuple[tuple[str, float], ...]):
+    """The live view, recomputed only when a labels file, the store, the orders or the key changes."""
+    from apps.live import live_view
+
+    return live_view(Path(folder))
+
+
+def show_live(folder: str) -> None:
+    from apps.live import live_stamp
+
+    st.header("Labelling now")
+    try:
+        view = cached_live(folder, live_stamp(folder))
+    except InputError as error:
+        st.info(str(error))
+        return
+    st.metric("Disagreements awaiting adjudication", view.queue, help=f"{view.adjudicated} already adjudicated")
+    for note in view.notes:
+        st.caption(note)
+    for table in view.tables:
+        st.subheader(table.title)
+        if table.note:
+            st.caption(table.note)
+        st.dataframe([dict(zip(table.header, row)) for row in table.rows], width="stretch")
+
+
 def main() -> None:
     st.set_page_config(page_title="accord dashboard", layout="wide")
     st.title("accord dashboard")
@@ -45,6 +76,8 @@ def main() -> None:
     if not folder:
         st.error("No study folder: run `accord dashboard STUDY` (or set ACCORD_STUDY).")
         return
+    show_live(folder)
+    st.header("Results")
     try:
         content = cached_report(folder, stamp_of(folder))
     except InputError as error:

@@ -468,6 +468,19 @@ def _validate_run(ctx: Context) -> Outcome:
                             "simulated": result.simulated})
 
 
+def _quality_run(ctx: Context) -> Outcome:
+    """Annotator quality under the gate policy's settings and [quality] flag rule (the gate's flags)."""
+    from agreement.documents import QualityDocument, write_document
+    from agreement.quality import run_quality, settings_from_policy
+    from agreement.study_io import load_study
+
+    settings = settings_from_policy(ctx.study.gate.policy)
+    study = load_study(ctx.root)
+    with ctx.console.status(f"  annotator quality ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        document = write_document(QualityDocument, ctx.layout, run_quality(study, settings))
+    return Outcome(summary={"sections": [s.kind for s in document.sections], "flagged": sorted(document.flagged())})
+
+
 def _audit_run(ctx: Context) -> Outcome:
     from agreement.audit import audit_study
     from agreement.documents import AuditDocument, write_document
@@ -567,6 +580,9 @@ def build_stages(study: StudyFile) -> list[Stage]:
                         material=lambda ctx: {"tables": _tables(ctx),
                                               "settings": ctx.study.validation.model_dump(mode="json")},
                         outputs=lambda ctx: [ctx.layout.validation], run=_validate_run))
+    stages.append(Stage(name="quality", title="annotator quality (leave-one-out agreement, competence, flags)",
+                        material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy)},
+                        outputs=lambda ctx: [ctx.layout.quality], run=_quality_run))
     return stages + _verdict_stages(study)
 
 

@@ -218,6 +218,11 @@ class StudyLayout:
         return self.root / "validation" / "validation.json"
 
     @property
+    def quality(self) -> Path:
+        """Annotator quality (leave-one-out agreement, competence, time, unsure share, flags)."""
+        return self.root / "validation" / "quality.json"
+
+    @property
     def audit(self) -> Path:
         return self.root / "audit" / "audit.json"
 

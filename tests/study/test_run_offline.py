@@ -62,7 +62,7 @@ level = 0.95
 [gate]
 policy = "{policy}"
 """
-PIPELINE = ["ingest", "judge", "sample", "blind", "annotate", "validate", "audit", "gate", "report"]
+PIPELINE = ["ingest", "judge", "sample", "blind", "annotate", "validate", "quality", "audit", "gate", "report"]
 
 
 @pytest.fixture

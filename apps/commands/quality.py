@@ -1,0 +1,66 @@
+"""Annotator quality: each annotator against the others, competence, time per unit, unsure share, flags.
+
+Per unit kind and annotator, from the independent human labels: leave-one-out Cohen's
+kappa and Gwet's AC1 against the majority of the other annotators (cluster-bootstrap
+intervals by trajectory), Dawid-Skene and MACE competence (crowd-kit, the optional
+`quality` extra), the median seconds per unit and the share of unsure flags. With
+--policy the settings (tie policy, level, resamples, seed) and the flag rule (the
+policy's [quality] table) are the gate's, so the annotators flagged here are the ones
+a `human_ceiling` criterion with `exclude_flagged = true` leaves out. Writes
+STUDY/validation/quality.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": 0.95}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
+    parser.add_argument("--policy", help="gate policy TOML: its settings and its [quality] flag rule")
+    parser.add_argument("--tie-policy", help="without --policy: tied majority of the others: exclude (default), "
+                                             "needs-adjudication, positive or negative")
+    parser.add_argument("--n-resamples", type=int, help="without --policy: cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--level", type=float, help="without --policy: confidence level (default 0.95)")
+    parser.add_argument("--json", action="store_true", help="print the document as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agreement.documents import QualityDocument, write_document
+    from agreement.quality import (
+        QualitySettings,
+        format_quality,
+        run_quality,
+        settings_from_policy,
+    )
+    from agreement.study_io import load_study, status
+    from samples.errors import InputError
+    from samples.layout import StudyLayout
+
+    given = {name: getattr(args, name) for name in DEFAULTS if getattr(args, name) is not None}
+    if args.policy and given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise InputError(f"{flags}: the settings come from --policy {args.policy}; give one or the other")
+    if args.policy:
+        settings = settings_from_policy(args.policy)
+    else:
+        values = {**DEFAULTS, **given}
+        if not 0 < values["level"] < 1:
+            raise InputError(f"--level {values['level']}: expected a confidence level between 0 and 1")
+        if values["n_resamples"] < 100:
+            raise InputError(f"--n-resamples {values['n_resamples']}: expected at least 100")
+        settings = QualitySettings(**values)
+    study = load_study(args.study)
+    with status(f"annotator quality of {study.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        body = run_quality(study, settings)
+    document = write_document(QualityDocument, study.root, body)
+    if args.json:
+        import json
+
+        print(json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print(format_quality(body))
+        print(f"\nwrote {StudyLayout.of(study.root).quality}")
+    return 0

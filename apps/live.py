@@ -1,0 +1,218 @@
+"""The study owner's live view during labelling: progress, running agreement, the adjudication queue, quality.
+
+Read from what the backends keep, never from a stage document, so it moves while
+people label: the coding app's store (its labels and orders, the freshest source; its
+export ``labels/human.jsonl`` is then left out as an older copy of the same rows), every
+other backend's labels file (Label Studio pull, imports) and ``blind/orders.json``,
+mapped to units through the sealed key (the owner's view: strata are shown here and
+never to annotators). ``live_stamp`` lists the files whose modification times key the
+dashboard's cache (the store's write-ahead log included), so a new label shows on the
+next rerun without restarting the app.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agreement.report import Table, annotator_quality_table, fmt_ci
+from samples.errors import InputError
+from samples.layout import StudyLayout
+
+LIVE_RESAMPLES = 1_000
+"""Cluster-bootstrap resamples of the running agreement without a gate policy (a preview, not the verdict)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveView:
+    tables: list[Table] = field(default_factory=list)
+    queue: int = 0
+    """Units whose independent labels disagree and that no adjudication settled yet."""
+    adjudicated: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
+    """Modification times of every file the live view reads."""
+    layout = StudyLayout.of(folder)
+    store = layout.store
+    paths = [layout.key, layout.orders, layout.resolved_study, store, store.with_name(store.name + "-wal"),
+             *layout.human_label_files()]
+    policy = _policy_path(layout)
+    if policy is not None:
+        paths.append(policy)
+    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
+
+
+def _policy_path(layout: StudyLayout) -> Path | None:
+    """The gate policy of the study as `accord run` resolved it (None: not run yet)."""
+    if not layout.resolved_study.is_file():
+        return None
+    try:
+        policy = json.loads(layout.resolved_study.read_text(encoding="utf-8")).get("gate", {}).get("policy")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+    return Path(policy) if policy and Path(policy).is_file() else None
+
+
+def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, list[str]]] | None:
+    """The coding-app store's labels and orders, or None when the study has no store."""
+    if not layout.store.is_file():
+        return None
+    from annotate.store import Store
+
+    store = Store.open(layout.store)
+    try:
+        rows = [label.model_dump(mode="json") for label in store.labels()]
+        return rows, store.orders()
+    finally:
+        store.close()
+
+
+def live_labels(layout: StudyLayout, key: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Every human label now (store first, then the other backends' files) with unit_id, and the orders."""
+    from agreement.study_io import read_rows
+
+    frames, orders = [], {}
+    stored = _store_rows(layout)
+    if stored is not None:
+        rows, orders = stored
+        if rows:
+            frames.append(pd.DataFrame(rows).assign(source_file=layout.relative(layout.store)))
+    for path in layout.human_label_files():
+        if stored is not None and path == layout.app_labels:
+            continue
+        rows = read_rows(path, ("task_id", "annotator", "label"))
+        if rows:
+            frames.append(pd.DataFrame(rows).assign(source_file=layout.relative(path)))
+    if not orders and layout.orders.is_file():
+        try:
+            orders = {str(k): [str(t) for t in v] for k, v in json.loads(layout.orders.read_text("utf-8")).items()}
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
+            raise InputError(f"{layout.orders}: expected a JSON object {{annotator: [task_id, ...]}}") from None
+    columns = ("task_id", "annotator", "label", "role", "unsure", "seconds_spent", "backend", "source_file")
+    human = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in columns})
+    if "role" not in human:
+        human["role"] = "independent"
+    human["role"] = human["role"].fillna("independent")
+    units = key.drop_duplicates("task_id").set_index("task_id")["unit_id"]
+    human = human[human["task_id"].isin(units.index)].copy()
+    human["unit_id"] = human["task_id"].map(units)
+    human["updated_at"] = human["updated_at"].fillna("") if "updated_at" in human else ""
+    human["source_line"] = range(len(human))
+    return human.reset_index(drop=True), orders
+
+
+def _progress(human: pd.DataFrame, orders: dict[str, list[str]], key: pd.DataFrame) -> tuple[Table, Table]:
+    independent = human[human["role"] == "independent"]
+    done = {(a, t) for a, t in zip(independent["annotator"].astype(str), independent["task_id"])}
+    rows = []
+    for annotator in sorted(set(orders) | {a for a, _ in done}):
+        order = orders.get(annotator, [])
+        labelled = sum((annotator, t) in done for t in order)
+        share = f"{100 * labelled / len(order):.0f}%" if order else "--"
+        rows.append([annotator, str(len(order)), str(labelled), share,
+                     str(sum(1 for a, _ in done if a == annotator) - labelled)])
+    per_annotator = Table(title="Progress per annotator", header=["annotator", "assigned", "labelled", "done",
+                                                                   "labelled outside the order"], rows=rows)
+    stratum_of = key.drop_duplicates("task_id").set_index("task_id")
+    stratum_of = (stratum_of["stratum"] if "stratum" in stratum_of else pd.Series("all", index=stratum_of.index))
+    assigned: dict[str, list[int]] = {}
+    for annotator, order in orders.items():
+        for task in order:
+            cell = assigned.setdefault(str(stratum_of.get(task, "unknown")), [0, 0])
+            cell[0] += 1
+            cell[1] += (annotator, task) in done
+    strata = [[s, str(a), str(d), f"{100 * d / a:.0f}%" if a else "--"] for s, (a, d) in sorted(assigned.items())]
+    per_stratum = Table(title="Progress per stratum", header=["stratum", "assigned labels", "labelled", "done"],
+                        rows=strata)
+    return per_annotator, per_stratum
+
+
+def _queue(human: pd.DataFrame) -> tuple[int, int]:
+    """(units awaiting adjudication, adjudicated units) among units whose independent labels disagree."""
+    independent = human[human["role"] == "independent"]
+    distinct = independent.groupby("unit_id")["label"].nunique()
+    disagreeing = set(distinct[distinct > 1].index)
+    settled = set(human.loc[human["role"] == "adjudication", "unit_id"])
+    return len(disagreeing - settled), len(disagreeing & settled)
+
+
+def _study(layout: StudyLayout, key: pd.DataFrame, human: pd.DataFrame) -> Any:
+    from agreement.study_io import Study
+
+    judge = pd.DataFrame({c: [] for c in ("unit_id", "judge", "label", "parse_status", "sample_index",
+                                          "unscored_reason", "source_file")})
+    return Study(root=layout.root, key=key, human=human, judge=judge)
+
+
+def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -> Table:
+    from agreement.panels import PanelSettings, human_panel
+    from agreement.validation import rating_data, scheme_of
+
+    rows = []
+    humans = table[table["source"] == "human"]
+    for kind, part in humans.groupby("kind", sort=True):
+        raters = sorted(set(part["rater"]))
+        if len(raters) < 2:
+            rows.append([str(kind), "--", f"-- (needs two annotators, got {len(raters)})", str(part["unit"].nunique())])
+            continue
+        categories, _ = scheme_of([str(kind)], part["label"])
+        data = rating_data(part.assign(weight=1.0), weighted=False, categories=categories)
+        panel = human_panel(data, raters, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
+        from agreement.validation import _result_brief
+
+        for name, result in panel.results.items():
+            brief = _result_brief(result, level)
+            rows.append([str(kind), name, _brief_text(brief), f"{panel.n_pairable} of {panel.n_units}"])
+    return Table(title="Running human-human agreement", header=["unit kind", "coefficient", "estimate [CI]",
+                                                                 "units with two labels"], rows=rows,
+                 note=f"independent labels so far; {level:.0%} cluster-bootstrap intervals ({n_resamples} resamples)")
+
+
+def _brief_text(brief: dict[str, Any]) -> str:
+    from agreement.documents import Interval
+
+    return fmt_ci(Interval(**brief))
+
+
+def live_view(folder: str | Path) -> LiveView:
+    """The live tables of a study being labelled (an InputError when it has no sealed key yet)."""
+    from agreement.documents import QualityDocument
+    from agreement.quality import (
+        QualitySettings,
+        quality_table,
+        run_quality,
+        settings_from_policy,
+    )
+    from agreement.study_io import read_rows
+
+    layout = StudyLayout.of(folder)
+    if not layout.key.is_file():
+        raise InputError(f"{layout.key}: missing; the live view starts once the study is blinded (accord blind)")
+    key = pd.DataFrame(read_rows(layout.key, ("task_id", "unit_id", "trajectory_id", "kind", "inclusion_prob")))
+    human, orders = live_labels(layout, key)
+    per_annotator, per_stratum = _progress(human, orders, key)
+    queue, adjudicated = _queue(human)
+    notes = []
+    policy = _policy_path(layout)
+    if policy is not None:
+        settings = settings_from_policy(policy)
+    else:
+        settings = QualitySettings(tie_policy="exclude", level=0.95, n_resamples=LIVE_RESAMPLES)
+        notes.append("no gate policy found (study.json from accord run): quality without a flag rule, "
+                     "agreement with default settings")
+    tables = [per_annotator, per_stratum]
+    study = _study(layout, key, human)
+    if (human["role"] == "independent").any():
+        tables.append(_agreement(quality_table(study), settings.level, settings.n_resamples, settings.seed))
+        document = QualityDocument.model_validate(run_quality(study, settings))
+        tables.append(annotator_quality_table(document))
+    else:
+        notes.append("no independent labels yet")
+    return LiveView(tables=tables, queue=queue, adjudicated=adjudicated, notes=notes)
+
