@@ -41,6 +41,7 @@ services-deps: venv system
 	bash scripts/ppi_venv.sh
 
 test: services-deps
+	$(PY) -m ruff check .
 	$(PY) -m pytest
 
 bench: services-deps

@@ -75,7 +75,7 @@ class CriterionResult:
     def to_dict(self) -> dict[str, Any]:
         from agreement.study_io import jsonable
 
-        clean = (lambda x: x if isinstance(x, (int, float)) and math.isfinite(x) else None)
+        clean = jsonable  # NaN / inf -> None
         return {"name": self.name, "type": self.type, "test": self.test, "value": clean(self.value),
                 "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high), "ci_level": self.ci_level,
                 "ci_method": self.ci_method, "threshold": self.threshold, "passed": self.passed,

@@ -160,8 +160,9 @@ class ContrastTest:
     undefined_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        clean = (lambda x: x if math.isfinite(x) else None)
-        return {"test": self.test, "statistic": clean(self.statistic), "p_value": clean(self.p_value),
+        from agreement.study_io import jsonable
+
+        return {"test": self.test, "statistic": jsonable(self.statistic), "p_value": jsonable(self.p_value),
                 "undefined_reason": self.undefined_reason}
 
 
@@ -356,8 +357,6 @@ def _judge_values(rows: pd.DataFrame, judge: str, kind_units: pd.Series) -> pd.D
 def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, correctness_judge: str | None = None,
                    correctness_field: str | None = None) -> tuple[pd.DataFrame, list[str]]:
     """One row per conflict/control trajectory with the facts Eq. 1-3 need (INSTANCE_COLUMNS)."""
-    from pathlib import Path
-
     from agreement.study_io import read_judge_labels, read_rows
     from samples.errors import InputError
     from samples.jsonl import read_models

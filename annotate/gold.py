@@ -27,7 +27,6 @@ Clopper-Pearson it is not conservative by construction).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -83,16 +82,13 @@ class GoldKey(BaseModel):
 def blinding_salt(layout: StudyLayout) -> tuple[bytes, int, str]:
     """The HMAC salt, seed and sample sha256 ``accord blind`` used (``samples.blind.blind_study``),
     from ``blind/audit.json``."""
-    try:
-        audit = json.loads(layout.blind_audit.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{layout.blind_audit}: not found; run `accord blind` before adding gold units") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{layout.blind_audit}: not a blind audit document ({error})") from None
-    seed, sample_sha = audit.get("seed"), audit.get("sample_sha256")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not isinstance(sample_sha, str):
-        raise InputError(f"{layout.blind_audit}: expected the integer 'seed' and the 'sample_sha256' of accord blind")
-    return hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest(), int(seed), sample_sha
+    from samples.blind import blinding_salt_for
+    from samples.documents import read_blind_audit
+
+    audit = read_blind_audit(layout)
+    if audit is None:
+        raise InputError(f"{layout.blind_audit}: not found; run `accord blind` before adding gold units")
+    return blinding_salt_for(audit.seed, audit.sample_sha256), audit.seed, audit.sample_sha256
 
 
 def check_rate(rate: object) -> float:

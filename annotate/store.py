@@ -180,17 +180,10 @@ class LoadReport:
 
 def blinding_seed(layout: StudyLayout) -> int | None:
     """The seed ``accord blind`` recorded in ``blind/audit.json``; None when there is none."""
-    try:
-        seed = json.loads(layout.blind_audit.read_text(encoding="utf-8")).get("seed")
-    except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
-        raise InputError(f"{layout.blind_audit}: not a blind audit document ({error})") from None
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"{layout.blind_audit}: field 'seed' is {seed!r}; expected the integer blinding seed")
-    return seed
+    from samples.documents import read_blind_audit
+
+    audit = read_blind_audit(layout)
+    return None if audit is None else audit.seed
 
 
 def now_iso() -> str:

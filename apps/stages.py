@@ -295,9 +295,11 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
 def _sample_run(ctx: Context) -> Outcome:
     from samples.sampler import sample_study
 
-    manifest = sample_study(ctx.root, ctx.study.sampling.plan, seed=ctx.study.sampling.seed)
-    return Outcome(summary={"sampled": manifest["sampled"], "population_units": manifest["population_units"],
-                            "shortfalls": len(manifest["shortfalls"])})
+    from samples.documents import SampleManifest
+
+    manifest = SampleManifest.model_validate(sample_study(ctx.root, ctx.study.sampling.plan, seed=ctx.study.sampling.seed))
+    return Outcome(summary={"sampled": manifest.sampled, "population_units": manifest.population_units,
+                            "shortfalls": len(manifest.shortfalls)})
 
 
 def _blind_run(ctx: Context) -> Outcome:

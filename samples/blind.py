@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from samples.canonical import file_sha256, sha256_hex
+from samples.documents import BlindAudit, checked
 from samples.errors import InputError
 from samples.generation import publishing, reading
 from samples.jsonl import PRIVATE_DIR, private_dir, read_models, record_bytes
@@ -77,6 +78,11 @@ class Blinded:
                 "kept_by_reason": dict(sorted(totals["reasons"].items())),
                 "study_kept_terms": self.kept_terms, "masked": self.audit,
                 "leak_check": "independent detector (samples.leakcheck)", "surviving_identity_strings": len(self.leaks)}
+
+
+def blinding_salt_for(seed: int, sample_sha256: str) -> bytes:
+    """The HMAC salt of a blinding: the seed and the sample file's hash (gold units reuse it)."""
+    return hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha256}".encode()).digest()
 
 
 def task_id(salt: bytes, unit_id: str) -> str:
@@ -193,7 +199,7 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
     with reading(layout, "sample") if sample_path == layout.sample else nullcontext(None) as hashes:
         sample_sha = (hashes or {}).get(layout.relative(sample_path)) or file_sha256(sample_path)
         units = list(read_models(sample_path, SampledUnit))
-    salt = hashlib.sha256(f"accord-blind|{int(seed)}|{sample_sha}".encode()).digest()
+    salt = blinding_salt_for(int(seed), sample_sha)
     result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep)
     return _publish(layout, result, sample_sha=sample_sha, seed=int(seed), replace=replace)
 
@@ -208,7 +214,7 @@ def _publish(layout: StudyLayout, result: Blinded, *, sample_sha: str, seed: int
     new_key = b"".join(record_bytes(entry) for entry in result.key)
     private_dir(layout.sealed_dir)
     os.chmod(layout.sealed_dir, PRIVATE_DIR)  # also a sealed folder made before this was enforced
-    audit = result.audit_document(sample_sha256=sample_sha, seed=seed)
+    audit = checked(BlindAudit, result.audit_document(sample_sha256=sample_sha, seed=seed), where=layout.blind_audit)
     with publishing(layout, "blind") as generation:
         old_key = layout.key.read_bytes() if layout.key.is_file() else None
         if old_key is not None and not replace and old_key != new_key:

@@ -368,6 +368,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
     """
     from contextlib import nullcontext
 
+    from samples.documents import SampleManifest, checked
     from samples.generation import publishing, reading
     from samples.hardness import make_scorer
     from samples.jsonl import decode_json_line, os_error_message
@@ -442,7 +443,7 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
                 unit["turns"] = context_turns(contexts[unit["trajectory_id"]], unit["focus_turn"])
             row = SampledUnit.model_validate({**unit, "stratum": str(stratum), "inclusion_prob": float(probability)})
             out.write(record_bytes(row))
-        generation.write_json(layout.sample_manifest, manifest)
+        generation.write_json(layout.sample_manifest, checked(SampleManifest, manifest, where=layout.sample_manifest))
     return manifest
 
 

@@ -28,7 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-    from pathlib import Path
 
     from agreement.scoring import GateRefusal, format_score, score_study
     from agreement.study_io import publish, status

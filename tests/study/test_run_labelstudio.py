@@ -97,8 +97,9 @@ def test_labelstudio_study_runs_to_the_verdict_and_matches_the_coding_app(labels
     _label_in_the_app(app_root)
     run_json(capsys, str(app_file))
     by_ls, by_app = read_document(ValidationDocument, root), read_document(ValidationDocument, app_root)
-    numbers = lambda doc: [(s.kind, {n: r.statistic for n, r in s.human_panel.results.items()},
-                            [(v.judge, {n: r.statistic for n, r in v.vs_majority.results.items()})
-                             for v in s.judges_vs_humans]) for s in doc.sections]
+    def numbers(doc: ValidationDocument) -> list:
+        return [(s.kind, {n: r.statistic for n, r in s.human_panel.results.items()},
+                 [(v.judge, {n: r.statistic for n, r in v.vs_majority.results.items()}) for v in s.judges_vs_humans])
+                for s in doc.sections]
     assert numbers(by_ls) == numbers(by_app)
     assert read_document(VerdictDocument, app_root).verdict == verdict.verdict
