@@ -69,6 +69,15 @@ def show_live(folder: str) -> None:
         st.dataframe([dict(zip(table.header, row)) for row in table.rows], width="stretch")
 
 
+def show_cards(cards, per_row: int = 4) -> None:
+    """The report's first screen: one card per judge, green for ACCEPT, red for REJECT."""
+    for start in range(0, len(cards), per_row):
+        for column, card in zip(st.columns(per_row), cards[start:start + per_row]):
+            box = column.success if card.verdict == "ACCEPT" else column.error
+            box(f"**{card.verdict} {card.judge}** ({card.criteria - card.failed} of {card.criteria} criteria pass)  \n"
+                f"{card.deciding}: `{card.measured}`  \nneeded: {card.threshold}  \n{card.humans}")
+
+
 def main() -> None:
     st.set_page_config(page_title="accord dashboard", layout="wide")
     st.title("accord dashboard")
@@ -76,11 +85,11 @@ def main() -> None:
     if not folder:
         st.error("No study folder: run `accord dashboard STUDY` (or set ACCORD_STUDY).")
         return
-    show_live(folder)
-    st.header("Results")
     try:
         content = cached_report(folder, stamp_of(folder))
-    except InputError as error:
+    except InputError as error:  # labelling still under way: the live view, then why there are no results yet
+        show_live(folder)
+        st.header("Results")
         st.error(str(error))
         return
     st.caption(f"Study: {content.study}")
@@ -90,8 +99,13 @@ def main() -> None:
         verdict = content.verdict
         show = st.success if verdict.verdict == "ACCEPT" else st.error
         show(f"Gate verdict: {verdict.verdict} (policy {verdict.policy.name}, sha256 {verdict.policy.sha256[:12]})")
+        show_cards(content.cards)
     else:
         st.info("Gate verdict: not run")
+    if content.headline is not None:
+        st.image(content.headline.png, caption=content.headline.title)
+    show_live(folder)
+    st.header("Results")
     titles = [t.title for t in content.tables]
     chosen = st.multiselect("Tables", titles, default=titles)
     query = st.text_input("Filter rows containing", "")

@@ -103,6 +103,8 @@ def live_labels(layout: StudyLayout, key: pd.DataFrame) -> tuple[pd.DataFrame, d
     human = human[human["task_id"].isin(units.index)].copy()
     human["unit_id"] = human["task_id"].map(units)
     human["updated_at"] = human["updated_at"].fillna("") if "updated_at" in human else ""
+    if "codebook_sha256" not in human:
+        human["codebook_sha256"] = None  # labels from before codebook versions were recorded
     human["source_line"] = range(len(human))
     return human.reset_index(drop=True), orders
 
