@@ -191,7 +191,7 @@ class InspectAdapter(AdapterBase):
 
 def score_label(value: Any) -> str | None:
     """A Score value's correctness label, or None when it has none unambiguously (partial, no answer, several values)."""
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, bool | str):
         return _SCORE_LABELS.get(value)
     if isinstance(value, int | float) and not math.isnan(value):
         return {1: "correct", 0: "incorrect"}.get(value)  # 1.0 == 1; 0.5 has no label

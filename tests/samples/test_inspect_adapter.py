@@ -24,10 +24,11 @@ from samples.layout import StudyLayout
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="inspect-ai is not installed: pip install 'accord[inspect]'")
 
-from inspect_ai import Task, eval as inspect_eval  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import (  # noqa: E402
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessageAssistant,
     ContentReasoning,
@@ -37,9 +38,9 @@ from inspect_ai.model import (  # noqa: E402
     ModelUsage,
     get_model,
 )
-from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer  # noqa: E402
-from inspect_ai.solver import TaskState, generate, system_message, use_tools  # noqa: E402
-from inspect_ai.tool import ToolCall, tool  # noqa: E402
+from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer
+from inspect_ai.solver import TaskState, generate, system_message, use_tools
+from inspect_ai.tool import ToolCall, tool
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK = "mockllm/model"
@@ -207,7 +208,8 @@ def test_missing_extra_names_the_install(tool_log: Path, tmp_path: Path) -> None
     code = ("import sys; sys.modules['inspect_ai'] = None; sys.modules['inspect_ai.log'] = None\n"
             "from apps.cli import main\n"
             f"sys.exit(main(['ingest', {str(tool_log)!r}, '--adapter', 'inspect', '--study', {str(tmp_path / 's')!r}]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "pip install 'accord[inspect]'" in done.stderr and "Traceback" not in done.stderr
 
