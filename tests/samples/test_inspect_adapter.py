@@ -81,10 +81,8 @@ def _output(text: str, reasoning: str | None = None, call: tuple[str, dict] | No
         message=message, stop_reason="tool_calls" if call else "stop")])
 
 
-@pytest.fixture(scope="module")
-def tool_log(tmp_path_factory) -> Path:
+def _tool_run(folder: Path, log_format: str) -> Path:
     """A real inspect_ai eval of a 3-sample task with an ``add`` tool, three scorers, one log file."""
-    folder = tmp_path_factory.mktemp("inspect-logs")
     samples = [Sample(id=f"s{i}", input=f"What is {a} + {b}?", target=str(a + b), metadata={"pair": [a, b]})
                for i, (a, b) in enumerate([(1, 2), (3, 4), (10, 5)])]
     script = [
@@ -99,9 +97,14 @@ def tool_log(tmp_path_factory) -> Path:
                 solver=[system_message("Use the add tool."), use_tools(add()), generate()],
                 scorer=[match(), model_graded_qa(model=get_model(MOCK, custom_outputs=grades)), half_credit()])
     [log] = inspect_eval(task, model=get_model(MOCK, custom_outputs=script), max_samples=1, log_dir=str(folder),
-                         display="none")
+                         log_format=log_format, display="none")
     assert log.status == "success", log.error
     return Path(log.location)
+
+
+@pytest.fixture(scope="module")
+def tool_log(tmp_path_factory) -> Path:
+    return _tool_run(tmp_path_factory.mktemp("inspect-logs"), "eval")
 
 
 def _trajectories(study: Path) -> dict[str, dict]:
@@ -150,6 +153,20 @@ def test_tool_run_turns_and_tool_calls_intact(tool_log: Path, tmp_path: Path, ca
     bad, retry = s1["steps"][2]["tool_calls"][0], s1["steps"][3]["tool_calls"][0]
     assert bad["success"] is False and "'y' is a required property" in bad["result"]
     assert (retry["result"], retry["success"], s1["final_answer"]) == ("7", True, "The sum is 8")
+
+
+def test_json_log_reads_like_eval_log_and_ingest_is_deterministic(tool_log: Path, tmp_path: Path, capsys) -> None:
+    json_log = _tool_run(tmp_path / "json-logs", "json")
+    assert json_log.suffix == ".json"
+    from_eval, from_json = _ingest(tool_log, tmp_path / "a", capsys), _ingest(json_log, tmp_path / "b", capsys)
+
+    def content(run: dict) -> dict:  # everything but what names the run (log file, ids inspect_ai draws at random)
+        return {k: v for k, v in run.items() if k not in ("id", "metadata")}
+
+    assert sorted(map(content, from_eval.values()), key=str) == sorted(map(content, from_json.values()), key=str)
+    _ingest(tool_log, tmp_path / "c", capsys)
+    first, again = (StudyLayout.of(tmp_path / name).trajectories.read_bytes() for name in ("a", "c"))
+    assert first == again
 
 
 def test_scores_import_as_judge_labels(tool_log: Path, tmp_path: Path, capsys) -> None:
