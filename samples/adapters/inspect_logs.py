@@ -51,7 +51,9 @@ def read_log(path: Path) -> Any:
     except ImportError:
         raise InputError(INSTALL_HINT) from None
     try:
-        return read_eval_log(str(path))
+        # attachments resolved: a condensed log may keep message content as ``attachment://`` references;
+        # events (the bulk of a log) are not read, nothing here needs them
+        return read_eval_log(str(path), resolve_attachments=True, exclude_fields={"events"})
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:  # ValidationError and a broken zip are ValueErrors
@@ -116,8 +118,8 @@ def messages_to_steps(messages: list[Any]) -> tuple[list[Step], str | None]:
         if message.role == "assistant":
             reasoning = _reasoning(message.content)
             for i, call in enumerate(message.tool_calls or []):
-                calls.append({"name": call.function, "arguments": call.arguments if call.parse_error is None
-                              else call.parse_error})
+                # unparseable arguments: inspect_ai keeps what it parsed and fails the call (its tool message's error)
+                calls.append({"name": call.function, "arguments": call.arguments})
                 if call.id:
                     open_calls[call.id] = (len(steps), i)
         step: dict[str, Any] = {"index": position, "role": message.role, "text": _text(message),
@@ -151,11 +153,11 @@ def build(path: Path, log: Any, sample: Any, options: Mapping[str, str]) -> Traj
     steps, final_answer = messages_to_steps(sample.messages)
     backbone = options.get("backbone") or model_name(log.eval.model)
     metadata = {
+        **(sample.metadata or {}),
         "inspect": {"log": path.name, "eval_id": log.eval.eval_id, "run_id": log.eval.run_id,
                     "task_id": log.eval.task_id, "model": log.eval.model, "sample_id": str(sample.id),
                     "epoch": sample.epoch, "limit": sample.limit.model_dump(mode="json") if sample.limit else None,
                     "error": sample.error.message if sample.error else None},
-        **(sample.metadata or {}),
     }
     return Trajectory(
         id=trajectory_id(path, log, sample), agent=options.get("agent") or log.eval.solver or "inspect_ai",
