@@ -43,6 +43,8 @@ from inspect_ai.solver import TaskState, generate, system_message, use_tools
 from inspect_ai.tool import ToolCall, tool
 
 REPO = Path(__file__).resolve().parents[2]
+# inspect_ai 0.3.285 passes tenacity a deprecated argument on every model it builds
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
 MOCK = "mockllm/model"
 # Usage set on every scripted output: without it mockllm counts tokens with tiktoken,
 # which downloads its encoding (no network here).
@@ -256,3 +258,46 @@ def test_real_local_model_run(llama_server, tmp_path: Path, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     expected_ok = sum(s.scores["includes"].value in ("C", "I") for s in log.samples)
     assert (report["rows"], report["ok"]) == (3, expected_ok)
+
+
+def test_epochs_and_limits(tmp_path: Path, capsys) -> None:
+    """Each epoch is its own run (ids end /epoch<n>, scores match per epoch); a run cut by a message limit
+    has no final answer and is truncated."""
+    samples = [Sample(id="p", input="What is 1 + 2?", target="3"), Sample(id="q", input="What is 2 + 2?", target="5")]
+    replies = [ModelOutput(model=MOCK, usage=USAGE, choices=[ChatCompletionChoice(
+        message=ChatMessageAssistant(content="3", model=MOCK), stop_reason="stop")]) for _ in range(4)]
+    [log] = inspect_eval(Task(dataset=samples, solver=[generate()], scorer=match(), name="sums", epochs=2),
+                         model=get_model(MOCK, custom_outputs=replies), max_samples=1, log_dir=str(tmp_path / "logs"),
+                         display="none")
+    assert log.status == "success", log.error
+    path, study = Path(log.location), tmp_path / "study"
+    assert main(["ingest", str(path), "--adapter", "inspect", "--study", str(study), "--json"]) == 0
+    capsys.readouterr()
+    runs = _trajectories(study)
+    assert sorted(runs) == sorted(f"{path.stem}/{s}/epoch{e}" for s in "pq" for e in (1, 2))
+    assert main(["import", "judge-labels", str(path), "--format", "inspect-scores", "--study", str(study), "--judge",
+                 "m", "--trajectory-column", "trajectory", "--kind-column", "kind", "--output-column", "label",
+                 "--json"]) == 0
+    written = Path(json.loads(capsys.readouterr().out)["written"])
+    units = {row["unit_id"]: row["trajectory_id"] for row in (json.loads(line) for _, line in
+             iter_jsonl_lines(StudyLayout.of(study).units)) if row["kind"] == "correctness"}
+    by_run = {units[row["unit_id"]]: row["label"] for row in (json.loads(line) for _, line in iter_jsonl_lines(written))}
+    # by hand: every reply is "3"; p's target is 3 (correct), q's is 5 (incorrect), in both epochs
+    assert by_run == {f"{path.stem}/{s}/epoch{e}": ("correct" if s == "p" else "incorrect") for s in "pq" for e in (1, 2)}
+
+    looping = [_output("Again.", None, (f"c{i}", {"x": i, "y": 1})) for i in range(3)]
+    [cut] = inspect_eval(Task(dataset=samples[:1], solver=[use_tools(add()), generate()], scorer=match(),
+                              name="loop", message_limit=4),
+                         model=get_model(MOCK, custom_outputs=looping), log_dir=str(tmp_path / "cut"), display="none")
+    [sample] = read_eval_log(cut.location).samples
+    assert sample.limit is not None and sample.limit.type == "message"
+    [run] = _ingest_one(Path(cut.location), tmp_path / "cut-study", capsys)
+    assert run["truncated"] is True and run["final_answer"] is None and not any(s["is_final"] for s in run["steps"])
+    assert run["metadata"]["inspect"]["limit"]["type"] == "message"
+    assert [s["role"] for s in run["steps"]] == [m.role for m in sample.messages if m.role != "tool"]
+
+
+def _ingest_one(log: Path, study: Path, capsys) -> list[dict]:
+    assert main(["ingest", str(log), "--adapter", "inspect", "--study", str(study), "--json"]) == 0
+    capsys.readouterr()
+    return list(_trajectories(study).values())
