@@ -209,6 +209,13 @@ def test_two_scorers_need_a_choice(tool_log: Path, tmp_path: Path, capsys) -> No
     assert code == 2
     assert "duplicate verdicts; nothing was written" in capsys.readouterr().err
     assert not (StudyLayout.of(study).imported_judge_labels_dir / "j.jsonl").exists()
+    for where, message in (("scorer=nope", "no rows with {'scorer': 'nope'}; nothing to import"),
+                           ("scorer", "--where 'scorer': expected COLUMN=VALUE")):
+        assert main(["import", "judge-labels", str(tool_log), "--format", "inspect-scores", "--study", str(study),
+                     "--judge", "j", "--trajectory-column", "trajectory", "--kind-column", "kind",
+                     "--output-column", "label", "--where", where]) == 2
+        assert message in capsys.readouterr().err
+    assert not (StudyLayout.of(study).imported_judge_labels_dir / "j.jsonl").exists()
 
 
 def test_bad_inputs(tmp_path: Path, capsys) -> None:
