@@ -45,7 +45,7 @@ _SCORE_LABELS: dict[Any, str] = {"C": "correct", "I": "incorrect", "correct": "c
 
 
 def read_log(path: Path) -> Any:
-    """The whole log through ``inspect_ai.log.read_eval_log``; a missing extra or an unreadable file is an InputError."""
+    """The whole log through ``inspect_ai.log.read_eval_log``; a missing extra or a bad file is an InputError."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -56,7 +56,7 @@ def read_log(path: Path) -> Any:
         return read_eval_log(str(path), resolve_attachments=True, exclude_fields={"events"})
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:  # ValidationError and a broken zip are ValueErrors
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:  # pydantic's ValidationError is a ValueError
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InputError(f"{path}: not an inspect_ai evaluation log ({first})") from None
 
@@ -192,7 +192,7 @@ class InspectAdapter(AdapterBase):
 
 
 def score_label(value: Any) -> str | None:
-    """A Score value's correctness label, or None when it has none unambiguously (partial, no answer, several values)."""
+    """A Score value's correctness label; None when it has no unambiguous one (partial, no answer, several values)."""
     if isinstance(value, bool | str):
         return _SCORE_LABELS.get(value)
     if isinstance(value, int | float) and not math.isnan(value):

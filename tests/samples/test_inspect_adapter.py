@@ -24,11 +24,11 @@ from samples.layout import StudyLayout
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="inspect-ai is not installed: pip install 'accord[inspect]'")
 
-from inspect_ai import Task
-from inspect_ai import eval as inspect_eval
-from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
-from inspect_ai.model import (
+from inspect_ai import Task  # noqa: E402
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+from inspect_ai.model import (  # noqa: E402
     ChatCompletionChoice,
     ChatMessageAssistant,
     ContentReasoning,
@@ -38,9 +38,9 @@ from inspect_ai.model import (
     ModelUsage,
     get_model,
 )
-from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer
-from inspect_ai.solver import TaskState, generate, system_message, use_tools
-from inspect_ai.tool import ToolCall, tool
+from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer  # noqa: E402
+from inspect_ai.solver import TaskState, generate, system_message, use_tools  # noqa: E402
+from inspect_ai.tool import ToolCall, tool  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # inspect_ai 0.3.285 passes tenacity a deprecated argument on every model it builds
@@ -94,7 +94,8 @@ def _tool_run(folder: Path, log_format: str) -> Path:
         _output("", "Easy.", ("c4", {"x": 10, "y": 5})), _output("15"),
     ]
     grades = [ModelOutput(model=MOCK, usage=USAGE, choices=[ChatCompletionChoice(
-        message=ChatMessageAssistant(content=grade), stop_reason="stop")]) for grade in ("GRADE: C", "GRADE: I", "GRADE: C")]
+        message=ChatMessageAssistant(content=grade), stop_reason="stop")])
+        for grade in ("GRADE: C", "GRADE: I", "GRADE: C")]
     task = Task(dataset=samples, name="addition",
                 solver=[system_message("Use the add tool."), use_tools(add()), generate()],
                 scorer=[match(), model_graded_qa(model=get_model(MOCK, custom_outputs=grades)), half_credit()])
@@ -109,8 +110,12 @@ def tool_log(tmp_path_factory) -> Path:
     return _tool_run(tmp_path_factory.mktemp("inspect-logs"), "eval")
 
 
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for _, line in iter_jsonl_lines(path)]
+
+
 def _trajectories(study: Path) -> dict[str, dict]:
-    return {row["id"]: row for row in (json.loads(line) for _, line in iter_jsonl_lines(StudyLayout.of(study).trajectories))}
+    return {row["id"]: row for row in _rows(StudyLayout.of(study).trajectories)}
 
 
 def _ingest(log: Path, study: Path, capsys) -> dict[str, dict]:
@@ -150,7 +155,8 @@ def test_tool_run_turns_and_tool_calls_intact(tool_log: Path, tmp_path: Path, ca
         assert sum(s["is_final"] for s in run["steps"]) == 1 and run["truncated"] is False
     # by hand, from the script: the tool really ran, and the bad call really failed
     s0, s1 = runs[f"{tool_log.stem}/s0"], runs[f"{tool_log.stem}/s1"]
-    assert s0["steps"][2]["tool_calls"] == [{"name": "add", "arguments": {"x": 1, "y": 2}, "result": "3", "success": True}]
+    assert s0["steps"][2]["tool_calls"] == [
+        {"name": "add", "arguments": {"x": 1, "y": 2}, "result": "3", "success": True}]
     assert s0["steps"][2]["reasoning"] == "The user wants 1+2." and s0["steps"][0]["role"] == "system"
     bad, retry = s1["steps"][2]["tool_calls"][0], s1["steps"][3]["tool_calls"][0]
     assert bad["success"] is False and "'y' is a required property" in bad["result"]
@@ -185,7 +191,7 @@ def test_scores_import_as_judge_labels(tool_log: Path, tmp_path: Path, capsys) -
                      "--output-column", "label", "--where", f"scorer={scorer_name}", "--json"])
         assert code == 0
         report = json.loads(capsys.readouterr().out)
-        labels = {json.loads(line)["unit_id"]: json.loads(line) for _, line in iter_jsonl_lines(Path(report["written"]))}
+        labels = {row["unit_id"]: row for row in _rows(Path(report["written"]))}
         assert report["rows"] == 3
         for sample in log.samples:
             value = sample.scores[scorer_name].value
@@ -205,7 +211,8 @@ def test_two_scorers_need_a_choice(tool_log: Path, tmp_path: Path, capsys) -> No
     study = tmp_path / "study"
     _ingest(tool_log, study, capsys)
     code = main(["import", "judge-labels", str(tool_log), "--format", "inspect-scores", "--study", str(study),
-                 "--judge", "j", "--trajectory-column", "trajectory", "--kind-column", "kind", "--output-column", "label"])
+                 "--judge", "j", "--trajectory-column", "trajectory", "--kind-column", "kind",
+                 "--output-column", "label"])
     assert code == 2
     assert "duplicate verdicts; nothing was written" in capsys.readouterr().err
     assert not (StudyLayout.of(study).imported_judge_labels_dir / "j.jsonl").exists()
@@ -233,7 +240,8 @@ def test_missing_extra_names_the_install(tool_log: Path, tmp_path: Path) -> None
     """With inspect_ai unimportable (as on an install without the extra), one line with the install hint."""
     code = ("import sys; sys.modules['inspect_ai'] = None; sys.modules['inspect_ai.log'] = None\n"
             "from apps.cli import main\n"
-            f"sys.exit(main(['ingest', {str(tool_log)!r}, '--adapter', 'inspect', '--study', {str(tmp_path / 's')!r}]))")
+            f"sys.exit(main(['ingest', {str(tool_log)!r}, '--adapter', 'inspect',"
+            f" '--study', {str(tmp_path / 's')!r}]))")
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           cwd=REPO, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -288,9 +296,10 @@ def test_epochs_and_limits(tmp_path: Path, capsys) -> None:
     written = Path(json.loads(capsys.readouterr().out)["written"])
     units = {row["unit_id"]: row["trajectory_id"] for row in (json.loads(line) for _, line in
              iter_jsonl_lines(StudyLayout.of(study).units)) if row["kind"] == "correctness"}
-    by_run = {units[row["unit_id"]]: row["label"] for row in (json.loads(line) for _, line in iter_jsonl_lines(written))}
+    by_run = {units[row["unit_id"]]: row["label"] for row in _rows(written)}
     # by hand: every reply is "3"; p's target is 3 (correct), q's is 5 (incorrect), in both epochs
-    assert by_run == {f"{path.stem}/{s}/epoch{e}": ("correct" if s == "p" else "incorrect") for s in "pq" for e in (1, 2)}
+    assert by_run == {f"{path.stem}/{s}/epoch{e}": ("correct" if s == "p" else "incorrect")
+                      for s in "pq" for e in (1, 2)}
 
     looping = [_output("Again.", None, (f"c{i}", {"x": i, "y": 1})) for i in range(3)]
     [cut] = inspect_eval(Task(dataset=samples[:1], solver=[use_tools(add()), generate()], scorer=match(),
