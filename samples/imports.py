@@ -173,8 +173,16 @@ def _mast_findings(path: Path) -> list[TableRow]:
     return rows
 
 
+def _inspect_scores(path: Path) -> list[TableRow]:
+    """inspect_ai evaluation log: one row per (sample, scorer) (``samples.adapters.inspect_logs.score_rows``)."""
+    from samples.adapters.inspect_logs import score_rows
+
+    return score_rows(path)
+
+
 for _name, _reader in (("csv", _csv_rows), ("jsonl", _jsonl_rows), ("parquet", _parquet_rows),
-                       ("rater-maps", _rater_maps), ("mast-findings", _mast_findings)):
+                       ("rater-maps", _rater_maps), ("mast-findings", _mast_findings),
+                       ("inspect-scores", _inspect_scores)):
     register_table_format(_name, _reader)
 
 

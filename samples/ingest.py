@@ -46,7 +46,7 @@ from samples.units import unit_rows
 TRAJECTORIES_FILE = StudyLayout(Path()).trajectories.name
 UNITS_FILE = StudyLayout(Path()).units.name
 MANIFEST_FILE = StudyLayout(Path()).ingest_manifest.name
-INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".parquet")
+INPUT_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".parquet", ".eval")
 
 
 def expand_inputs(inputs: Sequence[str | Path]) -> list[Path]:

@@ -8,7 +8,10 @@
   accord import table FILE --study S --unit-column ID --kind KIND --annotator-columns A1,A2 --judge-columns J1,J2
 
 FILE is CSV, JSONL or Parquet (by suffix), or a named --format (rater-maps: {rater:
-{instance: label}}; mast-findings: mast-lint raw_findings.json). Units are matched by
+{instance: label}}; mast-findings: mast-lint raw_findings.json; inspect-scores: an
+inspect_ai log's scores, one row per sample and scorer, e.g. `accord import judge-labels
+LOG.eval --format inspect-scores --trajectory-column trajectory --kind-column kind
+--output-column label --where scorer=model_graded_qa --judge grader`). Units are matched by
 unit id, by task id (human labels), or by trajectory id + kind (+ turn). Raw judge
 outputs go through the same parsers as live judges; unparseable ones are kept as
 unscored with their reason. Every row that does not match is listed with its line;
@@ -62,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     match(judge, tasks=False)
     judge.add_argument("--judge", required=True, help="the judge's name in the study")
     judge.add_argument("--output-column", required=True, help="column holding the judge's raw output or label")
+    judge.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                       help="import only the rows holding VALUE in COLUMN (repeatable), e.g. scorer=model_graded_qa")
     _judge_options(judge)
 
     table = sub.add_parser("table", help="units, human labels and judge verdicts from one table (wide or long)")
@@ -169,12 +174,25 @@ def _judge_report(report) -> dict:
                     + (f"; unscored: {unscored}" if unscored else "") + f") into {report.written}"}
 
 
+def _where(pairs: list[str]) -> dict[str, str]:
+    from samples.errors import InputError
+
+    where = {}
+    for pair in pairs:
+        column, sep, value = pair.partition("=")
+        if not sep or not column:
+            raise InputError(f"--where {pair!r}: expected COLUMN=VALUE")
+        where[column] = value
+    return where
+
+
 def _judge(args: argparse.Namespace) -> dict:
     from judges.imports import import_judge_labels
 
     report = import_judge_labels(args.file, args.study, judge=args.judge, match=_match(args),
                                  output_column=args.output_column, output_kind=args.output_kind,
-                                 parse_mode=args.parse_mode, scheme=args.scheme, format=args.format)
+                                 parse_mode=args.parse_mode, scheme=args.scheme, format=args.format,
+                                 where=_where(args.where))
     body = _judge_report(report)
     body["lines"] = [body.pop("line")]
     return body

@@ -20,6 +20,7 @@ _BUILTIN_MODULES = (
     "samples.adapters.mad",
     "samples.adapters.responses",
     "samples.adapters.generic",
+    "samples.adapters.inspect_logs",
 )
 _REGISTRY: dict[str, Adapter] = {}
 _loaded = False
