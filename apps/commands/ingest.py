@@ -15,7 +15,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", help="source files or folders")
     parser.add_argument("--adapter", required=True,
-                        help="source format: canonical, ise, openai-messages, who-and-when, mad, responses, generic")
+                        help="source format: canonical, ise, openai-messages, who-and-when, mad, responses, generic, inspect")
     parser.add_argument("--study", required=True, help="study folder to write into")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="adapter option (repeatable), e.g. backbone=gpt-4o, or id=run_id for generic")
