@@ -28,7 +28,7 @@ import pandas as pd
 
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.jsonl import decode_json_line, iter_jsonl_lines
+from samples.jsonl import json_objects
 from samples.layout import StudyLayout
 from samples.records import STRATUM_FIELDS
 
@@ -52,13 +52,7 @@ def read_rows(path: Path, required: Iterable[str]) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; a bad line or a missing field is an InputError naming file:line."""
     rows: list[dict[str, Any]] = []
     required = tuple(required)
-    for number, line in iter_jsonl_lines(path):
-        try:
-            row = decode_json_line(line)
-        except ValueError as error:
-            raise InputError(f"{path}:{number}: {error}") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+    for number, row in json_objects(path):
         missing = [f for f in required if f not in row]
         if missing:
             raise InputError(f"{path}:{number}: missing field(s) {missing}")

@@ -416,6 +416,11 @@ _ARROW_CSV_BYTES = 4 << 20
 def _read_csv(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
     if path.stat().st_size > _ARROW_CSV_BYTES:
         return _read_csv_arrow(path, names)
+    return _read_csv_strict(path, names)
+
+
+def _read_csv_strict(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
+    """The csv module's strict reader: every malformed row refused with its line, bad UTF-8 with its byte."""
     try:
         return _read_csv_rows(path, names)
     except UnicodeDecodeError:
@@ -504,12 +509,7 @@ def _read_csv_arrow(path: Path, names: Mapping[str, str | None]) -> _LongColumns
     import pyarrow.csv as pacsv
 
     if _odd_quotes(path):  # the csv module refuses it with the line (or reads it the same way)
-        try:
-            return _read_csv_rows(path, names)
-        except UnicodeDecodeError:
-            raise _not_utf8(path) from None
-        except csv.Error as error:
-            raise _csv_error(path, error) from None
+        return _read_csv_strict(path, names)
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
             header = next(csv.reader(handle), None)

@@ -109,17 +109,9 @@ def _csv_rows(path: Path) -> list[TableRow]:
 
 
 def _jsonl_rows(path: Path) -> list[TableRow]:
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.jsonl import json_objects
 
-    rows = []
-    for number, line in iter_jsonl_lines(path):
-        try:
-            value = decode_json_line(line)
-        except ValueError as error:
-            raise InputError(f"{path}:{number}: {error}") from None
-        if not isinstance(value, dict):
-            raise InputError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
-        rows.append(TableRow(f"{path}:{number}", value))
+    rows = [TableRow(f"{path}:{number}", value) for number, value in json_objects(path)]
     return rows
 
 

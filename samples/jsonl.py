@@ -282,6 +282,18 @@ def decode_json_line(line: bytes) -> Any:
     return value
 
 
+def json_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a JSONL file; a bad line or a non-object is an InputError naming file:line."""
+    for number, line in iter_jsonl_lines(path):
+        try:
+            value = decode_json_line(line)
+        except ValueError as error:
+            raise InputError(f"{path}:{number}: {error}") from None
+        if not isinstance(value, dict):
+            raise InputError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+        yield number, value
+
+
 def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]:
     """Stream a JSONL file of ``model`` rows; the first bad row stops with file, line and field."""
     from pydantic import ValidationError
