@@ -302,7 +302,7 @@ def annotator_quality(table: pd.DataFrame, *, tie_policy: str, level: float = 0.
         compared, results = loo[h]
         accuracy = None if gold is None else gold.get(h, Estimate(
             statistic=math.nan, n=0, level=level, method="accuracy on gold, Wilson",
-            undefined_reason="labelled no gold unit of this kind", details={"correct": 0}))
+            undefined_reason="no gold unit labelled yet", details={"correct": 0}))
         quality = AnnotatorQuality(
             annotator=h, n_units=int(mine["unit"].nunique()), n_compared=compared, leave_one_out=results or {},
             dawid_skene=crowd.get(h, {}).get("dawid_skene", skipped), mace=crowd.get(h, {}).get("mace", skipped),
