@@ -247,7 +247,7 @@ def live_view(folder: str | Path) -> LiveView:
     tables = [per_annotator, per_stratum]
     gold = gold_estimates(layout, level=settings.level, annotators=sorted(orders))
     if gold is None:
-        notes.append("the study has no gold units (accord gold add), so no gold accuracy")
+        notes.append("no gold units, so no gold accuracy (accord gold add)")
     else:
         tables.append(_gold_table(gold))
     study = _study(layout, key, human)

@@ -128,7 +128,7 @@ def test_live_view_without_gold_units_says_so(labelling):
 
     root, _, _ = labelling
     view = live_view(root)
-    assert "the study has no gold units (accord gold add), so no gold accuracy" in view.notes
+    assert "no gold units, so no gold accuracy (accord gold add)" in view.notes
     assert not any(t.title == "Gold units" for t in view.tables)
     quality = next(t for t in view.tables if t.title == "Annotator quality")
     column = quality.header.index("gold accuracy [CI]")
