@@ -211,6 +211,13 @@ class ValidationDocument(StageDocument):
 # --- annotator quality --------------------------------------------------------------------------
 
 
+class GoldAccuracyRecord(Interval):
+    """Accuracy on gold units with its Wilson score interval; statistic None with the reason when none was labelled."""
+
+    n: int = Field(default=0, description="Gold units the annotator labelled independently.")
+    correct: int = Field(default=0, description="Of those, labelled as the gold key expects.")
+
+
 class AnnotatorQualityRecord(_Doc):
     """One annotator's quality figures (``agreement.quality.AnnotatorQuality``)."""
 
@@ -223,6 +230,8 @@ class AnnotatorQualityRecord(_Doc):
     mace: Interval = Field(description="MACE competence (P(knowing, not spamming)); no sampling interval.")
     median_seconds: Interval = Field(description="Median seconds per unit with an order-statistic interval.")
     unsure: Interval = Field(description="Share of labels flagged unsure with a Clopper-Pearson interval.")
+    gold: GoldAccuracyRecord | None = Field(
+        default=None, description="Accuracy on the gold units of this kind (None: the study has none of this kind).")
     flagged: bool = Field(default=False, description="The policy's flag rule flags this annotator.")
     flag_reasons: list[str] = Field(default_factory=list, description="Why the annotator is flagged.")
     undefined_reason: str | None = Field(default=None, description="Why leave-one-out agreement is undefined.")

@@ -12,7 +12,10 @@ adjudications and judges never count), per annotator:
   of the annotator's confusion matrix) and MACE (the posterior probability that the
   annotator knows rather than spams). Fitted parameters carry no sampling interval;
 - the median seconds per unit (distribution-free order-statistic interval), the share
-  of labels flagged unsure (Clopper-Pearson interval) and the units labelled.
+  of labels flagged unsure (Clopper-Pearson interval) and the units labelled;
+- accuracy on the study's gold units (Wilson score interval), when the caller passes it:
+  gold answers live in ``annotate.gold`` (sealed), which this package never imports, so
+  ``apps`` computes the figures and hands them in as ``Estimate``s.
 
 Whether an annotator is flagged is the policy's rule (``FlagRule``, a policy's
 ``[quality]`` table): no threshold lives here. A gate criterion may leave flagged
@@ -119,6 +122,8 @@ class AnnotatorQuality:
     """Median seconds per unit over the labels with a recorded time."""
     unsure: Estimate
     """Share of the annotator's labels flagged unsure."""
+    gold: Estimate | None = None
+    """Accuracy on the gold units of this kind (``details['correct']``); None: the study has none of this kind."""
     flag_reasons: tuple[str, ...] = ()
     undefined_reason: str | None = None
 
@@ -251,11 +256,13 @@ def unsure_share(count: int, n: int, level: float) -> Estimate:
 
 def annotator_quality(table: pd.DataFrame, *, tie_policy: str, level: float = 0.95, n_resamples: int = 10_000,
                       seed: int = DEFAULT_SEED, rule: FlagRule | None = None, kind: str = "all",
-                      with_competence: bool = True) -> QualitySection:
+                      with_competence: bool = True, gold: Mapping[str, Estimate] | None = None) -> QualitySection:
     """Every annotator's quality on a labels table's independent human rows (one label scheme).
 
     Optional columns ``seconds_spent`` and ``unsure`` (``quality_table``) give the time
-    and unsure figures; without them those are undefined with the reason.
+    and unsure figures; without them those are undefined with the reason. ``gold``:
+    annotator -> accuracy on the gold units of this kind (None: there are none); an
+    annotator missing from it labelled no gold unit, so their accuracy is undefined.
     """
     from agreement.panels import PanelSettings
     from agreement.validation import rating_data, scheme_of
@@ -293,10 +300,13 @@ def annotator_quality(table: pd.DataFrame, *, tie_policy: str, level: float = 0.
                   if "unsure" in mine else Estimate(statistic=math.nan, n=len(mine), level=level, method="share",
                                                     undefined_reason="the labels table carries no unsure flags"))
         compared, results = loo[h]
+        accuracy = None if gold is None else gold.get(h, Estimate(
+            statistic=math.nan, n=0, level=level, method="accuracy on gold, Wilson",
+            undefined_reason="no gold unit labelled yet", details={"correct": 0}))
         quality = AnnotatorQuality(
             annotator=h, n_units=int(mine["unit"].nunique()), n_compared=compared, leave_one_out=results or {},
             dawid_skene=crowd.get(h, {}).get("dawid_skene", skipped), mace=crowd.get(h, {}).get("mace", skipped),
-            seconds=seconds, unsure=unsure, undefined_reason=None if results else missing)
+            seconds=seconds, unsure=unsure, gold=accuracy, undefined_reason=None if results else missing)
         if rule is not None:
             quality = _with_flags(quality, rule.reasons(quality, level))
         annotators.append(quality)
@@ -338,11 +348,20 @@ def quality_table(study: Any) -> pd.DataFrame:
 
 
 def study_quality(study: Any, *, tie_policy: str, level: float, n_resamples: int, seed: int,
-                  rule: FlagRule | None) -> list[QualitySection]:
-    """One quality section per unit kind with human labels (none when the study has no human label)."""
-    table = quality_table(study)
-    return [annotator_quality(rows, tie_policy=tie_policy, level=level, n_resamples=n_resamples, seed=seed,
-                              rule=rule, kind=str(kind)) for kind, rows in table.groupby("kind", sort=True)]
+                  rule: FlagRule | None, gold: Mapping[str, Mapping[str, Estimate]] | None = None) -> list[QualitySection]:
+    """One quality section per unit kind with human labels (none when the study has no human label);
+    ``gold``: unit kind -> annotator -> gold accuracy (``annotator_quality``)."""
+    from dataclasses import replace
+
+    sections = []
+    for kind, rows in quality_table(study).groupby("kind", sort=True):
+        accuracy = None if gold is None else gold.get(str(kind))
+        section = annotator_quality(rows, tie_policy=tie_policy, level=level, n_resamples=n_resamples, seed=seed,
+                                    rule=rule, kind=str(kind), gold=accuracy)
+        if gold is not None and accuracy is None:
+            section = replace(section, notes=(*section.notes, "the study has no gold unit of this kind"))
+        sections.append(section)
+    return sections
 
 
 def _estimate_record(estimate: Estimate) -> dict[str, Any]:
@@ -361,6 +380,7 @@ def section_to_dict(section: QualitySection) -> dict[str, Any]:
             "leave_one_out": {k: _result_brief(v, section.level) for k, v in a.leave_one_out.items()},
             "dawid_skene": _estimate_record(a.dawid_skene), "mace": _estimate_record(a.mace),
             "median_seconds": _estimate_record(a.seconds), "unsure": _estimate_record(a.unsure),
+            "gold": None if a.gold is None else _estimate_record(a.gold) | {"correct": int(a.gold.details["correct"])},
             "flagged": a.flagged, "flag_reasons": list(a.flag_reasons), "undefined_reason": a.undefined_reason,
         } for a in section.annotators],
     }
@@ -407,12 +427,17 @@ def settings_from_policy(path: Any) -> QualitySettings:
                            seed=s["seed"], rule=policy.quality, policy=str(path))
 
 
-def run_quality(study: Any, settings: QualitySettings) -> dict[str, Any]:
-    """Every section of a study's annotator quality as the ``QualityDocument`` body."""
+def run_quality(study: Any, settings: QualitySettings,
+                gold: Mapping[str, Mapping[str, Estimate]] | None = None) -> dict[str, Any]:
+    """Every section of a study's annotator quality as the ``QualityDocument`` body; ``gold``: unit kind ->
+    annotator -> accuracy on gold units (``apps.live.gold_estimates``; None: the study has no gold units)."""
     sections = study_quality(study, tie_policy=settings.tie_policy, level=settings.level,
-                             n_resamples=settings.n_resamples, seed=settings.seed, rule=settings.rule)
-    return quality_document(sections, fingerprints=study.fingerprints, simulated=study.simulated, rule=settings.rule,
+                             n_resamples=settings.n_resamples, seed=settings.seed, rule=settings.rule, gold=gold)
+    body = quality_document(sections, fingerprints=study.fingerprints, simulated=study.simulated, rule=settings.rule,
                             policy=settings.policy, settings=settings.to_dict())
+    if gold is None:
+        body["notes"].append("no gold units, so no gold accuracy (accord gold add)")
+    return body
 
 
 def format_quality(body: Mapping[str, Any]) -> str:
@@ -433,7 +458,10 @@ def format_quality(body: Mapping[str, Any]) -> str:
         for a in section["annotators"]:
             loo = "; ".join(f"{k} {num(v)}" for k, v in a["leave_one_out"].items() if k in LEAVE_ONE_OUT)
             flag = f"  FLAGGED: {'; '.join(a['flag_reasons'])}" if a["flagged"] else ""
+            gold = (f"; gold {num(a['gold'])} ({a['gold']['correct']} of {a['gold']['n']})"
+                    if a.get("gold") and a["gold"]["statistic"] is not None
+                    else f"; gold {num(a['gold'])}" if a.get("gold") else "")
             lines.append(f"{a['annotator']}: {a['units']} units; vs others' majority ({a['compared']}): "
                          f"{loo or '--'}; Dawid-Skene {num(a['dawid_skene'])}; MACE {num(a['mace'])}; "
-                         f"median s/unit {num(a['median_seconds'], 1)}; unsure {num(a['unsure'])}{flag}")
+                         f"median s/unit {num(a['median_seconds'], 1)}; unsure {num(a['unsure'])}{gold}{flag}")
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from agreement.documents import (
     AgreementRecord,
     AuditDocument,
     Criterion,
+    GoldAccuracyRecord,
     Interval,
     PreferenceDocument,
     QualityDocument,
@@ -230,7 +231,7 @@ def annotator_quality_table(doc: QualityDocument) -> Table:
             rows.append([section.kind, a.annotator, str(a.units), str(a.compared),
                          fmt_ci(loo.get("cohen_kappa")) if loo else f"-- ({a.undefined_reason})",
                          fmt_ci(loo.get("gwet_ac1")) if loo else "--", fmt_ci(a.dawid_skene), fmt_ci(a.mace),
-                         fmt_ci(a.median_seconds), fmt_ci(a.unsure, percent=True),
+                         fmt_ci(a.median_seconds), fmt_ci(a.unsure, percent=True), _gold_text(a.gold),
                          ("FLAGGED: " + "; ".join(a.flag_reasons)) if a.flagged else ""])
     rule = doc.rule
     note = (f"flag rule (policy {doc.policy}): leave-one-out {rule.coefficient} upper bound below "
@@ -239,9 +240,16 @@ def annotator_quality_table(doc: QualityDocument) -> Table:
     return Table(title="Annotator quality",
                  header=["unit kind", "annotator", "units", "vs others' majority (units)", "kappa vs others [CI]",
                          "AC1 vs others [CI]", "Dawid-Skene competence", "MACE competence", "median s/unit [CI]",
-                         "unsure % [CI]", "flag"], rows=rows,
+                         "unsure % [CI]", "gold accuracy [CI]", "flag"], rows=rows,
                  note=note + ". Competences are fitted model parameters (crowd-kit), without sampling intervals; "
-                             + "; ".join(doc.notes))
+                             "gold accuracy has a Wilson score interval; " + "; ".join(doc.notes))
+
+
+def _gold_text(gold: GoldAccuracyRecord | None) -> str:
+    """Accuracy on gold with its interval and hand-countable tally; '--' when the kind has no gold unit."""
+    if gold is None:
+        return "-- (no gold units)"
+    return fmt_ci(gold) + (f" ({gold.correct} of {gold.n})" if gold.statistic is not None else "")
 
 
 def audit_tables(doc: AuditDocument) -> list[Table]:

@@ -389,3 +389,41 @@ def gold_accuracy(labels: Sequence[HumanLabel], gold: GoldKey, *, annotators: Se
     return [GoldAccuracy(annotator=name, statistic=correct / n if n else math.nan, n=n, correct=correct, level=level,
                          reason=None if n else "no gold unit labelled yet")
             for name, (correct, n) in sorted(tally.items())]
+
+
+def study_gold_labels(layout: StudyLayout, gold: GoldKey) -> list[HumanLabel]:
+    """Labels given on a study's gold units: the coding app's store (the freshest source), else
+    its sealed export ``StudyLayout.gold_labels`` (what the last pull saved)."""
+    if layout.store.is_file():
+        from annotate.store import Store
+
+        store = Store.open(layout.store)
+        try:
+            labels = store.labels()
+        finally:
+            store.close()
+    elif layout.gold_labels.is_file():
+        labels = []
+        for number, line in iter_jsonl_lines(layout.gold_labels):
+            try:
+                labels.append(HumanLabel.model_validate_json(line))
+            except ValidationError as error:
+                first = error.errors()[0]
+                raise InputError(f"{layout.gold_labels}:{number}: field {'.'.join(map(str, first['loc']))!r}: "
+                                 f"{first['msg']}") from None
+    else:
+        labels = []
+    return split_labels(labels, gold)[1]
+
+
+def study_gold_accuracy(layout: StudyLayout, *, level: float = 0.95,
+                        annotators: Sequence[str] = ()) -> dict[str, list[GoldAccuracy]] | None:
+    """Each annotator's gold accuracy per unit kind of the gold units (``gold_accuracy`` on the study's
+    gold labels); None when the study has no gold units."""
+    gold = load_gold(layout)
+    if gold is None:
+        return None
+    labels = study_gold_labels(layout, gold)
+    kinds = sorted({unit.task.kind for unit in gold.units})
+    return {kind: gold_accuracy(labels, gold.model_copy(update={"units": [u for u in gold.units if u.task.kind == kind]}),
+                                annotators=annotators, level=level) for kind in kinds}

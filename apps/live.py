@@ -1,4 +1,5 @@
-"""The study owner's live view during labelling: progress, running agreement, the adjudication queue, quality.
+"""The study owner's live view during labelling: progress, running agreement, the adjudication queue, quality
+and accuracy on gold units.
 
 Read from what the backends keep, never from a stage document, so it moves while
 people label: the coding app's store (its labels and orders, the freshest source; its
@@ -7,18 +8,22 @@ other backend's labels file (Label Studio pull, imports) and ``blind/orders.json
 mapped to units through the sealed key (the owner's view: strata are shown here and
 never to annotators). ``live_stamp`` lists the files whose modification times key the
 dashboard's cache (the store's write-ahead log included), so a new label shows on the
-next rerun without restarting the app.
+next rerun without restarting the app. Gold accuracy is computed here (``annotate.gold``,
+the sealed gold key and the gold labels) and handed to ``agreement.quality`` as figures,
+since ``agreement`` never imports ``annotate``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from agreement.estimate import Estimate
 from agreement.report import Table, annotator_quality_table, fmt_ci
 from samples.errors import InputError
 from samples.layout import StudyLayout
@@ -41,7 +46,7 @@ def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
     layout = StudyLayout.of(folder)
     store = layout.store
     paths = [layout.key, layout.orders, layout.resolved_study, store, store.with_name(store.name + "-wal"),
-             *layout.human_label_files()]
+             layout.gold, layout.gold_labels, *layout.human_label_files()]
     policy = _policy_path(layout)
     if policy is not None:
         paths.append(policy)
@@ -176,6 +181,37 @@ def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -
                  note=f"independent labels so far; {level:.0%} cluster-bootstrap intervals ({n_resamples} resamples)")
 
 
+def gold_estimates(layout: StudyLayout, *, level: float,
+                   annotators: Sequence[str] = ()) -> dict[str, dict[str, Estimate]] | None:
+    """Unit kind -> annotator -> accuracy on the gold units of that kind (``annotate.gold.gold_accuracy``) as
+    ``Estimate``s for ``agreement.quality.run_quality``; None when the study has no gold units."""
+    from annotate.gold import study_gold_accuracy
+
+    by_kind = study_gold_accuracy(layout, level=level, annotators=annotators)
+    if by_kind is None:
+        return None
+    out: dict[str, dict[str, Estimate]] = {}
+    for kind, rows in by_kind.items():
+        out[kind] = {}
+        for row in rows:
+            low, high = row.confidence_interval()
+            out[kind][row.annotator] = Estimate(statistic=row.statistic, n=row.n, ci_low=low, ci_high=high,
+                                                level=row.level, method="accuracy on gold, Wilson",
+                                                undefined_reason=row.reason, details={"correct": row.correct})
+    return out
+
+
+def _gold_table(gold: dict[str, dict[str, Estimate]]) -> Table:
+    rows = [[kind, annotator, str(e.n), str(e.details["correct"]),
+             e.format() if e.defined else f"-- ({e.undefined_reason})"]
+            for kind, by_annotator in sorted(gold.items()) for annotator, e in sorted(by_annotator.items())]
+    level = next((e.level for by in gold.values() for e in by.values()), 0.95)
+    return Table(title="Gold units", header=["unit kind", "annotator", "gold units labelled", "correct",
+                                             "gold accuracy [CI]"], rows=rows,
+                 note=f"independent labels on known-answer units (sealed gold key); {level:.0%} Wilson score "
+                      "intervals; gold labels never enter agreement, validation or the gate")
+
+
 def _brief_text(brief: dict[str, Any]) -> str:
     from agreement.documents import Interval
 
@@ -209,10 +245,15 @@ def live_view(folder: str | Path) -> LiveView:
         notes.append("no gate policy found (study.json from accord run): quality without a flag rule, "
                      "agreement with default settings")
     tables = [per_annotator, per_stratum]
+    gold = gold_estimates(layout, level=settings.level, annotators=sorted(orders))
+    if gold is None:
+        notes.append("no gold units, so no gold accuracy (accord gold add)")
+    else:
+        tables.append(_gold_table(gold))
     study = _study(layout, key, human)
     if (human["role"] == "independent").any():
         tables.append(_agreement(quality_table(study), settings.level, settings.n_resamples, settings.seed))
-        document = QualityDocument.model_validate(run_quality(study, settings))
+        document = QualityDocument.model_validate(run_quality(study, settings, gold))
         tables.append(annotator_quality_table(document))
     else:
         notes.append("no independent labels yet")

@@ -477,9 +477,12 @@ def _quality_run(ctx: Context) -> Outcome:
     from agreement.study_io import load_study
 
     settings = settings_from_policy(ctx.study.gate.policy)
+    from apps.live import gold_estimates
+
     study = load_study(ctx.root)
+    gold = gold_estimates(ctx.layout, level=settings.level)
     with ctx.console.status(f"  annotator quality ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        document = write_document(QualityDocument, ctx.layout, run_quality(study, settings))
+        document = write_document(QualityDocument, ctx.layout, run_quality(study, settings, gold))
     return Outcome(summary={"sections": [s.kind for s in document.sections], "flagged": sorted(document.flagged())})
 
 

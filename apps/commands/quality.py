@@ -3,7 +3,8 @@
 Per unit kind and annotator, from the independent human labels: leave-one-out Cohen's
 kappa and Gwet's AC1 against the majority of the other annotators (cluster-bootstrap
 intervals by trajectory), Dawid-Skene and MACE competence (crowd-kit, the optional
-`quality` extra), the median seconds per unit and the share of unsure flags. With
+`quality` extra), the median seconds per unit, the share of unsure flags and the
+accuracy on the study's gold units (Wilson score interval; `accord gold`). With
 --policy the settings (tie policy, level, resamples, seed) and the flag rule (the
 policy's [quality] table) are the gate's, so the annotators flagged here are the ones
 a `human_ceiling` criterion with `exclude_flagged = true` leaves out. Writes
@@ -52,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
         if values["n_resamples"] < 100:
             raise InputError(f"--n-resamples {values['n_resamples']}: expected at least 100")
         settings = QualitySettings(**values)
+    from apps.live import gold_estimates
+
     study = load_study(args.study)
+    gold = gold_estimates(StudyLayout.of(study.root), level=settings.level)
     with status(f"annotator quality of {study.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        body = run_quality(study, settings)
+        body = run_quality(study, settings, gold)
     document = write_document(QualityDocument, study.root, body)
     if args.json:
         import json

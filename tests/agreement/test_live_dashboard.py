@@ -121,3 +121,86 @@ def test_live_view_before_blinding_says_what_is_missing(tmp_path, monkeypatch):
     app = AppTest.from_file(_dashboard(), default_timeout=60).run()
     assert not app.exception
     assert any("the live view starts once the study is blinded" in i.value for i in app.info)
+
+
+def test_live_view_without_gold_units_says_so(labelling):
+    from apps.live import live_view
+
+    root, _, _ = labelling
+    view = live_view(root)
+    assert "no gold units, so no gold accuracy (accord gold add)" in view.notes
+    assert not any(t.title == "Gold units" for t in view.tables)
+    quality = next(t for t in view.tables if t.title == "Annotator quality")
+    column = quality.header.index("gold accuracy [CI]")
+    assert {row[column] for row in quality.rows} == {"-- (no gold units)"}
+
+
+@pytest.fixture()
+def labelling_with_gold(tmp_path):
+    """Four sampled escalate tasks plus four gold units (sealed gold key) in every order, and the store."""
+    from annotate.gold import GoldKey, GoldUnit
+    from annotate.store import Store
+    from samples.jsonl import write_json
+    from samples.layout import StudyLayout
+
+    root = tmp_path / "study"
+    layout = StudyLayout.of(root)
+    tasks = [f"t_{i:016x}" for i in range(4)]
+    write_jsonl(layout.key, [{"task_id": t, "unit_id": f"u{i}", "trajectory_id": f"traj{i}", "kind": "escalate_final",
+                              "strata": {}, "stratum": "all", "inclusion_prob": 1.0} for i, t in enumerate(tasks)])
+    expected = ["yes", "no", "yes", "no"]
+    gold = [GoldUnit(gold_id=f"g{i}", label=label,
+                     task=BlindTask(task_id=f"t_{0xabc0 + i:016x}", kind="escalate_final", text=f"gold turn {i}"))
+            for i, label in enumerate(expected)]
+    write_json(layout.gold, GoldKey(rate=0.5, seed=1, sample_sha256="0" * 64, source="gold.jsonl",
+                                    source_sha256="0" * 64, units=gold).model_dump(mode="json"))
+    gold_ids = [u.task.task_id for u in gold]
+    orders = {a: [*tasks, *gold_ids] for a in ANNOTATORS}
+    store = Store.for_study(root)
+    store.load_tasks([*(BlindTask(task_id=t, kind="escalate_final", text=f"final turn {i}") for i, t in enumerate(tasks)),
+                      *(u.task for u in gold)], orders)
+    tokens = {a: store.add_annotator(a) for a in ANNOTATORS}
+    for a in ("ann1", "ann2"):
+        for i, t in enumerate(tasks):
+            store.submit(tokens[a], t, expected[i], submission_id=f"real-{a}-{i}")
+    flip = {"yes": "no", "no": "yes"}
+    # Hand count: ann1 gets gold 0, 1, 2 right and 3 wrong (3 of 4); ann2 labels gold 0 and 1, both wrong (0 of 2);
+    # ann3 labels no gold unit.
+    for i, answer in enumerate([expected[0], expected[1], expected[2], flip[expected[3]]]):
+        store.submit(tokens["ann1"], gold_ids[i], answer, submission_id=f"gold-ann1-{i}")
+    for i in (0, 1):
+        store.submit(tokens["ann2"], gold_ids[i], flip[expected[i]], submission_id=f"gold-ann2-{i}")
+    yield root, store, tokens, gold_ids
+    store.close()
+
+
+def test_live_view_shows_gold_accuracy_per_annotator(labelling_with_gold, monkeypatch):
+    from statsmodels.stats.proportion import proportion_confint
+    from streamlit.testing.v1 import AppTest
+
+    root, store, tokens, gold_ids = labelling_with_gold
+    monkeypatch.setenv("ACCORD_STUDY", str(root))
+    app = AppTest.from_file(_dashboard(), default_timeout=120)
+    app.run()
+    assert not app.exception
+    gold = {r["annotator"]: r for r in _table(app, "gold units labelled")}
+    low, high = proportion_confint(3, 4, alpha=0.05, method="wilson")  # independent reference (statsmodels)
+    assert (gold["ann1"]["gold units labelled"], gold["ann1"]["correct"]) == ("4", "3")
+    assert gold["ann1"]["gold accuracy [CI]"] == f"0.750 [{low:.3f}, {high:.3f}]"
+    low, high = proportion_confint(0, 2, alpha=0.05, method="wilson")
+    assert gold["ann2"]["gold accuracy [CI]"] == f"0.000 [{low:.3f}, {high:.3f}]"
+    assert gold["ann3"]["gold accuracy [CI]"] == "-- (no gold unit labelled yet)" and gold["ann3"]["correct"] == "0"
+    # Gold labels stay out of agreement: only the four sampled units count.
+    running = _table(app, "units with two labels")
+    assert all(r["units with two labels"] == "4 of 4" for r in running if r["coefficient"] != "--")
+    quality = {r["annotator"]: r for r in _table(app, "AC1 vs others [CI]")}
+    low, high = proportion_confint(3, 4, alpha=0.05, method="wilson")
+    assert quality["ann1"]["gold accuracy [CI]"] == f"0.750 [{low:.3f}, {high:.3f}] (3 of 4)"
+    assert quality["ann1"]["units"] == "4"  # the sampled units only
+
+    store.submit(tokens["ann3"], gold_ids[3], "no", submission_id="gold-ann3-3")  # right: gold 3 expects "no"
+    app.run()
+    assert not app.exception
+    gold = {r["annotator"]: r for r in _table(app, "gold units labelled")}
+    low, high = proportion_confint(1, 1, alpha=0.05, method="wilson")
+    assert gold["ann3"]["gold accuracy [CI]"] == f"1.000 [{low:.3f}, {high:.3f}]"

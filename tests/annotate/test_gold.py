@@ -261,3 +261,62 @@ def test_a_gold_key_from_an_earlier_blinding_is_refused_at_push(study, capsys):
     assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.1"]) == 0
     AppBackend(study=study).push_files(study / "blind")
     assert Store.for_study(study).orders()
+
+
+def test_quality_document_and_report_table_carry_gold_accuracy_per_kind(study, capsys):
+    """`accord quality` on a study with gold: per unit kind and annotator the accuracy equals a hand count,
+    with the Wilson interval statsmodels gives; the report table shows it; the sealed key stays unread by agreement."""
+    from agreement.documents import QualityDocument, read_document
+    from agreement.report import annotator_quality_table
+
+    layout = StudyLayout.of(study)
+    assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.2"]) == 0
+    store, tokens = push(study)
+    units = {u["task"]["task_id"]: u for u in json.loads(layout.gold.read_text())["units"]}
+    key = [json.loads(line) for line in layout.key.read_text().splitlines()]
+    kinds = {k["task_id"]: k["kind"] for k in key}
+    write_jsonl(layout.judge_labels, [
+        {"unit_id": k["unit_id"], "judge": "j", "label": "yes", "parse_status": "ok", "unscored_reason": None,
+         "first_turn": 0 if k["kind"] == "identify_trajectory" else None, "fingerprint": "fp"} for k in key])
+    wrong = {"yes": "no", "no": "yes"}
+    hand: dict[tuple[str, str], list[int]] = {}
+    for a, name in enumerate(ANNOTATORS):
+        for i, task_id in enumerate(t for t in store.order(name) if t in kinds):
+            label = "yes" if (i + a) % 4 else "no"
+            first = 0 if label == "yes" and kinds[task_id] == "identify_trajectory" else None
+            store.submit(tokens[name], task_id, label, first_turn=first, submission_id=f"real-{name}-{i:03d}")
+        if name == "ann3":
+            continue  # ann3 labels no gold unit
+        for i, task_id in enumerate(t for t in store.order(name) if t in units):
+            unit = units[task_id]
+            right = i % (a + 2) != 0
+            label = unit["label"] if right else wrong[unit["label"]]
+            store.submit(tokens[name], task_id, label, first_turn=unit["first_turn"] if right else None,
+                         submission_id=f"gold-{name}-{i:03d}")
+            tally = hand.setdefault((unit["task"]["kind"], name), [0, 0])
+            tally[0] += right
+            tally[1] += 1
+    AppBackend(study=study).pull()
+    capsys.readouterr()
+    assert main(["quality", str(study), "--n-resamples", "200", "--json"]) == 0
+    capsys.readouterr()
+    document = read_document(QualityDocument, study)
+    got = {(s.kind, a.annotator): a.gold for s in document.sections for a in s.annotators}
+    assert {kind for kind, _ in hand} == {"escalate_final", "identify_trajectory"}  # all 9 gold units are placed
+    for (kind, name), (correct, n) in hand.items():
+        gold = got[(kind, name)]
+        assert (gold.correct, gold.n) == (correct, n) and gold.statistic == pytest.approx(correct / n)
+        assert (gold.ci_low, gold.ci_high) == pytest.approx(proportion_confint(correct, n, alpha=0.05, method="wilson"))
+    for kind in {s.kind for s in document.sections}:
+        ann3 = got[(kind, "ann3")]
+        assert ann3.statistic is None and ann3.undefined_reason == "no gold unit labelled yet" and ann3.n == 0
+    table = annotator_quality_table(document)
+    column, rows = table.header.index("gold accuracy [CI]"), {(r[0], r[1]): r for r in table.rows}
+    for (kind, name), (correct, n) in hand.items():
+        low, high = proportion_confint(correct, n, alpha=0.05, method="wilson")
+        assert rows[(kind, name)][column] == f"{correct / n:.3f} [{low:.3f}, {high:.3f}] ({correct} of {n})"
+    assert all(rows[(kind, "ann3")][column] == "-- (no gold unit labelled yet)" for kind in {k for k, _ in rows})
+    assert main(["quality", str(study), "--n-resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    correct, n = hand[("escalate_final", "ann1")]
+    assert f"({correct} of {n})" in text and "gold -- (no gold unit labelled yet)" in text
