@@ -586,7 +586,9 @@ def build_stages(study: StudyFile) -> list[Stage]:
                                               "settings": ctx.study.validation.model_dump(mode="json")},
                         outputs=lambda ctx: [ctx.layout.validation], run=_validate_run))
     stages.append(Stage(name="quality", title="annotator quality (leave-one-out agreement, competence, flags)",
-                        material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy)},
+                        material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
+                                              "gold": [ctx.sha(ctx.layout.gold), ctx.sha(ctx.layout.gold_labels),
+                                                       store_labels_digest(ctx)]},
                         outputs=lambda ctx: [ctx.layout.quality], run=_quality_run))
     return stages + _verdict_stages(study)
 
