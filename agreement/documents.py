@@ -291,6 +291,7 @@ class FamilyContrast(_Doc):
 
 class Ranks(_Doc):
     n: int
+    pearson: float | None = Field(default=None, description="Pearson r of judge-based and human-based model scores.")
     spearman: float | None = None
     kendall: float | None = None
     max_rank_shift: float | None = None
@@ -316,6 +317,9 @@ class AuditDocument(StageDocument):
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)
     ranks: Ranks
+    pooled_difference: Interval | None = Field(
+        default=None, description="Judge-scored minus human-scored rate pooled over every audited unit, "
+                                  "with a cluster bootstrap interval (EHQ's score impact).")
     error_matrix: list[ErrorCell] = Field(default_factory=list)
 
     @classmethod

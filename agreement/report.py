@@ -251,7 +251,7 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
                   c.method, fmt(c.partial_r_family), fmt(c.partial_r_human), c.undefined_reason or ""]
                  for c in doc.contrasts]
     r = doc.ranks
-    ranks = [[str(r.n), fmt(r.spearman), fmt(r.kendall), fmt(r.max_rank_shift, digits=1), fmt(r.ratio_judge),
+    ranks = [[str(r.n), fmt_ci(doc.pooled_difference), fmt(r.pearson), fmt(r.spearman), fmt(r.kendall), fmt(r.max_rank_shift, digits=1), fmt(r.ratio_judge),
               fmt(r.ratio_human), "; ".join(sorted(set(r.reasons.values())))]]
     matrix = [[e.judge_family, e.response_family, fmt_ci(e.false_positive_rate), fmt_ci(e.false_negative_rate),
                "self-family" if e.self_family else ""] for e in doc.error_matrix]
@@ -262,8 +262,9 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
         Table(title="Family contrasts", header=["family", "models", "contrast", "p", "Holm p", "method",
                                                 "partial r (family | human)", "partial r (human | family)", "note"],
               rows=contrasts, note=doc.note),
-        Table(title="Rank preservation", header=["models", "Spearman", "Kendall", "max rank shift", "max/min judge",
-                                                 "max/min human", "note"], rows=ranks),
+        Table(title="Score impact and rank preservation",
+              header=["models", "pooled difference (judge - human)", "Pearson", "Spearman", "Kendall",
+                      "max rank shift", "max/min judge", "max/min human", "note"], rows=ranks),
         Table(title="Judge family x response family errors", header=["judge family", "response family",
                                                                      "false positive rate", "false negative rate", ""],
               rows=matrix),
