@@ -196,12 +196,23 @@ class ValidationSection(_Doc):
     notes: list[str] = Field(default_factory=list)
 
 
+class PopulationPairs(_Doc):
+    """Judge-judge agreement on every unit of one kind the judges labelled (ISE Table 6)."""
+
+    kind: str = Field(description="Unit kind.")
+    n_units: int = Field(description="Units of the kind with at least one judge label.")
+    judges: list[str] = Field(default_factory=list)
+    groups: list[PairGroup] = Field(default_factory=list, description="All units first, then per setting and split.")
+
+
 class ValidationDocument(StageDocument):
     STAGE: ClassVar[str] = "validation"
     COMMAND: ClassVar[str] = "accord validate"
 
     sections: list[ValidationSection] = Field(default_factory=list, description="One section per unit kind.")
     judges: list[str] = Field(default_factory=list)
+    population_judge_pairs: list[PopulationPairs] = Field(
+        default_factory=list, description="Judge-judge agreement over the whole population, not only the sample.")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:

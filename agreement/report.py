@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agreement.documents import (
+    PairGroup,
     DOCUMENTS,
     AgreementRecord,
     AuditDocument,
@@ -112,6 +114,19 @@ def fmt_ci(block: Interval | AgreementRecord | None, *, percent: bool = False) -
     return text
 
 
+def judge_pair_rows(groups: Sequence[PairGroup]) -> list[list[str]]:
+    """One row per pair coefficient and one of directional disagreement counts, per group."""
+    rows = []
+    for group in groups:
+        for pair in group.pairs:
+            where = f"{pair.rater_a} vs {pair.rater_b} [{group.subgroup or 'all'}]"
+            for name, result in pair.results.items():
+                rows.append([where, name, fmt_ci(result), str(pair.n_units)])
+            rows.append([where, "directional disagreements",
+                         ", ".join(f"{d.a}->{d.b}: {d.count}" for d in pair.disagreements), ""])
+    return rows
+
+
 def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[str, Interval]]]:
     """Agreement tables and the forest-plot rows (label, statistic with interval)."""
     tables, forest = [], []
@@ -136,13 +151,7 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
                     rows.append([f"baseline {base} (on {judge}'s units)", name, fmt_ci(interval), ""])
                     if name == "gwet_ac1":
                         forest.append((f"{kind}: baseline {base} AC1", interval))
-        for group in (*section.judge_pairs, *section.subgroup_judge_pairs):
-            for pair in group.pairs:
-                where = group.subgroup or "all"
-                for name, result in pair.results.items():
-                    rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", name, fmt_ci(result), str(pair.n_units)])
-                dis = ", ".join(f"{d.a}->{d.b}: {d.count}" for d in pair.disagreements)
-                rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", "directional disagreements", dis, ""])
+        rows += judge_pair_rows((*section.judge_pairs, *section.subgroup_judge_pairs))
         tables.append(Table(title=f"Agreement: {kind}", header=["comparison", "coefficient", "estimate [CI]", "n"],
                             rows=rows, note="; ".join(section.notes)))
         per_class = [[ref.rater, str(c.label), fmt(c.precision), fmt(c.recall), fmt(c.f1), str(c.support),
@@ -173,6 +182,11 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
         if unscored:
             tables.append(Table(title=f"Unscored judge outputs: {kind}", header=["judge", "unscored", "rows", "reasons"],
                                 rows=unscored))
+    for population in doc.population_judge_pairs:
+        tables.append(Table(title=f"Judge-judge agreement over the population: {population.kind}",
+                            header=["comparison", "coefficient", "estimate [CI]", "n"],
+                            rows=judge_pair_rows(population.groups),
+                            note=f"every judged unit of the kind ({population.n_units}), not only the human sample"))
     return tables, forest
 
 
