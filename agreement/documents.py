@@ -440,7 +440,10 @@ class ScoreRow(_Doc):
     escalate: Interval
     contrast: Contrast | None = None
     unscored: dict[str, int] = Field(default_factory=dict)
-    corrected: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+    corrected: dict[str, dict[str, Interval]] = Field(
+        default_factory=dict, description="metric -> rogan_gladen / ppi corrections of the judge-scored rate.")
+    not_correctable: dict[str, str] = Field(
+        default_factory=dict, description="metric -> why neither Rogan-Gladen nor PPI++ applies to the rate.")
 
 
 class ScoreDocument(StageDocument):

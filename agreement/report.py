@@ -405,16 +405,19 @@ def score_tables(doc: ScoreDocument) -> list[Table]:
                             "" if contrast is None or p is None else f"{contrast.test} p={p:.3g}",
                             ", ".join(f"{m}: {n}" for m, n in row.unscored.items() if n)])
         for metric, methods in row.corrected.items():
-            corrected.append(head[:3] + [metric, fmt_ci(getattr(row, metric, None), percent=True)]
+            corrected.append(head + [metric, fmt_ci(getattr(row, metric, None), percent=True)]
                              + [fmt_ci(methods.get(name), percent=True) for name in ("rogan_gladen", "ppi")])
+        for metric, reason in row.not_correctable.items():
+            corrected.append(head + [metric, fmt_ci(getattr(row, metric, None), percent=metric != "first_turn"),
+                                     f"not correctable: {reason}", ""])
     note = "; ".join(doc.notes)
     return [
         Table(title="Judge-scored benchmark (%; 95% percentile bootstrap CIs)",
               header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "first turn t*", "Solve",
                       "Escalate", "conflict vs control", "unscored"], rows=rows,
               note=("-- = undefined (empty denominator or control split); 0.0 = empirical zero. " + note).strip()),
-        Table(title="Bias-corrected rates from the human-validated sample (conflict split, %)",
-              header=["agent", "backbone", "dataset", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],
+        Table(title="Bias-corrected rates from the human-validated sample (%)",
+              header=["agent", "backbone", "dataset", "split", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],
               rows=corrected),
     ]
 
