@@ -10,8 +10,10 @@ Follows the EHQ paper's classifier validation (sections 5.3 and 6.1, Table 4):
   at most ``exact_limit`` of them, else ``n_permutations`` seeded permutations with
   the plus-one correction), Holm-adjusted across families; partial correlations of
   bias with family given the human score, and with the human score given family;
-- rank preservation between judge-based and human-based model scores (Spearman,
-  Kendall tau-b, largest rank shift, max/min score ratio under each);
+- the pooled score difference (judge-scored minus human-scored rate over every
+  audited unit) with a cluster bootstrap interval, and score agreement between
+  judge-based and human-based model scores (Pearson r, Spearman, Kendall tau-b,
+  largest rank shift, max/min score ratio under each), EHQ's score-impact outputs;
 - a judge-family x response-family matrix of false-positive and false-negative
   rates, flagging the cells where judge and response share a family.
 
@@ -87,6 +89,7 @@ class FamilyContrast:
 @dataclass(frozen=True, kw_only=True)
 class RankPreservation:
     n: int
+    pearson: float
     spearman: float
     kendall: float
     max_rank_shift: float
@@ -112,6 +115,8 @@ class AuditResult:
     ranks: RankPreservation
     error_matrix: tuple[ErrorCell, ...]
     unscored: int
+    pooled_difference: Estimate
+    """Judge-scored minus human-scored rate pooled over every audited unit of the judge."""
     note: str = OBSERVATIONAL_NOTE
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,7 +133,8 @@ class AuditResult:
                            "n_assignments": c.n_assignments, "partial_r_family": clean(c.partial_r_family),
                            "partial_r_human": clean(c.partial_r_human), "undefined_reason": c.undefined_reason}
                           for c in self.contrasts],
-            "ranks": {"n": self.ranks.n, "spearman": clean(self.ranks.spearman), "kendall": clean(self.ranks.kendall),
+            "pooled_difference": self.pooled_difference.to_dict(),
+            "ranks": {"n": self.ranks.n, "pearson": clean(self.ranks.pearson), "spearman": clean(self.ranks.spearman), "kendall": clean(self.ranks.kendall),
                       "max_rank_shift": clean(self.ranks.max_rank_shift), "ratio_judge": clean(self.ranks.ratio_judge),
                       "ratio_human": clean(self.ranks.ratio_human), "reasons": self.ranks.reasons},
             "error_matrix": [{"judge_family": e.judge_family, "response_family": e.response_family,
@@ -203,13 +209,16 @@ def rank_preservation(judge_scores: np.ndarray, human_scores: np.ndarray) -> Ran
     n = int(j.size)
     if n < 3:
         reason = f"{n} model(s) with both scores: rank statistics need at least 3"
-        return RankPreservation(n=n, spearman=math.nan, kendall=math.nan, max_rank_shift=math.nan,
+        return RankPreservation(n=n, pearson=math.nan, spearman=math.nan, kendall=math.nan, max_rank_shift=math.nan,
                                 ratio_judge=math.nan, ratio_human=math.nan,
-                                reasons={k: reason for k in ("spearman", "kendall", "max_rank_shift", "ratio")})
+                                reasons={k: reason for k in ("pearson", "spearman", "kendall", "max_rank_shift",
+                                                             "ratio")})
     if np.ptp(j) == 0 or np.ptp(h) == 0:
-        reasons["spearman"] = reasons["kendall"] = "all models have the same score under one of the label sources"
-        rho = tau = math.nan
+        reasons["pearson"] = reasons["spearman"] = reasons["kendall"] = (
+            "all models have the same score under one of the label sources")
+        r = rho = tau = math.nan
     else:
+        r = float(stats.pearsonr(j, h).statistic)
         rho = float(stats.spearmanr(j, h).statistic)
         tau = float(stats.kendalltau(j, h).statistic)
     shift = float(np.max(np.abs(stats.rankdata(-j) - stats.rankdata(-h))))
@@ -220,7 +229,7 @@ def rank_preservation(judge_scores: np.ndarray, human_scores: np.ndarray) -> Ran
             return math.nan
         return float(x.max() / x.min())
 
-    return RankPreservation(n=n, spearman=rho, kendall=tau, max_rank_shift=shift, ratio_judge=ratio(j, "judge"),
+    return RankPreservation(n=n, pearson=r, spearman=rho, kendall=tau, max_rank_shift=shift, ratio_judge=ratio(j, "judge"),
                             ratio_human=ratio(h, "human"), reasons=reasons)
 
 
@@ -309,8 +318,15 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     ranks = rank_preservation(np.array([m.judge_score.statistic for m in models]),
                               np.array([m.human_score.statistic for m in models]))
     matrix = error_matrix(data, judge_families=judge_families or {}, n_resamples=n_resamples, seed=seed, level=level)
+    scored = primary[primary["judge_scored"]]
+    pooled = cluster_ratio_estimate(
+        (scored["j"] - scored["h"]).to_numpy(float), np.ones(len(scored)), clusters=scored["cluster"].to_numpy(),
+        weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level,
+        seed=int(np.random.SeedSequence([seed, 13]).generate_state(1)[0]),
+        empty_reason=f"judge {judge!r} has no unit with both a judge and a human label")
     return AuditResult(positive=tuple(positive), models=tuple(models), contrasts=tuple(contrasts), ranks=ranks,
-                       error_matrix=tuple(matrix), unscored=int((~primary["judge_scored"]).sum()))
+                       error_matrix=tuple(matrix), unscored=int((~primary["judge_scored"]).sum()),
+                       pooled_difference=pooled)
 
 
 def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamples: int, seed: int,
@@ -374,9 +390,10 @@ def format_audit(result: AuditResult, *, simulated: bool = False) -> str:
                    else "partial correlations undefined (need >= 4 models and non-constant residuals)")
         lines.append(f"  {c.family} ({c.n_models} models): {c.statistic:+.3f}, p = {c.p_value:.4g}, Holm p = "
                      f"{c.p_holm:.4g} [{c.method}]; {partial}")
+    lines.append(f"\npooled score difference (judge - human, all units): {result.pooled_difference.format()}")
     r = result.ranks
-    lines.append(f"\nrank preservation over {r.n} models: Spearman {r.spearman:.3f}, Kendall {r.kendall:.3f}, "
-                 f"max rank shift {r.max_rank_shift:g}, max/min ratio judge {r.ratio_judge:.3g} vs human "
+    lines.append(f"rank preservation over {r.n} models: Pearson {r.pearson:.3f}, Spearman {r.spearman:.3f}, "
+                 f"Kendall {r.kendall:.3f}, max rank shift {r.max_rank_shift:g}, max/min ratio judge {r.ratio_judge:.3g} vs human "
                  f"{r.ratio_human:.3g}" + (f" ({'; '.join(sorted(set(r.reasons.values())))})" if r.reasons else ""))
     if result.error_matrix:
         lines.append("\njudge family x response family (false positive / false negative rate):")

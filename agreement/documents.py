@@ -196,12 +196,23 @@ class ValidationSection(_Doc):
     notes: list[str] = Field(default_factory=list)
 
 
+class PopulationPairs(_Doc):
+    """Judge-judge agreement on every unit of one kind the judges labelled (ISE Table 6)."""
+
+    kind: str = Field(description="Unit kind.")
+    n_units: int = Field(description="Units of the kind with at least one judge label.")
+    judges: list[str] = Field(default_factory=list)
+    groups: list[PairGroup] = Field(default_factory=list, description="All units first, then per setting and split.")
+
+
 class ValidationDocument(StageDocument):
     STAGE: ClassVar[str] = "validation"
     COMMAND: ClassVar[str] = "accord validate"
 
     sections: list[ValidationSection] = Field(default_factory=list, description="One section per unit kind.")
     judges: list[str] = Field(default_factory=list)
+    population_judge_pairs: list[PopulationPairs] = Field(
+        default_factory=list, description="Judge-judge agreement over the whole population, not only the sample.")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:
@@ -300,6 +311,7 @@ class FamilyContrast(_Doc):
 
 class Ranks(_Doc):
     n: int
+    pearson: float | None = Field(default=None, description="Pearson r of judge-based and human-based model scores.")
     spearman: float | None = None
     kendall: float | None = None
     max_rank_shift: float | None = None
@@ -325,6 +337,9 @@ class AuditDocument(StageDocument):
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)
     ranks: Ranks
+    pooled_difference: Interval | None = Field(
+        default=None, description="Judge-scored minus human-scored rate pooled over every audited unit, "
+                                  "with a cluster bootstrap interval (EHQ's score impact).")
     error_matrix: list[ErrorCell] = Field(default_factory=list)
 
     @classmethod
@@ -434,7 +449,10 @@ class ScoreRow(_Doc):
     escalate: Interval
     contrast: Contrast | None = None
     unscored: dict[str, int] = Field(default_factory=dict)
-    corrected: dict[str, dict[str, Interval]] = Field(default_factory=dict)
+    corrected: dict[str, dict[str, Interval]] = Field(
+        default_factory=dict, description="metric -> rogan_gladen / ppi corrections of the judge-scored rate.")
+    not_correctable: dict[str, str] = Field(
+        default_factory=dict, description="metric -> why neither Rogan-Gladen nor PPI++ applies to the rate.")
 
 
 class ScoreDocument(StageDocument):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agreement.documents import (
+    PairGroup,
     DOCUMENTS,
     AgreementRecord,
     AuditDocument,
@@ -113,6 +115,19 @@ def fmt_ci(block: Interval | AgreementRecord | None, *, percent: bool = False) -
     return text
 
 
+def judge_pair_rows(groups: Sequence[PairGroup]) -> list[list[str]]:
+    """One row per pair coefficient and one of directional disagreement counts, per group."""
+    rows = []
+    for group in groups:
+        for pair in group.pairs:
+            where = f"{pair.rater_a} vs {pair.rater_b} [{group.subgroup or 'all'}]"
+            for name, result in pair.results.items():
+                rows.append([where, name, fmt_ci(result), str(pair.n_units)])
+            rows.append([where, "directional disagreements",
+                         ", ".join(f"{d.a}->{d.b}: {d.count}" for d in pair.disagreements), ""])
+    return rows
+
+
 def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[str, Interval]]]:
     """Agreement tables and the forest-plot rows (label, statistic with interval)."""
     tables, forest = [], []
@@ -137,13 +152,7 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
                     rows.append([f"baseline {base} (on {judge}'s units)", name, fmt_ci(interval), ""])
                     if name == "gwet_ac1":
                         forest.append((f"{kind}: baseline {base} AC1", interval))
-        for group in (*section.judge_pairs, *section.subgroup_judge_pairs):
-            for pair in group.pairs:
-                where = group.subgroup or "all"
-                for name, result in pair.results.items():
-                    rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", name, fmt_ci(result), str(pair.n_units)])
-                dis = ", ".join(f"{d.a}->{d.b}: {d.count}" for d in pair.disagreements)
-                rows.append([f"{pair.rater_a} vs {pair.rater_b} [{where}]", "directional disagreements", dis, ""])
+        rows += judge_pair_rows((*section.judge_pairs, *section.subgroup_judge_pairs))
         tables.append(Table(title=f"Agreement: {kind}", header=["comparison", "coefficient", "estimate [CI]", "n"],
                             rows=rows, note="; ".join(section.notes)))
         per_class = [[ref.rater, str(c.label), fmt(c.precision), fmt(c.recall), fmt(c.f1), str(c.support),
@@ -174,6 +183,11 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
         if unscored:
             tables.append(Table(title=f"Unscored judge outputs: {kind}", header=["judge", "unscored", "rows", "reasons"],
                                 rows=unscored))
+    for population in doc.population_judge_pairs:
+        tables.append(Table(title=f"Judge-judge agreement over the population: {population.kind}",
+                            header=["comparison", "coefficient", "estimate [CI]", "n"],
+                            rows=judge_pair_rows(population.groups),
+                            note=f"every judged unit of the kind ({population.n_units}), not only the human sample"))
     return tables, forest
 
 
@@ -259,7 +273,7 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
                   c.method, fmt(c.partial_r_family), fmt(c.partial_r_human), c.undefined_reason or ""]
                  for c in doc.contrasts]
     r = doc.ranks
-    ranks = [[str(r.n), fmt(r.spearman), fmt(r.kendall), fmt(r.max_rank_shift, digits=1), fmt(r.ratio_judge),
+    ranks = [[str(r.n), fmt_ci(doc.pooled_difference), fmt(r.pearson), fmt(r.spearman), fmt(r.kendall), fmt(r.max_rank_shift, digits=1), fmt(r.ratio_judge),
               fmt(r.ratio_human), "; ".join(sorted(set(r.reasons.values())))]]
     matrix = [[e.judge_family, e.response_family, fmt_ci(e.false_positive_rate), fmt_ci(e.false_negative_rate),
                "self-family" if e.self_family else ""] for e in doc.error_matrix]
@@ -270,8 +284,9 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
         Table(title="Family contrasts", header=["family", "models", "contrast", "p", "Holm p", "method",
                                                 "partial r (family | human)", "partial r (human | family)", "note"],
               rows=contrasts, note=doc.note),
-        Table(title="Rank preservation", header=["models", "Spearman", "Kendall", "max rank shift", "max/min judge",
-                                                 "max/min human", "note"], rows=ranks),
+        Table(title="Score impact and rank preservation",
+              header=["models", "pooled difference (judge - human)", "Pearson", "Spearman", "Kendall",
+                      "max rank shift", "max/min judge", "max/min human", "note"], rows=ranks),
         Table(title="Judge family x response family errors", header=["judge family", "response family",
                                                                      "false positive rate", "false negative rate", ""],
               rows=matrix),
@@ -398,16 +413,19 @@ def score_tables(doc: ScoreDocument) -> list[Table]:
                             "" if contrast is None or p is None else f"{contrast.test} p={p:.3g}",
                             ", ".join(f"{m}: {n}" for m, n in row.unscored.items() if n)])
         for metric, methods in row.corrected.items():
-            corrected.append(head[:3] + [metric, fmt_ci(getattr(row, metric, None), percent=True)]
+            corrected.append(head + [metric, fmt_ci(getattr(row, metric, None), percent=True)]
                              + [fmt_ci(methods.get(name), percent=True) for name in ("rogan_gladen", "ppi")])
+        for metric, reason in row.not_correctable.items():
+            corrected.append(head + [metric, fmt_ci(getattr(row, metric, None), percent=metric != "first_turn"),
+                                     f"not correctable: {reason}", ""])
     note = "; ".join(doc.notes)
     return [
         Table(title="Judge-scored benchmark (%; 95% percentile bootstrap CIs)",
               header=["agent", "backbone", "dataset", "split", "accuracy", "Identify F1", "first turn t*", "Solve",
                       "Escalate", "conflict vs control", "unscored"], rows=rows,
               note=("-- = undefined (empty denominator or control split); 0.0 = empirical zero. " + note).strip()),
-        Table(title="Bias-corrected rates from the human-validated sample (conflict split, %)",
-              header=["agent", "backbone", "dataset", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],
+        Table(title="Bias-corrected rates from the human-validated sample (%)",
+              header=["agent", "backbone", "dataset", "split", "rate", "judge-scored", "Rogan-Gladen", "PPI++"],
               rows=corrected),
     ]
 

@@ -215,6 +215,9 @@ class ScoreRow:
     contrast: ContrastTest | None
     unscored: dict[str, int]
     corrected: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    """metric -> Rogan-Gladen and PPI++ corrections of a judge-scored rate."""
+    not_correctable: dict[str, str] = field(default_factory=dict)
+    """metric -> why neither correction applies to it."""
 
     METRICS = ("accuracy", "identify_precision", "identify_recall", "identify_f1", "first_turn", "solve", "escalate")
 
@@ -224,6 +227,7 @@ class ScoreRow:
         for name in self.METRICS:
             out[name] = getattr(self, name).to_dict()
         out["corrected"] = {m: {k: e.to_dict() for k, e in v.items()} for m, v in self.corrected.items()}
+        out["not_correctable"] = dict(self.not_correctable)
         return out
 
 
@@ -339,6 +343,16 @@ def binary_rate_corrections(full: pd.DataFrame, validation: pd.DataFrame | None,
 
 
 # --- the study-level benchmark (accord score) -------------------------------------------------
+
+# Why Rogan-Gladen and PPI++ (both correct the share of one judge's binary label over a fixed set of
+# units) do not apply to these judge-scored rates of a conflict row.
+NOT_CORRECTABLE: dict[str, str] = {
+    "identify_precision": "its denominator (the flagged instances) is chosen by the judge, so the rate is not a "
+                          "share of one fixed set of units",
+    "identify_f1": "it combines precision and recall, not a single share of judged units",
+    "first_turn": "a mean turn index t*, not a binary rate",
+    "solve": "it combines the Identify flag and t* with tool-call facts over a judge-chosen denominator",
+}
 
 _LABEL_VALUE = {"yes": 1.0, "no": 0.0, "correct": 1.0, "incorrect": 0.0}
 
@@ -506,25 +520,26 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
     frame = frame.copy()
     frame["correct"] = np.where(frame["truncated"].to_numpy(bool), 0.0, frame["correct"].to_numpy(float))
     for row in rows:
-        if row.key["split"] != "conflict":
-            continue
         cell = frame[(frame["agent"] == row.key["agent"]) & (frame["backbone"] == row.key["backbone"])
                      & (frame["dataset"] == row.key["dataset"])]
-        conflict = cell[cell["split"] == "conflict"]
         args = dict(n_resamples=n_resamples, level=level)
-        flagged = conflict[conflict["flag"].notna()]
-        row.corrected["identify_recall"] = binary_rate_corrections(
-            pd.DataFrame({"unit": flagged["identify_unit"], "value": flagged["flag"]}), validation[identify_judge],
-            seed=cell_seed(seed, row.key.values(), "rg_identify"), **args)
-        wrong = conflict[(conflict["correct"] == 0) & conflict["escalate"].notna()]
-        row.corrected["escalate"] = binary_rate_corrections(
-            pd.DataFrame({"unit": wrong["escalate_unit"], "value": wrong["escalate"]}), validation[escalate_judge],
-            seed=cell_seed(seed, row.key.values(), "rg_escalate"), **args)
-        if correctness_judge:
-            scored = conflict[conflict["correct"].notna() & ~conflict["truncated"]]
+        split = cell[cell["split"] == row.key["split"]]
+        if correctness_judge:  # the truncated runs' accuracy 0 is a rule, not the judge's: left out
+            scored = split[split["correct"].notna() & ~split["truncated"]]
             row.corrected["accuracy"] = binary_rate_corrections(
                 pd.DataFrame({"unit": scored["correctness_unit"], "value": scored["correct"]}),
                 validation[correctness_judge], seed=cell_seed(seed, row.key.values(), "rg_accuracy"), **args)
+        if row.key["split"] != "conflict":
+            continue
+        flagged = split[split["flag"].notna()]
+        row.corrected["identify_recall"] = binary_rate_corrections(
+            pd.DataFrame({"unit": flagged["identify_unit"], "value": flagged["flag"]}), validation[identify_judge],
+            seed=cell_seed(seed, row.key.values(), "rg_identify"), **args)
+        wrong = split[(split["correct"] == 0) & split["escalate"].notna()]
+        row.corrected["escalate"] = binary_rate_corrections(
+            pd.DataFrame({"unit": wrong["escalate_unit"], "value": wrong["escalate"]}), validation[escalate_judge],
+            seed=cell_seed(seed, row.key.values(), "rg_escalate"), **args)
+        row.not_correctable.update(NOT_CORRECTABLE)
     if study.simulated:
         notes.insert(0, SIMULATED_NOTE)
     if provenance["forced"]:
@@ -563,4 +578,6 @@ def format_score(document: dict[str, Any]) -> str:
             parts = [f"{name} {cell(est)}" if est["statistic"] is not None else f"{name} -- ({est['undefined_reason']})"
                      for name, est in corr.items()]
             lines.append(f"{'':<56}{metric} corrected: " + "; ".join(parts))
+        for metric, reason in row.get("not_correctable", {}).items():
+            lines.append(f"{'':<56}{metric} not correctable: {reason}")
     return "\n".join(lines)

@@ -163,6 +163,8 @@ class ValidationResult:
     tie_policy: str
     fingerprints: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    population: tuple[PopulationPairs, ...] = ()
+    """Judge-judge agreement over every unit the judges labelled (ISE Table 6), per unit kind."""
 
     def section(self, kind: str) -> Section:
         for s in self.sections:
@@ -176,17 +178,22 @@ class ValidationResult:
             "weighted": self.weighted, "tie_policy": self.tie_policy, "level": self.level,
             "fingerprints": self.fingerprints, "notes": list(self.notes),
             "sections": [section_to_dict(s, self.level) for s in self.sections],
+            "population_judge_pairs": [
+                {"kind": p.kind, "n_units": p.n_units, "judges": list(p.judges),
+                 "groups": [_pair_group_to_dict(t, self.level) for t in p.tables]} for p in self.population],
         }
+
+
+def _pair_group_to_dict(table: JudgePairTable, level: float) -> dict[str, Any]:
+    return {"subgroup": table.subgroup, "n_units": table.n_units,
+            "pairs": [{"rater_a": p.rater_a, "rater_b": p.rater_b, "n_units": p.n_units,
+                       "disagreements": [{"a": a, "b": b, "count": c} for a, b, c in p.disagreements()],
+                       "results": {k: _result_brief(v, level) for k, v in p.results.items()}} for p in table.pairs]}
 
 
 def section_to_dict(section: Section, level: float) -> dict[str, Any]:
     body = report_to_dict(section.report, level=level)
-    body["subgroup_judge_pairs"] = [
-        {"subgroup": t.subgroup, "n_units": t.n_units,
-         "pairs": [{"rater_a": p.rater_a, "rater_b": p.rater_b, "n_units": p.n_units,
-                    "disagreements": [{"a": a, "b": b, "count": c} for a, b, c in p.disagreements()],
-                    "results": {k: _result_brief(v, level) for k, v in p.results.items()}} for p in t.pairs]}
-        for t in section.subgroup_pairs]
+    body["subgroup_judge_pairs"] = [_pair_group_to_dict(t, level) for t in section.subgroup_pairs]
     body["baselines"] = {
         judge: {name: {"accuracy": _num(r.accuracy), "macro_f1": _num(r.macro_f1),
                        "results": {k: _result_brief(v, level) for k, v in r.agreement.results.items()},
@@ -352,10 +359,67 @@ def _resolved(data: Any, report: PanelReport, unit_info: pd.DataFrame, judges: l
     return counts, tuple(reference_report(panels[(j, RESOLVED)]) for j in judges if (j, RESOLVED) in panels)
 
 
+@dataclass(frozen=True, kw_only=True)
+class PopulationPairs:
+    """Judge-judge agreement on every unit of one kind the judges labelled, not only the human sample."""
+
+    kind: str
+    n_units: int
+    judges: tuple[str, ...]
+    tables: tuple[JudgePairTable, ...]
+    """All units first (subgroup None), then one table per setting and per split value."""
+
+
+def population_table(study: Study, *, judges: Sequence[str] | None = None,
+                     sample_index: int = 0) -> pd.DataFrame | None:
+    """Judge rows over every unit in units.jsonl: unit, rater, label (None = unscored), cluster, weight, kind,
+    and the STRATUM_FIELDS; judge labels on units the file does not list are left out. None when the study
+    has no units.jsonl (it started from imported labels)."""
+    from agreement.study_io import read_rows, strata_columns
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout.of(study.root)
+    if not layout.units.is_file():
+        return None
+    units = pd.DataFrame(read_rows(layout.units, ("unit_id", "trajectory_id", "kind"))).drop_duplicates("unit_id")
+    info = pd.concat([units[["unit_id", "trajectory_id", "kind"]], strata_columns(units)], axis=1).set_index("unit_id")
+    judge = study.judge[study.judge["sample_index"] == sample_index]
+    if judges is not None:
+        judge = judge[judge["judge"].isin(list(judges))]
+    table = pd.DataFrame({"unit": judge["unit_id"].to_numpy(), "rater": judge["judge"].astype(str).to_numpy(),
+                          "label": judge["label"].where(judge["parse_status"] == "ok").to_numpy(dtype=object)})
+    table = table.join(info, on="unit", how="inner").rename(columns={"trajectory_id": "cluster"})
+    table["weight"] = 1.0
+    return table.reset_index(drop=True)
+
+
+def population_judge_pairs(table: pd.DataFrame, *, settings: PanelSettings) -> tuple[PopulationPairs, ...]:
+    """ISE Table 6 over the population: every pair of judges sharing units of a kind, overall and per
+    setting and split, with directional disagreement counts (``population_table`` rows)."""
+    out = []
+    for kind in sorted(set(table["kind"])):
+        part = table[table["kind"] == kind]
+        judges = sorted(set(part["rater"]))
+        if len(judges) < 2:
+            continue
+        categories, _ = scheme_of([kind], part["label"])
+        data = rating_data(part, weighted=False, categories=categories
+                           or tuple(sorted(set(part["label"].dropna().astype(str)))) or None)
+        unit_info = part.drop_duplicates("unit").set_index("unit")
+        tables = [_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
+        for name in SUBGROUP_FIELDS:
+            values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
+            for value in sorted(set(values)):
+                tables.append(_pair_table(data, judges, values == value, f"{name}={value}", settings))
+        out.append(PopulationPairs(kind=kind, n_units=int(data.n_units), judges=tuple(judges), tables=tuple(tables)))
+    return tuple(out)
+
+
 def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = False, n_resamples: int = 10_000,
                    seed: int = DEFAULT_SEED, level: float = 0.95, fingerprints: dict[str, str] | None = None,
-                   ) -> ValidationResult:
-    """Validate every judge in a joined labels table (``agreement.study_io.labels_table``)."""
+                   population: pd.DataFrame | None = None) -> ValidationResult:
+    """Validate every judge in a joined labels table (``agreement.study_io.labels_table``); with
+    ``population`` (``population_table``), also the judge-judge table over every judged unit."""
     if table.empty:
         raise InputError("validation: no labels on the sampled units")
     if not (table["source"] == "human").any():
@@ -382,16 +446,18 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
         notes.insert(0, SIMULATED_NOTE)
     if weighted:
         notes.append("Estimates are reweighted by 1/inclusion probability of the sample design.")
+    pairs = () if population is None else population_judge_pairs(population, settings=settings)
     return ValidationResult(sections=tuple(sections), judges=tuple(judges), humans=tuple(humans),
                             simulated=simulated, weighted=weighted, settings=settings, level=level,
-                            tie_policy=tie_policy, fingerprints=dict(fingerprints or {}), notes=tuple(notes))
+                            tie_policy=tie_policy, fingerprints=dict(fingerprints or {}), notes=tuple(notes),
+                            population=pairs)
 
 
 def validate_study(study: Study, *, tie_policy: str, weighted: bool = False, n_resamples: int = 10_000,
                    seed: int = DEFAULT_SEED, level: float = 0.95, judges: list[str] | None = None) -> ValidationResult:
     table = labels_table(study, judges=judges)
     return validate_table(table, tie_policy=tie_policy, weighted=weighted, n_resamples=n_resamples, seed=seed,
-                          level=level, fingerprints=study.fingerprints)
+                          level=level, fingerprints=study.fingerprints, population=population_table(study, judges=judges))
 
 
 UNKNOWN_CODEBOOK = "unknown"
@@ -632,15 +698,24 @@ def format_validation(result: ValidationResult) -> str:
             lines.append(f"per-class vs {ref.reference} ({ref.rater}): accuracy {ref.accuracy:.3f}, "
                          + ", ".join(f"{c.label}: P {c.precision:.3f} R {c.recall:.3f} F1 {c.f1:.3f}"
                                      for c in ref.per_class))
-        for table in (*report.judge_pairs, *section.subgroup_pairs):
-            for pair in table.pairs:
-                dis = ", ".join(f"{a}->{b}: {n}" for a, b, n in pair.disagreements())
-                lines.append(f"judges {pair.rater_a} vs {pair.rater_b} [{table.subgroup or 'all'}, n={pair.n_units}]: "
-                             + "; ".join(f"{k} {_fmt(v, result.level)}" for k, v in pair.results.items())
-                             + f"; disagreements {dis}")
+        lines += _pair_lines((*report.judge_pairs, *section.subgroup_pairs), result.level)
         for note in report.notes:
             lines.append(f"note: {note}")
+    for population in result.population:
+        lines.append(f"\n== judge-judge over the population: {population.kind}, {population.n_units} judged units ==")
+        lines += _pair_lines(population.tables, result.level)
     return "\n".join(lines)
+
+
+def _pair_lines(tables: Sequence[JudgePairTable], level: float) -> list[str]:
+    lines = []
+    for table in tables:
+        for pair in table.pairs:
+            dis = ", ".join(f"{a}->{b}: {n}" for a, b, n in pair.disagreements())
+            lines.append(f"judges {pair.rater_a} vs {pair.rater_b} [{table.subgroup or 'all'}, n={pair.n_units}]: "
+                         + "; ".join(f"{k} {_fmt(v, level)}" for k, v in pair.results.items())
+                         + f"; disagreements {dis}")
+    return lines
 
 
 def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str) -> pd.DataFrame:

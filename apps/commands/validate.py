@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from agreement.validation import (
         codebook_versions,
         format_validation,
+        population_table,
         validate_by_codebook,
         validate_table,
     )
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
                 "seed": args.seed, "level": args.level}
     table = labels_table(study, judges=args.judge)
     with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
-        result = validate_table(table, **settings, fingerprints=study.fingerprints)
+        result = validate_table(table, **settings, fingerprints=study.fingerprints,
+                                population=population_table(study, judges=args.judge))
         splits = validate_by_codebook(table, **settings) if args.by_codebook else ()
     body = {**result.to_dict(), "codebook_versions": codebook_versions(table)}
     if args.by_codebook:

@@ -10,6 +10,7 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from agreement.audit import OBSERVATIONAL_NOTE, audit, holm, partial_correlation, permutation_contrast, rank_preservation
@@ -101,6 +102,11 @@ def test_rank_preservation_hand_example():
     assert ranks.kendall == pytest.approx(4 / 6)  # 5 concordant, 1 discordant pair
     assert ranks.max_rank_shift == 1.0
     assert ranks.ratio_judge == pytest.approx(0.4 / 0.1) and ranks.ratio_human == pytest.approx(0.4 / 0.1)
+    assert ranks.pearson == pytest.approx(stats.pearsonr([0.1, 0.2, 0.3, 0.4], [0.2, 0.1, 0.3, 0.4]).statistic)
+    # Hand: deviations (-.15,-.05,.05,.15) vs (-.05,-.15,.05,.15): sxy = .04, sxx = syy = .05 -> r = 0.8.
+    assert ranks.pearson == pytest.approx(0.8)
+    flat = rank_preservation(np.array([0.2, 0.2, 0.2]), np.array([0.1, 0.2, 0.3]))
+    assert math.isnan(flat.pearson) and "pearson" in flat.reasons
     zero = rank_preservation(np.array([0.0, 0.2, 0.3]), np.array([0.1, 0.2, 0.3]))
     assert math.isnan(zero.ratio_judge) and "ratio_judge" in zero.reasons
 
@@ -122,6 +128,25 @@ def test_error_matrix_flags_self_family_and_counts_errors():
     assert cells[("openai", "openai")].false_positive_rate.statistic == pytest.approx(1 / 2)
     assert cells[("openai", "openai")].false_negative_rate.statistic == 0.0
     assert cells[("openai", "anthropic")].false_negative_rate.statistic == pytest.approx(1 / 2)
+
+
+def test_pooled_score_difference_over_all_units():
+    # Model x: judge yes,yes,no vs human yes,no,no (+1 false positive); model y: judge no,no vs human yes,no
+    # (-1 missed); an unscored row does not count. Pooled over the 5 scored units: (1 - 1) / 5 = 0, while the
+    # per-model biases are +1/3 and -1/2. Unit clusters -> the bootstrap interval straddles 0.
+    rows = [dict(unit=f"x{i}", cluster=f"x{i}", model="x", family="a", judge=j, human=h)
+            for i, (j, h) in enumerate([("yes", "yes"), ("yes", "no"), ("no", "no")])]
+    rows += [dict(unit=f"y{i}", cluster=f"y{i}", model="y", family="b", judge=j, human=h)
+             for i, (j, h) in enumerate([("no", "yes"), ("no", "no"), (None, "yes")])]
+    result = audit(pd.DataFrame(rows), positive=["yes"], n_resamples=500)
+    pooled = result.pooled_difference
+    assert pooled.statistic == pytest.approx(0.0) and pooled.n == 5
+    assert pooled.ci_low < 0 < pooled.ci_high
+    # The model-x units alone: judge 2 yes vs human 1 yes out of 3 -> +1/3.
+    only_x = audit(pd.DataFrame(rows[:3]), positive=["yes"], n_resamples=200).pooled_difference
+    assert only_x.statistic == pytest.approx(1 / 3)
+    assert audit(pd.DataFrame(rows), positive=["yes"], n_resamples=500).to_dict()["pooled_difference"] \
+        == result.to_dict()["pooled_difference"]
 
 
 def test_unscored_judge_rows_are_counted_not_scored():

@@ -37,7 +37,8 @@ def test_report_is_self_contained_and_complete(finished, capsys):
     for title in ("Agreement forest plot", "Bias per evaluated model", "Accuracy vs Identify / Solve / Escalate",
                   "Confusion: identify@j vs majority"):
         assert title in html
-    for name in ("Judge-scored benchmark", "Bias-corrected rates", "Family contrasts", "Per-class precision",
+    for name in ("Judge-scored benchmark", "Bias-corrected rates", "Family contrasts", "pooled difference", "Pearson",
+                 "not correctable", "Per-class precision",
                  "observational", "sealed/key.jsonl", "gate policy"):
         assert name in html and name in md
     for png in re.findall(r"\]\(([^)]+\.png)\)", md):

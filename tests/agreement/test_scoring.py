@@ -263,6 +263,13 @@ def test_score_on_accepted_judges_cites_the_verdict(ise, capsys):
             rg, ppi = row["corrected"][metric]["rogan_gladen"], row["corrected"][metric]["ppi"]
             assert rg["statistic"] is not None and ppi["statistic"] is not None
             assert rg["ci_low"] <= rg["statistic"] <= rg["ci_high"]
+    for row in body["rows"]:
+        # Every judge-scored rate is corrected or says why not; accuracy on the control split too.
+        assert row["corrected"]["accuracy"]["rogan_gladen"]["statistic"] is not None
+        if row["key"]["split"] == "conflict":
+            assert set(row["not_correctable"]) == {"identify_precision", "identify_f1", "first_turn", "solve"}
+            assert all(row["not_correctable"].values())
+    check_control_accuracy_correction(ise, body)
     # Changing the judge's labels on the sample after the gate invalidates the acceptance.
     path = ise / "judges" / "labels.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
@@ -272,6 +279,42 @@ def test_score_on_accepted_judges_cites_the_verdict(ise, capsys):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["score", str(ise), *SCORE]) == 1
     assert "changed since the gate" in capsys.readouterr().err
+
+
+def check_control_accuracy_correction(root, body):
+    """Rogan-Gladen of the control split's accuracy, counted by hand from the study files.
+
+    Se/Sp of correct@j against the 3-annotator majority (no ties with 3 binary votes) over every
+    validated correctness unit (equal weights: inclusion_prob 0.8 everywhere); observed = share of
+    'correct' among the cell's control correctness units (a truncated run has no correctness unit);
+    pi = clip((observed + Sp - 1) / (Se + Sp - 1), 0, 1).
+    """
+    def rows(name):
+        return [json.loads(x) for x in (root / name).read_text().splitlines()]
+
+    task_unit = {k["task_id"]: k["unit_id"] for k in rows("sealed/key.jsonl")}
+    votes: dict[str, list[str]] = {}
+    for h in rows("labels/human.jsonl"):
+        votes.setdefault(task_unit[h["task_id"]], []).append(h["label"])
+    majority = {u: max(set(v), key=v.count) for u, v in votes.items()}
+    judge = {r["unit_id"]: r["label"] for r in rows("judges/labels.jsonl") if r["judge"] == "correct@j"}
+    pairs = [(judge[u], m) for u, m in majority.items() if u in judge]
+    se = sum(j == m == "correct" for j, m in pairs) / sum(m == "correct" for _, m in pairs)
+    sp = sum(j == m == "incorrect" for j, m in pairs) / sum(m == "incorrect" for _, m in pairs)
+    units = rows("units.jsonl")
+    checked = 0
+    for row in body["rows"]:
+        if row["key"]["split"] != "control":
+            continue
+        mine = [judge[u["unit_id"]] for u in units if u["kind"] == "correctness" and u["unit_id"] in judge
+                and u["strata"]["agent"] == row["key"]["agent"] and u["strata"]["split"] == "control"]
+        observed = sum(label == "correct" for label in mine) / len(mine)
+        rg = row["corrected"]["accuracy"]["rogan_gladen"]
+        assert rg["n"] == len(mine)
+        assert (rg["details"]["sensitivity"], rg["details"]["specificity"]) == pytest.approx((se, sp))
+        assert rg["statistic"] == pytest.approx(min(1.0, max(0.0, (observed + sp - 1) / (se + sp - 1))))
+        checked += 1
+    assert checked == 2
 
 
 def test_correctness_from_trajectory_metadata(tmp_path):

@@ -410,3 +410,46 @@ def test_agreement_split_by_codebook_version_equals_each_version_validated_alone
     assert main(["validate", str(root), "--n-resamples", "200"]) == 0
     text = capsys.readouterr().out
     assert f"codebook {'a' * 12}" in text and "--by-codebook validates each version" in text
+
+
+def test_population_judge_pairs_count_every_judged_unit_not_only_the_sample(study, capsys):
+    # Hand count straight from the files: identify units of units.jsonl where both identify judges gave a
+    # label; identify@lenient only turns identify@j's "no" into "yes", so the one direction is no -> yes.
+    units = {row["unit_id"]: row for row in map(json.loads, (study / "units.jsonl").read_text().splitlines())}
+    labels: dict[str, dict[str, str]] = {}
+    for row in map(json.loads, (study / "judges" / "labels.jsonl").read_text().splitlines()):
+        if row["judge"] in ("identify@j", "identify@lenient") and row["label"] is not None:
+            labels.setdefault(row["unit_id"], {})[row["judge"]] = row["label"]
+    both = {u: v for u, v in labels.items() if len(v) == 2}
+    sampled = set(load_study(study).key["unit_id"])
+    assert len(both) > len(both.keys() & sampled)  # the population is larger than the human sample
+
+    def hand(where):
+        chosen = [v for u, v in both.items() if where(units[u])]
+        flips = sum(v["identify@j"] == "no" and v["identify@lenient"] == "yes" for v in chosen)
+        assert not any(v["identify@j"] == "yes" and v["identify@lenient"] == "no" for v in chosen)
+        return len(chosen), flips
+
+    assert main(["validate", str(study), "--n-resamples", "200", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    (population,) = [p for p in body["population_judge_pairs"] if p["kind"] == "identify_trajectory"]
+    groups = {g["subgroup"]: g for g in population["groups"]}
+    assert set(groups) == {None, "setting=controlled", "split=conflict", "split=control"}
+    for subgroup, where in ((None, lambda u: True), ("split=conflict", lambda u: u["strata"]["split"] == "conflict"),
+                            ("split=control", lambda u: u["strata"]["split"] == "control")):
+        (pair,) = groups[subgroup]["pairs"]
+        n, flips = hand(where)
+        assert (pair["rater_a"], pair["rater_b"], pair["n_units"]) == ("identify@j", "identify@lenient", n)
+        assert pair["disagreements"] == [{"a": "no", "b": "yes", "count": flips}]
+        assert pair["results"]["percent_agreement"]["statistic"] == pytest.approx(1 - flips / n)
+    # Kinds judged by one judge only have no judge-judge table.
+    assert {p["kind"] for p in body["population_judge_pairs"]} == {"identify_trajectory"}
+    assert main(["validate", str(study), "--n-resamples", "200"]) == 0
+    assert "judge-judge over the population: identify_trajectory" in capsys.readouterr().out
+    from agreement.documents import ValidationDocument, read_document
+    from agreement.report import validation_tables
+
+    tables, _ = validation_tables(read_document(ValidationDocument, StudyLayout.of(study)))
+    (table,) = [t for t in tables if t.title == "Judge-judge agreement over the population: identify_trajectory"]
+    n, flips = hand(lambda u: True)
+    assert ["identify@j vs identify@lenient [all]", "directional disagreements", f"no->yes: {flips}", ""] in table.rows
