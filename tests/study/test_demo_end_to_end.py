@@ -75,6 +75,12 @@ def test_demo_study_end_to_end_then_nothing_to_redo(capsys, demo_study) -> None:
     recompute_matches(out, study)
     verdict = json.loads((out / "gate" / "verdict.json").read_text())
     assert verdict["simulated"] and set(verdict["judges"]) == set(study.gate.judges)
+    # Two evaluated models cannot give an interval for a family contrast: the criterion fails as
+    # unmeasurable and says what it needs, instead of passing on no evidence.
+    for body in verdict["judges"].values():
+        (family,) = [c for c in body["criteria"] if c["type"] == "family_contrast"]
+        assert not family["passed"] and family["reason"].startswith("cannot be measured")
+        assert "needs at least 3 models" in family["reason"]
     assert json.loads((out / "audit" / "audit.json").read_text())["simulated"] is True
 
     # The judge-scored benchmark was forced for the rejected judges and is stamped so.
