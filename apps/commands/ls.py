@@ -122,7 +122,8 @@ def _status(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
             lines.append(f"    {kind}: {project['labelled']} of {project['tasks']} ({project['url']})")
     return {
         "text": lines,
-        "json": {"backend": status.backend, "n_tasks": status.n_tasks, "labelled": dict(status.labelled), **status.details},
+        "json": {"backend": status.backend, "n_tasks": status.n_tasks, "labelled": dict(status.labelled),
+                 "assigned": dict(status.assigned), **status.details},
     }
 
 
