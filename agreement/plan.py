@@ -455,9 +455,19 @@ def format_plan(result: Plan) -> str:
 
 
 def plot_oc(result: Plan, path: Any) -> None:
-    """The OC curve as a PNG (matplotlib, headless)."""
-    import matplotlib
+    """The OC curve as a PNG (matplotlib, headless), written atomically (its folder made if needed)."""
+    import io
+    from pathlib import Path
 
+    from samples.jsonl import atomic_writer
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"--plot {path}: is a folder; expected the path of a PNG file")
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'accord[report]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -474,5 +484,8 @@ def plot_oc(result: Plan, path: Any) -> None:
     ax.set_title(f"{result.policy}: {result.oc_units} units, {result.design.annotators} annotators", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(fig)
+    with atomic_writer(path) as handle:
+        handle.write(buffer.getvalue())
