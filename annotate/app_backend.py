@@ -273,10 +273,9 @@ class AppBackend:
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
         annotators added after blinding get their seeded order (``Store.load_tasks``)."""
-        blind_dir = Path(blind_dir)
-        tasks = load_tasks(blind_dir / "tasks.jsonl")
-        return self.push(tasks, load_orders(blind_dir / "orders.json", tasks),
-                         late_seed=blinding_seed(StudyLayout(blind_dir.parent)))
+        layout = StudyLayout(Path(blind_dir).parent)  # a blind folder is its study's blind/
+        tasks = load_tasks(layout.tasks)
+        return self.push(tasks, load_orders(layout.orders, tasks), late_seed=blinding_seed(layout))
 
     def pull(self) -> list[HumanLabel]:
         """Every label of the sampled units in the store, saved as the study's coding-app labels file

@@ -39,7 +39,6 @@ from samples.schemes import DEFAULT_SCHEME, get_scheme
 AnnotatorRole = Literal["annotator", "adjudicator"]
 ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
 SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
-STORE_RELATIVE_PATH = Path("labels") / "store.sqlite"
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -219,7 +218,7 @@ class Store:
         study = Path(study)
         if not study.is_dir():
             raise InputError(f"--study {str(study)!r}: not a folder")
-        return cls.open(study / STORE_RELATIVE_PATH)
+        return cls.open(StudyLayout(study).store)
 
     # -- connection and schema -------------------------------------------------
 

@@ -28,14 +28,16 @@ def run(args: argparse.Namespace) -> int:
 
     from annotate.app_backend import AppBackend
 
+    from samples.layout import StudyLayout
+
     study = Path(args.study).resolve()
-    blind = study / "blind"
-    if not (blind / "tasks.jsonl").is_file():
-        raise InputError(f"{blind / 'tasks.jsonl'}: not found; run `accord blind` first (the app only serves blinded tasks)")
+    layout = StudyLayout(study)
+    if not layout.tasks.is_file():
+        raise InputError(f"{layout.tasks}: not found; run `accord blind` first (the app only serves blinded tasks)")
     if not 1 <= args.port <= 65535:
         raise InputError(f"--port {args.port}: expected 1..65535")
     backend = AppBackend(study=study)
-    report = backend.push_files(blind)
+    report = backend.push_files(layout.blind_dir)
     if args.json:
         print(json.dumps({"study": str(study), "n_tasks": report.n_tasks, "created": report.created,
                           "already_present": report.already_present, "annotators": list(report.annotators),

@@ -68,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     from annotate.tasks import load_orders, load_tasks
 
-    tasks = load_tasks(args.tasks or args.study / "blind" / "tasks.jsonl")
-    orders = load_orders(args.orders or args.study / "blind" / "orders.json", tasks)
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout.of(args.study)
+    tasks = load_tasks(args.tasks or layout.tasks)
+    orders = load_orders(args.orders or layout.orders, tasks)
     report = backend.push(tasks, orders)
     projects = report.details["projects"]
     lines = [
