@@ -141,6 +141,29 @@ def test_dashboard_in_a_real_browser(dashboard_url):
         assert page.locator("img").count() >= 4
 
 
+@pytest.mark.browser
+def test_dashboard_cards_and_ceiling_plot_are_on_the_first_screen(dashboard_url, repo):
+    """At 1400x900 the dashboard's first screen holds every judge's card and the judge-vs-ceiling plot."""
+    from tests.support.browser import browser
+
+    with browser() as context:
+        page = context.new_page()
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.goto(dashboard_url)
+        page.get_by_text("Gate verdict: ACCEPT").wait_for(timeout=60_000)
+        cards = page.get_by_text(re.compile(r"^(ACCEPT|REJECT) \S+@j \(\d+ of \d+ criteria pass\)"))
+        cards.first.wait_for(timeout=30_000)
+        assert cards.count() == 3  # identify@j, escalate@j, correct@j
+        plot = page.get_by_role("img").first
+        plot.wait_for(timeout=30_000)
+        for element in (*[cards.nth(i) for i in range(cards.count())], plot):
+            box = element.bounding_box()
+            assert box is not None and box["y"] + box["height"] <= 900, element
+        artifacts = repo / "out" / "test-artifacts"
+        artifacts.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(artifacts / "dashboard-first-screen.png"))
+
+
 def _reference(judge: str, confusion: dict[tuple[str, str], int]) -> dict:
     cells = [{"a": a, "b": b, "count": c} for (a, b), c in confusion.items()]
     n = sum(confusion.values())
