@@ -6,7 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 accord=${ACCORD:-.venv/bin/accord}
 status=0
-for study in data/studies/mad/study.toml data/studies/alttest/*/study.toml data/studies/mtbench-self-preference/study.toml; do
+# The small studies first, so a REJECT (MAD) and ACCEPTs (lesion, cebab_stars) show in the first seconds.
+first="data/studies/mad/study.toml data/studies/alttest/lesion/study.toml data/studies/alttest/cebab_stars/study.toml"
+rest=$(ls data/studies/alttest/*/study.toml data/studies/mtbench-self-preference/study.toml | grep -v -e /lesion/ -e /cebab_stars/)
+for study in $first $rest; do
   "$accord" run "$study" --quiet
   rc=$?
   if [ "$rc" -eq 2 ]; then
