@@ -27,7 +27,7 @@ from annotate.gold import (
     with_gold,
 )
 from annotate.records import HumanLabel
-from annotate.store import Revision, Store, SubmitResult, blinding_seed
+from annotate.store import AppSettings, Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -121,7 +121,7 @@ class AnnotatorSession(_Session):
 
     def practice(self) -> PracticeSession | None:
         """The study's qualification round for this person; None when the study has none."""
-        layout = study_layout(self._store)
+        layout = self._store.layout
         practice = load_practice(layout) if layout is not None else None
         return None if practice is None else PracticeSession(self._store, self._token, practice.units)
 
@@ -224,15 +224,9 @@ class AdjudicatorSession(_Session):
         return self._store.task(task_id)
 
 
-def study_layout(store: Store) -> StudyLayout | None:
-    """The study folder a store belongs to; None for a store file opened outside one."""
-    layout = StudyLayout(store.path.resolve().parent.parent)
-    return layout if layout.store == store.path.resolve() else None
-
-
 def study_gold_ids(store: Store) -> frozenset[str]:
     """Task ids of the gold units of the study this store belongs to."""
-    layout = study_layout(store)
+    layout = store.layout
     gold = load_gold(layout) if layout is not None else None
     return frozenset(gold.task_ids()) if gold is not None else frozenset()
 
@@ -245,7 +239,7 @@ def sign_in(store: Store, token: str) -> AnnotatorSession | AdjudicatorSession:
 
 
 class AppBackend:
-    """The embedded default backend: the coding app's SQLite store of one study."""
+    """The embedded default backend: the coding app's store of one study (SQLite, or PostgreSQL: ``store_location``)."""
 
     name = "app"
 
@@ -297,4 +291,4 @@ class AppBackend:
         )
 
 
-register_backend("app", AppBackend)
+register_backend("app", AppBackend, settings=AppSettings)

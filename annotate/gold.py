@@ -249,8 +249,8 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
 
     layout = StudyLayout.of(study)
     rate = check_rate(rate)
-    if layout.store.is_file() and Store.open(layout.store).orders():
-        raise InputError(f"{layout.store}: annotators' orders are already loaded; gold units must be added before "
+    if Store.exists_for_study(layout) and Store.for_study(layout).orders():
+        raise InputError(f"{Store.for_study(layout).location}: annotators' orders are already loaded; gold units must be added before "
                          "the first push (accord app / accord run), since a loaded order cannot change")
     salt, seed, sample_sha = blinding_salt(layout)
     rows = read_gold_table(table)
@@ -394,10 +394,10 @@ def gold_accuracy(labels: Sequence[HumanLabel], gold: GoldKey, *, annotators: Se
 def study_gold_labels(layout: StudyLayout, gold: GoldKey) -> list[HumanLabel]:
     """Labels given on a study's gold units: the coding app's store (the freshest source), else
     its sealed export ``StudyLayout.gold_labels`` (what the last pull saved)."""
-    if layout.store.is_file():
-        from annotate.store import Store
+    from annotate.store import Store
 
-        store = Store.open(layout.store)
+    if Store.exists_for_study(layout):
+        store = Store.for_study(layout)
         try:
             labels = store.labels()
         finally:

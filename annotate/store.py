@@ -1,10 +1,13 @@
-"""The coding app's SQLite store: annotators, blinded tasks, orders and labels.
+"""The coding app's store: annotators, blinded tasks, orders and labels.
 
-One file per study (``STUDY/labels/store.sqlite``) in WAL mode, so the Streamlit app,
-the CLI and simulated panels read while one writer commits. Every submit is one
-``BEGIN IMMEDIATE`` transaction that appends a revision to ``submissions`` (the
-full history) and upserts the current row of ``labels`` (the latest revision
-counts). A submit is idempotent by its submission id: a double click, a browser
+One store per study, on one of two engines (``annotate.engines``): a SQLite file
+(``STUDY/labels/store.sqlite``, WAL, the embedded default: the Streamlit app, the CLI
+and simulated panels read while one writer commits), or a schema of a PostgreSQL
+database that several app servers share. ``store_location`` says which (the
+``ACCORD_STORE_URL`` environment variable, else the study file's ``[annotation]
+options.store``, else the file). Every submit is one write transaction that appends a
+revision to ``submissions`` (the full history) and upserts the current row of
+``labels`` (the latest revision counts). A submit is idempotent by its submission id: a double click, a browser
 retry or a reload that sends the same id never adds a row. The schema evolves
 only through the append-only, named migrations below.
 
@@ -18,19 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import secrets
-import sqlite3
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from annotate.engines import Connection, Engine, check_store_url, open_engine, scheme_of
 from annotate.records import HumanLabel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
-from samples.jsonl import private_file
 from samples.kinds import first_turn_offered, first_turn_problem
 from samples.layout import StudyLayout
 from samples.records import BlindTask
@@ -67,7 +71,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 UNIQUE (annotator, task_id)
             )""",
             """CREATE TABLE submissions (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                seq {SEQ},
                 submission_id TEXT NOT NULL UNIQUE,
                 task_id TEXT NOT NULL REFERENCES tasks (task_id),
                 annotator TEXT NOT NULL,
@@ -76,7 +80,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 first_turn INTEGER,
                 unsure INTEGER NOT NULL,
                 note TEXT NOT NULL,
-                seconds_spent REAL,
+                seconds_spent {FLOAT},
                 backend TEXT NOT NULL,
                 submitted_at TEXT NOT NULL
             )""",
@@ -90,7 +94,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 note TEXT NOT NULL,
                 created_at TEXT NOT NULL,
                 updated_at TEXT NOT NULL,
-                seconds_spent REAL,
+                seconds_spent {FLOAT},
                 backend TEXT NOT NULL,
                 revisions INTEGER NOT NULL,
                 last_seq INTEGER NOT NULL,
@@ -114,7 +118,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "0003_practice_answers",
         (
             """CREATE TABLE practice_answers (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                seq {SEQ},
                 submission_id TEXT NOT NULL UNIQUE,
                 task_id TEXT NOT NULL,
                 annotator TEXT NOT NULL,
@@ -122,14 +126,36 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 first_turn INTEGER,
                 unsure INTEGER NOT NULL,
                 note TEXT NOT NULL,
-                seconds_spent REAL,
+                seconds_spent {FLOAT},
                 correct INTEGER NOT NULL,
                 submitted_at TEXT NOT NULL
             )""",
             "CREATE INDEX practice_by_owner ON practice_answers (annotator, task_id, seq)",
         ),
     ),
+    (
+        # Reload-proof sign-ins (apps.browser_sessions) in the store, so a browser signed in at
+        # one app server stays signed in at another. Only the secret's hash is kept, tied to the
+        # token hash it was opened with: rotating or revoking the token ends its sessions.
+        "0004_browser_sessions",
+        (
+            """CREATE TABLE browser_sessions (
+                secret_hash TEXT PRIMARY KEY,
+                annotator TEXT NOT NULL REFERENCES annotators (name),
+                token_hash TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                expires_at TEXT NOT NULL
+            )""",
+        ),
+    ),
 )
+# The tables a copy moves and checks, each with the key its rows are ordered by (browser
+# sessions are not moved: people sign in again on the new store).
+TABLES: tuple[tuple[str, str], ...] = (
+    ("annotators", "name"), ("tasks", "task_id"), ("orders", "annotator, position"), ("submissions", "seq"),
+    ("labels", "task_id, annotator, role"), ("practice_answers", "seq"),
+)
+STORE_URL_ENV = "ACCORD_STORE_URL"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,77 +220,178 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def study_schema(layout: StudyLayout) -> str:
+    """The PostgreSQL schema of a study whose URL names none: ``accord_`` and the study folder's name."""
+    name = re.sub(r"[^a-z0-9_]+", "_", layout.root.resolve().name.lower()).strip("_") or "study"
+    return f"accord_{name}"[:63]
+
+
+def store_location(layout: StudyLayout) -> str | Path:
+    """Where a study's store is: ``ACCORD_STORE_URL``, else the study file's ``[annotation] options.store``
+    (as ``accord run`` resolved it into study.json), else the SQLite file ``labels/store.sqlite``.
+    A PostgreSQL URL without ``schema=`` gets the study's own (``study_schema``)."""
+    url = os.environ.get(STORE_URL_ENV, "").strip()
+    where = STORE_URL_ENV
+    if not url:
+        url, where = configured_store(layout) or "", f"{layout.resolved_study} annotation.options.store"
+    if not url:
+        return layout.store
+    return with_study_schema(check_store_url(url, where=where), layout)
+
+
+def with_study_schema(url: str, layout: StudyLayout) -> str:
+    """A database URL naming the study's schema unless it names one (a SQLite URL as it is)."""
+    if scheme_of(url) != "sqlite" and "schema=" not in url.partition("?")[2]:
+        url += ("&" if "?" in url else "?") + f"schema={study_schema(layout)}"
+    return url
+
+
+def configured_store(layout: StudyLayout) -> str | None:
+    """The store URL the study file named (``[annotation] options.store``), read through the app backend's settings."""
+    if not layout.resolved_study.is_file():
+        return None
+    try:
+        annotation = json.loads(layout.resolved_study.read_text(encoding="utf-8")).get("annotation") or {}
+    except json.JSONDecodeError as error:
+        raise InputError(f"{layout.resolved_study}: not JSON ({error})") from None
+    if annotation.get("backend", "app") != "app":
+        return None
+    return AppSettings.model_validate(annotation.get("options") or {}).store
+
+
+class AppSettings(BaseModel):
+    """The coding app's study-file settings (``[annotation] options`` with ``backend = "app"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store: str | None = Field(default=None, description="The store's URL, e.g. postgresql://db.example/accord for "
+                                                        "several app servers (no password: PGPASSWORD or ~/.pgpass); "
+                                                        "default the study's SQLite file. ACCORD_STORE_URL overrides.")
+
+    @field_validator("store")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_store_url(value, where="store")
+            except InputError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    def backend_options(self) -> dict[str, Any]:
+        return {}  # the store is found from the study folder (store_location), by every command alike
+
+
 
 class Store:
-    """Thread-safe handle on one store file: each thread gets its own connection."""
+    """One study's store on its engine; safe to share between threads (the app's sessions)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
-        # Threads of one process (the app's sessions) queue here instead of in SQLite's
-        # busy handler, which sleeps in steps of up to 100 ms; other processes still
-        # meet the busy timeout.
-        self._write_lock = threading.Lock()
+    def __init__(self, engine: Engine, *, layout: StudyLayout | None = None) -> None:
+        self.engine = engine
+        self.layout = layout
+        """The study folder the store belongs to; None for a store opened on its own."""
 
     @classmethod
-    def open(cls, path: str | Path) -> Store:
-        path = private_file(path)  # labels map tasks to people: owner-only
-        store = cls(path)
+    def open(cls, location: str | Path, *, layout: StudyLayout | None = None) -> Store:
+        """A SQLite file path, or a URL of a registered engine (``postgresql://...``)."""
+        store = cls(open_engine(location), layout=layout)
         store._migrate()
         return store
 
     @classmethod
-    def for_study(cls, study: str | Path) -> Store:
-        study = Path(study)
-        if not study.is_dir():
-            raise InputError(f"--study {str(study)!r}: not a folder")
-        return cls.open(StudyLayout(study).store)
+    def for_study(cls, study: str | Path | StudyLayout) -> Store:
+        layout = StudyLayout.of(study)
+        if not layout.root.is_dir():
+            raise InputError(f"--study {str(layout.root)!r}: not a folder")
+        return cls.open(store_location(layout), layout=layout)
+
+    @classmethod
+    def exists_for_study(cls, study: str | Path | StudyLayout) -> bool:
+        """Whether the study has a store yet (a database store always exists once it is named)."""
+        layout = StudyLayout.of(study)
+        location = store_location(layout)
+        return layout.store.is_file() if isinstance(location, Path) else True
+
+    @property
+    def location(self) -> str:
+        return self.engine.location
 
     # -- connection and schema -------------------------------------------------
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0)
-                conn.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.DatabaseError as error:
-                raise InputError(f"{self.path}: not a usable SQLite store ({error})") from None
-            # FULL: a label a person spent minutes on survives a power cut, not only a crash.
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.row_factory = sqlite3.Row
-            self._local.conn = conn
-        return conn
-
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self.engine.close()
 
-    def _write(self) -> _WriteTransaction:
-        return _WriteTransaction(self._conn(), self._write_lock)
+    def _read(self):
+        return self.engine.read()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._read() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._read() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _write(self, *, shared: bool = False):
+        return self.engine.write(shared=shared)
 
     def _migrate(self) -> None:
-        conn = self._conn()
-        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        applied = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-        for name, statements in MIGRATIONS:
-            if name in applied:
-                continue
-            with self._write() as tx:
-                if tx.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+        with self._write() as tx:  # one transaction: two servers starting at once migrate once
+            tx.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            applied = {row[0] for row in tx.execute("SELECT name FROM migrations").fetchall()}
+            for name, statements in MIGRATIONS:
+                if name in applied:
                     continue
                 for statement in statements:
-                    tx.execute(statement)
+                    tx.execute(self.engine.ddl(statement))
                 tx.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_iso()))
 
     def applied_migrations(self) -> list[str]:
-        return [row[0] for row in self._conn().execute("SELECT name FROM migrations ORDER BY rowid")]
+        with self._read() as conn:
+            applied = {row[0] for row in conn.execute("SELECT name FROM migrations").fetchall()}
+        return [name for name, _ in MIGRATIONS if name in applied] + sorted(applied - {n for n, _ in MIGRATIONS})
 
     def integrity_check(self) -> str:
-        return str(self._conn().execute("PRAGMA integrity_check").fetchone()[0])
+        """``ok`` when the engine's own check passes and every label is its owner's latest revision
+        (its revision count, last sequence number and values match the submissions history)."""
+        engine = self.engine.integrity()
+        if engine != "ok":
+            return engine
+        with self._read() as conn:
+            broken = conn.execute(
+                """SELECT l.task_id, l.annotator, l.role FROM labels AS l
+                   LEFT JOIN (SELECT task_id, annotator, role, COUNT(*) AS n, MAX(seq) AS last
+                              FROM submissions GROUP BY task_id, annotator, role) AS h
+                     ON h.task_id = l.task_id AND h.annotator = l.annotator AND h.role = l.role
+                   LEFT JOIN submissions AS s ON s.seq = l.last_seq
+                   WHERE h.n IS NULL OR h.n <> l.revisions OR h.last <> l.last_seq OR s.label <> l.label
+                   ORDER BY l.task_id, l.annotator, l.role"""
+            ).fetchall()
+            orphans = conn.execute(
+                """SELECT COUNT(*) FROM (SELECT DISTINCT task_id, annotator, role FROM submissions) AS h
+                   WHERE NOT EXISTS (SELECT 1 FROM labels AS l WHERE l.task_id = h.task_id
+                                     AND l.annotator = h.annotator AND l.role = h.role)"""
+            ).fetchone()[0]
+        problems = [f"label ({row[0]}, {row[1]}, {row[2]}) does not match its history" for row in broken[:5]]
+        if orphans:
+            problems.append(f"{orphans} submission history(ies) without a current label")
+        return "; ".join(problems) or "ok"
+
+    def fingerprint(self) -> dict[str, TableFingerprint]:
+        """Per table: its row count and the sha256 of its rows in key order (values as JSON), the same on
+        every engine for the same content; what ``copy_store`` compares after a copy."""
+        with self._read() as conn:
+            return {table: _table_fingerprint(conn, table, key) for table, key in TABLES}
+
+    def data_version(self) -> tuple[int, ...]:
+        """Changes whenever a label, task, order or annotator is added or changed (the live view's refresh signal)."""
+        with self._read() as conn:
+            row = conn.execute(
+                """SELECT (SELECT COALESCE(MAX(seq), 0) FROM submissions), (SELECT COUNT(*) FROM tasks),
+                          (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM annotators),
+                          (SELECT COUNT(*) FROM annotators WHERE revoked_at IS NOT NULL)"""
+            ).fetchone()
+        return tuple(int(value) for value in row)
 
     # -- annotators ------------------------------------------------------------
 
@@ -290,6 +417,7 @@ class Store:
             updated = tx.execute(
                 "UPDATE annotators SET token_hash = ?, revoked_at = NULL WHERE name = ?", (hash_token(token), name)
             ).rowcount
+            tx.execute("DELETE FROM browser_sessions WHERE annotator = ?", (name,))
         if not updated:
             raise InputError(f"unknown annotator {name!r}")
         return token
@@ -299,15 +427,17 @@ class Store:
             updated = tx.execute(
                 "UPDATE annotators SET token_hash = NULL, revoked_at = ? WHERE name = ?", (now_iso(), name)
             ).rowcount
+            tx.execute("DELETE FROM browser_sessions WHERE annotator = ?", (name,))
         if not updated:
             raise InputError(f"unknown annotator {name!r}")
 
     def annotators(self) -> list[Annotator]:
-        rows = self._conn().execute("SELECT name, role, created_at, revoked_at FROM annotators ORDER BY name")
+        rows = self._all("SELECT name, role, created_at, revoked_at FROM annotators ORDER BY name")
         return [Annotator(**dict(row)) for row in rows]
 
     def authenticate(self, token: str) -> Annotator:
-        return _authenticate(self._conn(), token)
+        with self._read() as conn:
+            return _authenticate(conn, token)
 
     # -- tasks and orders ------------------------------------------------------
 
@@ -360,26 +490,26 @@ class Store:
                           annotators=tuple(sorted({*orders, *late})), late=tuple(late))
 
     def task(self, task_id: str) -> BlindTask:
-        row = self._conn().execute("SELECT payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        row = self._one("SELECT payload FROM tasks WHERE task_id = ?", (task_id,))
         if row is None:
             raise InputError(f"unknown task id {task_id!r}")
         return BlindTask.model_validate_json(row[0])
 
     def task_kind(self, task_id: str) -> str | None:
         """A task's unit kind without reading its payload (None for a task not in the store)."""
-        row = self._conn().execute("SELECT kind FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        row = self._one("SELECT kind FROM tasks WHERE task_id = ?", (task_id,))
         return None if row is None else str(row[0])
 
     def n_tasks(self) -> int:
-        return int(self._conn().execute("SELECT COUNT(*) FROM tasks").fetchone()[0])
+        return int(self._one("SELECT COUNT(*) FROM tasks")[0])
 
     def order(self, annotator: str) -> list[str]:
-        rows = self._conn().execute("SELECT task_id FROM orders WHERE annotator = ? ORDER BY position", (annotator,))
+        rows = self._all("SELECT task_id FROM orders WHERE annotator = ? ORDER BY position", (annotator,))
         return [row[0] for row in rows]
 
     def orders(self) -> dict[str, list[str]]:
         result: dict[str, list[str]] = {}
-        for row in self._conn().execute("SELECT annotator, task_id FROM orders ORDER BY annotator, position"):
+        for row in self._all("SELECT annotator, task_id FROM orders ORDER BY annotator, position"):
             result.setdefault(row[0], []).append(row[1])
         return result
 
@@ -419,8 +549,9 @@ class Store:
             raise InputError(f"note {note!r}: expected a string")
         if codebook_sha256 is not None and not _is_sha256(codebook_sha256):
             raise InputError(f"codebook_sha256 {codebook_sha256!r}: expected 64 lowercase hex characters or None")
-        with self._write() as tx:
+        with self._write(shared=True) as tx:
             who = _authenticate(tx, token)
+            self.engine.lock(tx, who.name)  # one person's submits one at a time, whichever server takes them
             role = "adjudication" if who.role == "adjudicator" else "independent"
             values = (task_id, who.name, role, label, first_turn, int(bool(unsure)), note, backend)
             existing = tx.execute(
@@ -438,9 +569,10 @@ class Store:
             now = now_iso()
             seq = tx.execute(
                 """INSERT INTO submissions (submission_id, task_id, annotator, role, label, first_turn, unsure, note,
-                   seconds_spent, backend, submitted_at, codebook_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   seconds_spent, backend, submitted_at, codebook_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   RETURNING seq""",
                 (submission_id, *values[:7], seconds_spent, backend, now, codebook_sha256),
-            ).lastrowid
+            ).fetchone()[0]
             tx.execute(
                 """INSERT INTO labels (task_id, annotator, role, label, first_turn, unsure, note, created_at, updated_at,
                        seconds_spent, backend, revisions, last_seq, codebook_sha256)
@@ -464,8 +596,9 @@ class Store:
         the same ``submission_id`` again is a no-op. Returns (created, revision number)."""
         if not isinstance(submission_id, str) or not 8 <= len(submission_id) <= 128:
             raise InputError(f"submission_id {submission_id!r}: expected a string of 8-128 characters")
-        with self._write() as tx:
+        with self._write(shared=True) as tx:
             who = _authenticate(tx, token)
+            self.engine.lock(tx, who.name)
             created = tx.execute("SELECT 1 FROM practice_answers WHERE submission_id = ?", (submission_id,)).fetchone() is None
             if created:
                 tx.execute(
@@ -480,16 +613,16 @@ class Store:
 
     def practice_history(self, annotator: str, task_id: str) -> list[Revision]:
         """One person's answers to one practice unit, oldest first."""
-        rows = self._conn().execute(
+        rows = self._all(
             """SELECT submission_id, task_id, annotator, 'practice' AS role, label, first_turn, unsure, note, seconds_spent,
                       'app' AS backend, submitted_at FROM practice_answers WHERE annotator = ? AND task_id = ? ORDER BY seq""",
             (annotator, task_id),
-        ).fetchall()
+        )
         return [_revision(row, number) for number, row in enumerate(rows, start=1)]
 
     def practice_results(self, annotator: str) -> dict[str, bool]:
         """Per practice unit answered: whether the first answer was the expected one."""
-        rows = self._conn().execute(
+        rows = self._all(
             "SELECT task_id, correct FROM practice_answers WHERE annotator = ? ORDER BY seq", (annotator,))
         results: dict[str, bool] = {}
         for task_id, correct in rows:
@@ -497,18 +630,18 @@ class Store:
         return results
 
     def history(self, annotator: str, task_id: str, *, role: str = "independent") -> list[Revision]:
-        rows = self._conn().execute(
+        rows = self._all(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
                       submitted_at, codebook_sha256 FROM submissions WHERE annotator = ? AND task_id = ? AND role = ? ORDER BY seq""",
             (annotator, task_id, role),
-        ).fetchall()
+        )
         return [_revision(row, number) for number, row in enumerate(rows, start=1)]
 
     def all_revisions(self) -> list[Revision]:
-        rows = self._conn().execute(
+        rows = self._all(
             """SELECT submission_id, task_id, annotator, role, label, first_turn, unsure, note, seconds_spent, backend,
                       submitted_at, codebook_sha256 FROM submissions ORDER BY seq"""
-        ).fetchall()
+        )
         numbers: dict[tuple[str, str, str], int] = {}
         revisions = []
         for row in rows:
@@ -518,81 +651,140 @@ class Store:
         return revisions
 
     def label(self, annotator: str, task_id: str, *, role: str = "independent") -> HumanLabel | None:
-        row = _label_row(self._conn(), task_id, annotator, role)
+        with self._read() as conn:
+            row = _label_row(conn, task_id, annotator, role)
         return None if row is None else _human_label(row)
 
     def labels(self, *, annotator: str | None = None, role: str | None = None) -> list[HumanLabel]:
         """The labels table: the latest revision per (task, annotator, role), in a stable order."""
-        query = "SELECT * FROM labels WHERE (? IS NULL OR annotator = ?) AND (? IS NULL OR role = ?) ORDER BY task_id, role, annotator"
-        rows = self._conn().execute(query, (annotator, annotator, role, role)).fetchall()
+        where = {"annotator": annotator, "role": role}
+        chosen = [column for column, value in where.items() if value is not None]
+        clause = f" WHERE {' AND '.join(f'{column} = ?' for column in chosen)}" if chosen else ""
+        rows = self._all(f"SELECT * FROM labels{clause} ORDER BY task_id, role, annotator", [where[c] for c in chosen])
         return [_human_label(row) for row in rows]
 
     def labelled_task_ids(self, annotator: str, *, role: str = "independent") -> set[str]:
-        rows = self._conn().execute("SELECT task_id FROM labels WHERE annotator = ? AND role = ?", (annotator, role))
+        rows = self._all("SELECT task_id FROM labels WHERE annotator = ? AND role = ?", (annotator, role))
         return {row[0] for row in rows}
 
     def counts(self) -> dict[str, int]:
         """Independent labels per annotator (the status of the app backend)."""
-        rows = self._conn().execute("SELECT annotator, COUNT(*) FROM labels WHERE role = 'independent' GROUP BY annotator ORDER BY annotator")
+        rows = self._all("SELECT annotator, COUNT(*) FROM labels WHERE role = 'independent' GROUP BY annotator ORDER BY annotator")
         return {row[0]: int(row[1]) for row in rows}
 
     def disagreements(self) -> list[str]:
         """Task ids whose latest independent labels are not all the same (the adjudication queue)."""
-        rows = self._conn().execute(
+        rows = self._all(
             """SELECT l.task_id FROM labels AS l JOIN orders AS o ON o.annotator = l.annotator AND o.task_id = l.task_id
                WHERE l.role = 'independent' GROUP BY l.task_id HAVING COUNT(DISTINCT l.label) > 1
                ORDER BY MIN(o.position), l.task_id"""
         )
         return [row[0] for row in rows]
 
+    # -- browser sessions (apps.browser_sessions) --------------------------------------
 
-class _WriteTransaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``: takes the write lock up front so readers never deadlock a writer."""
+    def open_browser_session(self, token: str, *, lifetime_s: float) -> str:
+        """A new random secret standing for ``token`` for ``lifetime_s`` seconds, usable on every app server of
+        the store; only its hash is kept. Expired sessions are dropped on the way."""
+        if not lifetime_s > 0:
+            raise InputError(f"lifetime_s {lifetime_s!r}: expected a number of seconds > 0")
+        secret = secrets.token_urlsafe(32)
+        now = datetime.now(UTC)
+        with self._write(shared=True) as tx:
+            who = _authenticate(tx, token)
+            tx.execute("DELETE FROM browser_sessions WHERE annotator = ? AND expires_at <= ?", (who.name, now_iso()))
+            tx.execute(
+                """INSERT INTO browser_sessions (secret_hash, annotator, token_hash, created_at, expires_at)
+                   SELECT ?, name, token_hash, ?, ? FROM annotators WHERE name = ?""",
+                (hash_token(secret), now.isoformat(timespec="microseconds"),
+                 (now + timedelta(seconds=lifetime_s)).isoformat(timespec="microseconds"), who.name),
+            )
+        return secret
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.conn = conn
-        self.lock = lock
+    def close_browser_session(self, secret: str) -> None:
+        with self._write(shared=True) as tx:
+            tx.execute("DELETE FROM browser_sessions WHERE secret_hash = ?", (hash_token(secret),))
 
-    def __enter__(self) -> sqlite3.Connection:
-        self.lock.acquire()
+    def browser_session_valid(self, secret: str) -> bool:
+        """Whether a secret still signs its browser in (known, unexpired, its token neither rotated nor revoked)."""
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except BaseException:
-            self.lock.release()
-            raise
-        return self.conn
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
-        finally:
-            self.lock.release()
+            self.authenticate(secret)
+        except InputError:
+            return False
+        return True
 
 
-def _insert_order(conn: sqlite3.Connection, annotator: str, order: Sequence[str]) -> None:
+@dataclass(frozen=True, kw_only=True)
+class TableFingerprint:
+    rows: int
+    sha256: str
+
+
+def _table_fingerprint(conn: Connection, table: str, key: str) -> TableFingerprint:
+    digest = hashlib.sha256()
+    rows = conn.execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
+    for row in rows:
+        digest.update(json.dumps({name: row[name] for name in row.keys()}, sort_keys=True).encode("utf-8") + b"\n")
+    return TableFingerprint(rows=len(rows), sha256=digest.hexdigest())
+
+
+def copy_store(source: Store, target: Store) -> dict[str, TableFingerprint]:
+    """Copy every table of ``source`` into the empty ``target`` in one transaction, then check that each
+    table's row count and content hash match; on any mismatch nothing is kept in ``target``."""
+    before = source.fingerprint()
+    with target._write() as tx:
+        held = {table: int(tx.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table, _ in TABLES}
+        if any(held.values()):
+            busy = ", ".join(f"{table} {n}" for table, n in held.items() if n)
+            raise InputError(f"store {target.location}: not empty ({busy} rows); copy only into an empty store")
+        for table, key in TABLES:
+            rows = source._all(f"SELECT * FROM {table} ORDER BY {key}")
+            if rows:
+                columns = list(rows[0].keys())
+                tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                               [tuple(row) for row in rows])
+        for table in ("submissions", "practice_answers"):
+            target.engine.reset_sequence(tx, table, "seq")
+        after = {table: _table_fingerprint(tx, table, key) for table, key in TABLES}
+        if source.fingerprint() != before:
+            raise InputError(f"store {source.location}: changed during the copy (a server still takes labels?); "
+                             f"stop the app servers and copy again")
+        wrong = [table for table in before if before[table] != after[table]]
+        if wrong:
+            raise InputError(f"store {target.location}: copy check failed for {wrong} (row counts or content hashes "
+                             f"differ); nothing was kept")
+    return after
+
+
+def _insert_order(conn: Connection, annotator: str, order: Sequence[str]) -> None:
     conn.executemany("INSERT INTO orders (annotator, position, task_id) VALUES (?, ?, ?)",
                      [(annotator, position, task_id) for position, task_id in enumerate(order)])
 
 
-def _authenticate(conn: sqlite3.Connection, token: str) -> Annotator:
+def _authenticate(conn: Connection, token: str) -> Annotator:
+    """The annotator a credential stands for: their token, or a browser session secret opened with it."""
     if not isinstance(token, str) or not token.strip():
         raise InputError("token: empty; paste the token printed by `accord annotators add`")
-    row = conn.execute(
-        "SELECT name, role, created_at, revoked_at FROM annotators WHERE token_hash = ?", (hash_token(token.strip()),)
-    ).fetchone()
+    digest = hash_token(token.strip())
+    row = conn.execute("SELECT name, role, created_at, revoked_at FROM annotators WHERE token_hash = ?", (digest,)).fetchone()
+    if row is None:
+        row = conn.execute(
+            """SELECT a.name, a.role, a.created_at, a.revoked_at FROM browser_sessions AS s
+               JOIN annotators AS a ON a.name = s.annotator AND a.token_hash = s.token_hash
+               WHERE s.secret_hash = ? AND s.expires_at > ?""", (digest, now_iso())).fetchone()
     if row is None:
         raise InputError("token: not recognised (revoked, rotated or mistyped)")
     return Annotator(**dict(row))
 
 
-def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
+def _task_row(conn: Connection, task_id: str) -> Any:
     row = conn.execute("SELECT task_id, kind, scheme, payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
     if row is None:
         raise InputError(f"task_id {task_id!r}: not in the store")
     return row
 
 
-def _check_label(task: sqlite3.Row, label: str, first_turn: int | None) -> None:
+def _check_label(task: Any, label: str, first_turn: int | None) -> None:
     where = f"task {task['task_id']!r}"
     get_scheme(task["scheme"]).check(label, where=where)
     n_turns = len(json.loads(task["payload"]).get("turns") or []) if first_turn_offered(task["kind"]) else 0
@@ -601,7 +793,7 @@ def _check_label(task: sqlite3.Row, label: str, first_turn: int | None) -> None:
         raise InputError(f"{where}: {problem}")
 
 
-def _check_access(conn: sqlite3.Connection, who: Annotator, role: str, task_id: str) -> None:
+def _check_access(conn: Connection, who: Annotator, role: str, task_id: str) -> None:
     if role == "independent":
         if not conn.execute("SELECT 1 FROM orders WHERE annotator = ? AND task_id = ?", (who.name, task_id)).fetchone():
             raise InputError(f"task_id {task_id!r}: not in annotator {who.name!r}'s order")
@@ -613,13 +805,13 @@ def _check_access(conn: sqlite3.Connection, who: Annotator, role: str, task_id: 
         raise InputError(f"task_id {task_id!r}: independent labels do not disagree; nothing to adjudicate")
 
 
-def _label_row(conn: sqlite3.Connection, task_id: str, annotator: str, role: str) -> sqlite3.Row | None:
+def _label_row(conn: Connection, task_id: str, annotator: str, role: str) -> Any | None:
     return conn.execute(
         "SELECT * FROM labels WHERE task_id = ? AND annotator = ? AND role = ?", (task_id, annotator, role)
     ).fetchone()
 
 
-def _human_label(row: sqlite3.Row) -> HumanLabel:
+def _human_label(row: Any) -> HumanLabel:
     return HumanLabel(
         task_id=row["task_id"], annotator=row["annotator"], label=row["label"], first_turn=row["first_turn"],
         unsure=bool(row["unsure"]), note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
@@ -632,7 +824,7 @@ def _is_sha256(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def _revision(row: sqlite3.Row, number: int) -> Revision:
+def _revision(row: Any, number: int) -> Revision:
     values = dict(row)
     values["unsure"] = bool(values["unsure"])
     return Revision(**values, number=number)

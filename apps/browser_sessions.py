@@ -2,24 +2,22 @@
 
 A reload opens a new Streamlit session, which starts without the tab's sign-in. At sign-in
 the server hands the browser a random session secret in a cookie (no expiry date: it lives
-as long as the browser session, path /, SameSite=Strict) and keeps only the secret's
-sha256 in memory, mapped to the signed-in token and an expiry. The next session of that
-browser reads the cookie from the request that opened it (``st.context.cookies``) and, if
-the secret's hash is known and not expired, is signed in again; the token itself is then
-checked against the store as on every run (a revoked token still signs the tab out). The
-personal token never reaches the browser's storage or the URL, and the store keeps token
-hashes only, as before. Sign-out forgets the secret; a server restart forgets them all
-(people sign in again).
+as long as the browser session, path /, SameSite=Strict) and the store keeps only the
+secret's sha256, tied to the annotator's token hash and an expiry
+(``Store.open_browser_session``). The next session of that browser, on this app server or
+any other of the same store, reads the cookie from the request that opened it
+(``st.context.cookies``) and signs in with the secret itself, which the store accepts in
+place of the token until it expires, the person signs out, or their token is rotated or
+revoked. The personal token never reaches the browser's storage or the URL, and the store
+keeps hashes only, as before.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import threading
-import time
-
 import streamlit as st
+
+from annotate.store import Store
+from samples.errors import InputError
 
 COOKIE = "accord_session"
 # A working day, so a tab left open overnight asks for the token again.
@@ -40,43 +38,32 @@ export default function ({ data }) {
 SESSION_COOKIE = st.components.v2.component("accord_session_cookie", js=_COOKIE_JS)
 
 
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
 class BrowserSessions:
-    """The server's side of the reload-proof sign-in: hash of a browser's secret -> (token, expiry)."""
+    """The server's side of the reload-proof sign-in, kept in the study's store."""
 
-    def __init__(self, *, lifetime_s: float = LIFETIME_S, clock=time.monotonic) -> None:
+    def __init__(self, store: Store, *, lifetime_s: float = LIFETIME_S) -> None:
         if not lifetime_s > 0:
             raise ValueError(f"lifetime_s {lifetime_s!r}: expected a number of seconds > 0")
+        self._store = store
         self._lifetime_s = lifetime_s
-        self._clock = clock
-        self._sessions: dict[str, tuple[str, float]] = {}
-        self._lock = threading.Lock()
 
     def open(self, token: str) -> str:
         """A new secret for the browser that signed in with ``token``."""
-        secret = secrets.token_urlsafe(32)
-        now = self._clock()
-        with self._lock:
-            self._sessions = {key: value for key, value in self._sessions.items() if value[1] > now}
-            self._sessions[_digest(secret)] = (token, now + self._lifetime_s)
-        return secret
+        return self._store.open_browser_session(token, lifetime_s=self._lifetime_s)
 
-    def token(self, secret: object) -> str | None:
-        """The token a browser's secret stands for; None if unknown, forgotten or expired, or
-        not a secret at all (a session without a request, as under AppTest, has no cookies)."""
+    def credential(self, secret: object) -> str | None:
+        """The secret as the tab's credential when it still signs in; None if unknown, closed or expired,
+        or not a secret at all (a session without a request, as under AppTest, has no cookies)."""
         if not isinstance(secret, str) or not secret:
             return None
-        with self._lock:
-            found = self._sessions.get(_digest(secret))
-        return found[0] if found is not None and found[1] > self._clock() else None
+        return secret if self._store.browser_session_valid(secret) else None
 
     def close(self, secret: str | None) -> None:
         if secret:
-            with self._lock:
-                self._sessions.pop(_digest(secret), None)
+            try:
+                self._store.close_browser_session(secret)
+            except InputError:
+                pass  # nothing to forget
 
 
 def keep_cookie(secret: str | None) -> None:

@@ -58,14 +58,9 @@ def open_store(study: str) -> Store:
     return Store.for_study(study)
 
 
-@st.cache_resource
-def _browser_sessions(study: str) -> BrowserSessions:
-    return BrowserSessions()
-
-
 def browser_sessions() -> BrowserSessions:
-    """The study's sign-ins kept over a reload, one registry per server process."""
-    return _browser_sessions(os.environ["ACCORD_STUDY"])
+    """The study's sign-ins kept over a reload, in its store (shared by every app server of it)."""
+    return BrowserSessions(open_store(os.environ["ACCORD_STUDY"]))
 
 
 def flash(kind: str, message: str) -> None:
@@ -342,7 +337,7 @@ def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
     token = st.session_state.get("token")
     if token is None:
         secret = st.context.cookies.get(COOKIE)
-        token = browser_sessions().token(secret)
+        token = browser_sessions().credential(secret)
         if token is None:
             return None
         st.session_state["token"], st.session_state["browser_session"] = token, secret

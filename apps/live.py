@@ -42,15 +42,23 @@ class LiveView:
 
 
 def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
-    """Modification times of every file the live view reads."""
+    """Modification times of every file the live view reads, and the store's data version."""
+    from annotate.store import Store
+
     layout = StudyLayout.of(folder)
-    store = layout.store
-    paths = [layout.key, layout.orders, layout.resolved_study, store, store.with_name(store.name + "-wal"),
-             layout.gold, layout.gold_labels, *layout.human_label_files()]
+    paths = [layout.key, layout.orders, layout.resolved_study, layout.gold, layout.gold_labels,
+             *layout.human_label_files()]
     policy = _policy_path(layout)
     if policy is not None:
         paths.append(policy)
-    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
+    stamp = tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
+    if not Store.exists_for_study(layout):
+        return stamp
+    store = Store.for_study(layout)
+    try:
+        return (*stamp, ("store", float(hash(store.data_version()))))
+    finally:
+        store.close()
 
 
 def _policy_path(layout: StudyLayout) -> Path | None:
@@ -66,11 +74,11 @@ def _policy_path(layout: StudyLayout) -> Path | None:
 
 def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, list[str]]] | None:
     """The coding-app store's labels and orders, or None when the study has no store."""
-    if not layout.store.is_file():
-        return None
     from annotate.store import Store
 
-    store = Store.open(layout.store)
+    if not Store.exists_for_study(layout):
+        return None
+    store = Store.for_study(layout)
     try:
         rows = [label.model_dump(mode="json") for label in store.labels()]
         return rows, store.orders()

@@ -323,11 +323,11 @@ def annotation_backend(ctx: Context) -> Any:
 
 def store_labels_digest(ctx: Context) -> str | None:
     """sha256 of the coding-app store's current labels (read only; None before the store exists)."""
-    if not ctx.layout.store.is_file():
-        return None
     from annotate.store import Store
 
-    store = Store.open(ctx.layout.store)
+    if not Store.exists_for_study(ctx.layout):
+        return None
+    store = Store.for_study(ctx.layout)
     try:
         return sha256_hex([row.model_dump(mode="json") for row in store.labels()])
     finally:
@@ -758,6 +758,7 @@ def _count_by(path: Path, field_name: str) -> dict[str, int]:
 def _labels_status(ctx: Context) -> dict[str, Any]:
     """Per annotator: tasks assigned and labelled in the study's backend, and which backends their labels came from."""
     from annotate.records import HumanLabel
+    from annotate.store import Store
     from apps.demo.panel import SIMULATED_NOTICE
     from samples.jsonl import read_models
 
@@ -767,7 +768,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
               if row.role == "independent"]
     assigned: dict[str, int] = {}
     labelled: dict[str, int] = {}
-    if ctx.layout.tasks.is_file() and (ctx.study.annotation.backend != "app" or ctx.layout.store.is_file()):
+    if ctx.layout.tasks.is_file() and (ctx.study.annotation.backend != "app" or Store.exists_for_study(ctx.layout)):
         backend = annotation_backend(ctx)
         try:
             status = backend.status()

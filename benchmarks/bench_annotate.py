@@ -33,6 +33,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -94,9 +95,9 @@ async def _wait_for(page, selector: str, attributes: list[str]) -> None:
         raise RuntimeError(f"the page never showed {selector!r} within {TIMEOUT_S:.0f} s") from None
 
 
-def _study(root: Path, n_tasks: int) -> tuple[Path, dict[str, str], AppBackend]:
+def _study(root: Path, n_tasks: int, n_annotators: int = SESSIONS) -> tuple[Path, dict[str, str], AppBackend]:
     tasks = [BlindTask(task_id=f"t_{i:04d}", kind="escalate_final", text=f"Final answer {i}: the album came out in 1969.") for i in range(n_tasks)]
-    names = [f"annotator{i}" for i in range(SESSIONS)]
+    names = [f"annotator{i:02d}" for i in range(n_annotators)]
     (root / "blind").mkdir(parents=True)
     (root / "blind" / "tasks.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in tasks))
     (root / "blind" / "orders.json").write_text(json.dumps({name: [t.task_id for t in tasks] for name in names}))
@@ -143,8 +144,8 @@ async def _annotate(context, url: str, token: str, n_submits: int, n_tasks: int,
     return timings
 
 
-def _cpu_seconds(server_pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by the server's processes, by chromium's and by the
+def _cpu_seconds(server_pids: Sequence[int]) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the servers' processes, by chromium's and by the
     rest of this process's children (the Playwright driver), read from Linux's /proc."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, cpu, command = {}, {}, {}
@@ -164,12 +165,14 @@ def _cpu_seconds(server_pid: int) -> dict[str, float]:
         while parent.get(node, 0) not in (me, 0, 1):
             node = parent[node]
         if parent.get(node) == me:
-            part = "server" if node == server_pid else "browsers" if "chrom" in command[pid] else "driver"
+            part = "server" if node in server_pids else "browsers" if "chrom" in command[pid] else "driver"
             totals[part] += seconds
     return totals
 
 
-async def _browser_round_trips(url: str, tokens: dict[str, str], n_submits: int, n_tasks: int, server_pid: int, *, read: bool = False) -> tuple[np.ndarray, dict[str, float]]:
+async def _browser_round_trips(urls: Sequence[str], tokens: dict[str, str], n_submits: int, n_tasks: int,
+                               server_pids: Sequence[int], *, read: bool = False) -> tuple[np.ndarray, dict[str, float]]:
+    """Every annotator in their own browser context, annotator i at server ``urls[i % len(urls)]``."""
     from playwright.async_api import async_playwright
 
     from tests.support.browser import CHROMIUM_ARGS
@@ -182,16 +185,17 @@ async def _browser_round_trips(url: str, tokens: dict[str, str], n_submits: int,
         browser = await playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         contexts = [await browser.new_context(viewport={"width": 1280, "height": 1800}) for _ in tokens]
         sessions = asyncio.ensure_future(asyncio.gather(*[
-            _annotate(context, url, token, n_submits, n_tasks, ready, np.random.default_rng([SEED, number]) if read else None)
+            _annotate(context, urls[number % len(urls)], token, n_submits, n_tasks, ready,
+                      np.random.default_rng([SEED, number]) if read else None)
             for number, (context, token) in enumerate(zip(contexts, tokens.values(), strict=True))
         ]))
         all_signed_in = asyncio.ensure_future(ready.wait())
         await asyncio.wait({sessions, all_signed_in}, return_when=asyncio.FIRST_COMPLETED)
         if sessions.done():
             sessions.result()  # a session that failed before the barrier: raise its error, not a hang
-        before = _cpu_seconds(server_pid)
+        before = _cpu_seconds(server_pids)
         results = await sessions
-        after = _cpu_seconds(server_pid)
+        after = _cpu_seconds(server_pids)
         await browser.close()
     return np.asarray([timing for session in results for timing in session]), {part: after[part] - before[part] for part in after}
 
@@ -235,7 +239,7 @@ def _measure(root: Path, n_submits: int, *, read: bool) -> tuple[np.ndarray, dic
     name = "bench-coding-app"
     with coding_app(root, name=name) as url:
         server_pid = int((REPO / ".run" / f"{name}.pid").read_text())
-        timings, cpu = asyncio.run(_browser_round_trips(url, tokens, n_submits, n_tasks, server_pid, read=read))
+        timings, cpu = asyncio.run(_browser_round_trips([url], tokens, n_submits, n_tasks, [server_pid], read=read))
     _check_stored(backend, tokens, n_submits)
     return timings, cpu, backend, tokens
 

@@ -195,7 +195,7 @@ def _token(store: Store, name: str) -> str:
         return store.add_annotator(name)
     human = [label for label in store.labels(annotator=name) if label.backend != "simulated"]
     if human:
-        raise InputError(f"annotator {name!r} in {store.path} has {len(human)} label(s) from people; "
+        raise InputError(f"annotator {name!r} in {store.location} has {len(human)} label(s) from people; "
                          "the simulated panel will not label as them (choose other panel names)")
     return store.rotate_token(name)
 
@@ -215,7 +215,7 @@ def run_panel(store: Store, *, annotators: Sequence[SimulatedAnnotator] = DEFAUL
     orders = store.orders()
     missing = [name for name in names if not orders.get(name)]
     if missing:
-        raise InputError(f"annotators {missing}: no task order in the store {store.path}; "
+        raise InputError(f"annotators {missing}: no task order in the store {store.location}; "
                          f"blind the sample with these annotator names and load its orders first")
     tasks = {task_id: store.task(task_id) for name in names for task_id in orders[name]}
     latent_counts = Counter(f"{task.kind}:{latent_label(task).label}" for task in tasks.values())

@@ -8,8 +8,37 @@ from pathlib import Path
 import pytest
 
 from annotate.app_backend import AppBackend
-from annotate.store import Store
+from annotate.store import STORE_URL_ENV, Store
 from tests.annotate.helpers import write_study
+
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """Modules that set ``BOTH_ENGINES = True`` run every test that uses a store on both engines."""
+    if "engine" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
+        metafunc.parametrize("engine", ENGINES, indirect=True)
+
+
+@pytest.fixture
+def engine(request, monkeypatch) -> str:
+    """The store engine of a test (SQLite unless parametrized: ``BOTH_ENGINES``). For PostgreSQL,
+    ACCORD_STORE_URL names a fresh database of the session's cluster, so every ``Store.for_study``
+    (AppBackend, the CLI, the app) of the test opens it."""
+    name = getattr(request, "param", "sqlite")
+    if name == "postgresql":
+        monkeypatch.setenv(STORE_URL_ENV, request.getfixturevalue("postgres_url"))
+    else:
+        monkeypatch.delenv(STORE_URL_ENV, raising=False)
+    return name
+
+
+@pytest.fixture
+def store_location(engine, tmp_path) -> str | Path:
+    """Where a test's own store goes: a SQLite file, or the test's PostgreSQL database."""
+    import os
+
+    return tmp_path / "labels" / "store.sqlite" if engine == "sqlite" else os.environ[STORE_URL_ENV]
 
 
 @dataclass
@@ -20,7 +49,7 @@ class LoadedStudy:
 
 
 @pytest.fixture
-def loaded_study(tmp_path: Path) -> LoadedStudy:
+def loaded_study(tmp_path: Path, engine: str) -> LoadedStudy:
     root = write_study(tmp_path / "study")
     backend = AppBackend(study=root)
     backend.push_files(root / "blind")

@@ -48,3 +48,9 @@ def write_study(root: Path, tasks: list[BlindTask] = TASKS, orders: dict[str, li
     (sealed / "key.jsonl").write_text("".join(k.model_dump_json() + "\n" for k in key), encoding="utf-8")
     (sealed / "key.jsonl").chmod(0o600)
     return root
+
+
+def raw(store, query: str, params: tuple = ()) -> list[tuple]:
+    """Rows of a query run straight on the store's database (either engine), as plain tuples."""
+    with store.engine.read() as conn:
+        return [tuple(row) for row in conn.execute(query, params).fetchall()]

@@ -12,6 +12,9 @@ import pytest
 from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
+from annotate.app_backend import sign_in
+from annotate.store import Store
+from tests.annotate.conftest import ENGINES
 from tests.annotate.helpers import IDENTITY_MARKERS, ORDERS, TASKS
 
 APP = str(Path(__file__).resolve().parents[2] / "apps" / "coding_app.py")
@@ -563,23 +566,35 @@ def test_sign_in_gives_the_browser_a_session_secret_and_sign_out_takes_it_back(a
     assert at.text_input(key="token_input")
 
 
-def test_browser_sessions_keep_only_hashes_expire_and_close():
-    from apps.browser_sessions import BrowserSessions
+@pytest.mark.parametrize("engine", ENGINES, indirect=True)
+def test_browser_sessions_keep_only_hashes_expire_close_and_end_with_the_token(loaded_study, engine):
+    """On either engine: a session secret signs its annotator in on any server of the store (a second
+    Store handle stands for a second server) until it is closed, expires, or its token is rotated."""
+    import time
 
-    now = [1000.0]
-    sessions = BrowserSessions(lifetime_s=60.0, clock=lambda: now[0])
-    first, second = sessions.open("token-a"), sessions.open("token-b")
+    from apps.browser_sessions import BrowserSessions
+    from tests.annotate.helpers import raw
+
+    tokens = loaded_study.tokens
+    here = BrowserSessions(loaded_study.store, lifetime_s=60.0)
+    there = BrowserSessions(Store.for_study(loaded_study.root), lifetime_s=60.0)
+    first, second = here.open(tokens["alice"]), here.open(tokens["bob"])
     assert first != second and len(first) >= 40
-    assert (sessions.token(first), sessions.token(second)) == ("token-a", "token-b")
-    assert first not in repr(vars(sessions)) and second not in repr(vars(sessions))  # only their sha256
+    assert (there.credential(first), there.credential(second)) == (first, second)
+    assert sign_in(Store.for_study(loaded_study.root), first).name == "alice"
+    stored = raw(loaded_study.store, "SELECT secret_hash, annotator FROM browser_sessions ORDER BY annotator")
+    assert [name for _, name in stored] == ["alice", "bob"] and not {first, second} & {h for h, _ in stored}
     for unknown in (None, "", first[:-1], 42):
-        assert sessions.token(unknown) is None
-    sessions.close(first)
-    assert sessions.token(first) is None and sessions.token(second) == "token-b"
-    now[0] += 60.0
-    assert sessions.token(second) is None  # expired after its lifetime
+        assert there.credential(unknown) is None
+    there.close(first)
+    assert here.credential(first) is None and here.credential(second) == second
+    loaded_study.store.rotate_token("bob")
+    assert here.credential(second) is None  # a rotated token ends its sessions
+    brief = BrowserSessions(loaded_study.store, lifetime_s=0.05).open(tokens["carol"])
+    time.sleep(0.1)
+    assert there.credential(brief) is None  # expired after its lifetime
     with pytest.raises(ValueError, match="lifetime_s 0"):
-        BrowserSessions(lifetime_s=0)
+        BrowserSessions(loaded_study.store, lifetime_s=0)
 
 
 def test_a_label_records_the_codebook_version_the_page_showed(app, loaded_study):

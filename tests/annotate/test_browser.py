@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 
 import pytest
 
+from tests.annotate.helpers import raw
 from tests.support.browser import browser
 
 pytestmark = pytest.mark.browser
@@ -39,14 +39,9 @@ def expect_text(page, text: str) -> None:
     page.get_by_text(text, exact=True).wait_for(timeout=TIMEOUT_MS)
 
 
-def rows(db, query: str) -> list[tuple]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(query).fetchall()
-
-
 def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(running_app):
     study = running_app.study
-    db = study.store.path
+    db = study.store
     with browser() as context:
         page = context.new_page()
         sign_in(page, running_app.url, study.tokens["alice"])
@@ -95,15 +90,15 @@ def test_annotator_labels_with_mouse_and_keyboard_reloads_resumes_and_edits(runn
         expect_text(page, "Saved 'no' (revision 2).")
         page.get_by_text(re.compile(r"^History of this label \(2 revision")).wait_for(timeout=TIMEOUT_MS)
 
-    assert rows(db, "SELECT task_id, label, first_turn, unsure, note, revisions, backend, role FROM labels WHERE annotator='alice' ORDER BY task_id") == [
+    assert raw(db, "SELECT task_id, label, first_turn, unsure, note, revisions, backend, role FROM labels WHERE annotator='alice' ORDER BY task_id") == [
         ("t_a1", "yes", 1, 1, "turn 1 names both sources", 1, "app", "independent"),
         ("t_b2", "no", None, 0, "", 1, "app", "independent"),
         ("t_c3", "no", None, 0, "", 2, "app", "independent"),
     ]
-    assert rows(db, "SELECT task_id, label FROM submissions WHERE annotator='alice' ORDER BY seq") == [
+    assert raw(db, "SELECT task_id, label FROM submissions WHERE annotator='alice' ORDER BY seq") == [
         ("t_a1", "yes"), ("t_b2", "no"), ("t_c3", "yes"), ("t_c3", "no"),
     ]
-    (created, updated, seconds), = rows(db, "SELECT created_at, updated_at, seconds_spent FROM labels WHERE annotator='alice' AND task_id='t_c3'")
+    (created, updated, seconds), = raw(db, "SELECT created_at, updated_at, seconds_spent FROM labels WHERE annotator='alice' AND task_id='t_c3'")
     assert created < updated and seconds > 0
 
 
@@ -131,7 +126,7 @@ def test_double_submit_in_the_browser_adds_one_row(running_app):
         # The second click was drawn for the first task: ignored, the next task's form stays empty.
         assert page.locator('.accord-label-form [aria-checked="true"]').count() == 0
         assert page.get_by_role("textbox", name="Note").input_value() == ""
-    assert rows(study.store.path, "SELECT task_id, label, unsure, note FROM submissions WHERE annotator='carol'") == [("t_b2", "no", 1, "typed before choosing")]
+    assert raw(study.store, "SELECT task_id, label, unsure, note FROM submissions WHERE annotator='carol'") == [("t_b2", "no", 1, "typed before choosing")]
 
 
 def test_adjudicator_page_in_the_browser(running_app):
@@ -153,5 +148,5 @@ def test_adjudicator_page_in_the_browser(running_app):
         page.keyboard.press("s")
         expect_text(page, "Saved 'ABSTAIN' (revision 1).")
         page.get_by_text(re.compile(r"· 1 of 2 disagreements adjudicated$")).wait_for(timeout=TIMEOUT_MS)
-    assert rows(store.path, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication'") == [("t_f6", "judy", "adjudication", "ABSTAIN")]
-    assert rows(store.path, "SELECT annotator, label FROM labels WHERE task_id='t_f6' AND role='independent' ORDER BY annotator") == [("alice", "HEDGE"), ("bob", "ABSTAIN")]
+    assert raw(store, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication'") == [("t_f6", "judy", "adjudication", "ABSTAIN")]
+    assert raw(store, "SELECT annotator, label FROM labels WHERE task_id='t_f6' AND role='independent' ORDER BY annotator") == [("alice", "HEDGE"), ("bob", "ABSTAIN")]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from annotate.store import Store, hash_token
 from apps.cli import main
-from tests.annotate.helpers import write_study
+from tests.annotate.helpers import raw, write_study
 
 
 def accord(capsys, *argv: str) -> tuple[int, str, str]:
@@ -26,7 +26,7 @@ def test_annotators_add_list_rotate_revoke(tmp_path, capsys):
     token = json.loads(out)["token"]
     store = Store.for_study(study)
     assert store.authenticate(token).name == "alice"
-    assert store._conn().execute("SELECT token_hash FROM annotators").fetchone()[0] == hash_token(token)
+    assert raw(store, "SELECT token_hash FROM annotators") == [(hash_token(token),)]
     code, out, _ = accord(capsys, "annotators", "add", "judy", "--role", "adjudicator", "--study", str(study))
     assert code == 0 and "shown once" in out
     code, _, err = accord(capsys, "annotators", "add", "alice", "--study", str(study))

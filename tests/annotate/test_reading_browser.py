@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +19,13 @@ import pytest
 from playwright.sync_api import expect
 
 from annotate.app_backend import AppBackend
+from annotate.store import Store
 from apps.workspace import FOLD_CHARS
 from samples.ingest import ingest
 from samples.jsonl import read_models
 from samples.records import BlindTask, Trajectory
 from samples.units import numbered_turns
+from tests.annotate.helpers import raw
 from tests.annotate.long_units import INJECTION, long_tasks
 from tests.annotate.test_browser import (
     IDLE,
@@ -45,7 +46,7 @@ PANE = ".accord-pane"
 class WhoAndWhenApp:
     url: str
     tokens: dict[str, str]
-    store_path: Path
+    store: Store
     contents: list[str]  # the agent turns' contents, from the source file
 
 
@@ -78,7 +79,7 @@ def who_and_when_app(shared: Path, tmp_path_factory) -> WhoAndWhenApp:
     backend.push_files(root / "blind")
     tokens = {name: backend.store.add_annotator(name) for name in names}
     with coding_app(root) as url:
-        yield WhoAndWhenApp(url=url, tokens=tokens, store_path=backend.store.path, contents=contents)
+        yield WhoAndWhenApp(url=url, tokens=tokens, store=backend.store, contents=contents)
 
 
 def turn(page, number: int):
@@ -210,8 +211,7 @@ def test_find_marks_every_match_opens_folds_and_escape_returns_to_the_unit(who_a
         expect(page.get_by_role("searchbox", name="Find in this unit")).to_have_value("")
         expect(page.locator(f"{PANE} mark")).to_have_count(0)
         assert page.locator(PANE).evaluate("pane => pane.scrollTop") == 0
-    with sqlite3.connect(app.store_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM submissions WHERE annotator = 'cat'").fetchone() == (0,)
+    assert raw(app.store, "SELECT COUNT(*) FROM submissions WHERE annotator = 'cat'") == [(0,)]
 
 
 def test_focus_returns_to_the_unit_after_navigation_and_each_task_opens_at_its_top(who_and_when_app):
@@ -260,8 +260,7 @@ def test_focus_returns_to_the_unit_after_navigation_and_each_task_opens_at_its_t
         select.select_option(label="turn 8")
         page.get_by_role("button", name=re.compile(r"^Submit")).click()
         expect_text(page, "Saved 'yes' (revision 2).")
-    with sqlite3.connect(app.store_path) as conn:
-        assert conn.execute("SELECT task_id, label, first_turn, revisions FROM labels WHERE annotator = 'dan'").fetchall() == [("t_traj", "yes", 8, 2)]
+    assert raw(app.store, "SELECT task_id, label, first_turn, revisions FROM labels WHERE annotator = 'dan'") == [("t_traj", "yes", 8, 2)]
 
 
 def test_a_reload_keeps_the_annotator_signed_in_without_the_token_in_the_url(who_and_when_app):
