@@ -56,7 +56,7 @@ def human_labels_match_store(root: Path) -> list[dict]:
     """labels/human.jsonl holds exactly the store's labels (independent and adjudication)."""
     from annotate.store import Store
 
-    store = Store.open(root / "labels" / "store.sqlite")
+    store = Store.for_study(root)
     try:
         expected = sorted((row.model_dump(mode="json") for row in store.labels()),
                           key=lambda r: (r["task_id"], r["role"], r["annotator"]))

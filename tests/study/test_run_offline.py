@@ -79,7 +79,7 @@ def _label_as_people(root: Path, *, edit: bool = False) -> None:
     from annotate.app_backend import AnnotatorSession
     from annotate.store import Store
 
-    store = Store.open(root / "labels" / "store.sqlite")
+    store = Store.for_study(root)
     try:
         for name in ("alice", "bob"):
             token = store.rotate_token(name) if any(a.name == name for a in store.annotators()) else store.add_annotator(name)
@@ -155,3 +155,40 @@ def test_run_waits_for_people_then_completes_and_skips_what_is_done(study_file, 
     assert (root / "validation" / "validation.json").read_bytes() == validation
     code, out, _ = accord(capsys, "status", str(study_file), "--json")
     assert {row["state"] for row in json.loads(out)["stages"]} == {"done"}
+
+
+def test_a_study_file_naming_a_postgres_store_runs_on_it_to_the_same_numbers(study_file, tmp_path, capsys,
+                                                                             postgres_url, monkeypatch) -> None:
+    """`[annotation] options.store` puts the study's store in PostgreSQL (no SQLite file is made); the
+    same labels give the same validation bytes as the study on its SQLite file."""
+    from annotate.store import STORE_URL_ENV, Store
+
+    monkeypatch.delenv(STORE_URL_ENV, raising=False)
+    text = study_file.read_text(encoding="utf-8")
+    on_pg = tmp_path / "pg" / "study.toml"
+    on_pg.parent.mkdir()
+    (on_pg.parent / "plan.toml").write_text((tmp_path / "plan.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    on_pg.write_text(text.replace('backend = "app"', f'backend = "app"\noptions = {{ store = "{postgres_url}" }}'),
+                     encoding="utf-8")
+    results = {}
+    for name, path in (("sqlite", study_file), ("postgresql", on_pg)):
+        root = load_study_file(path).output
+        assert run_json(capsys, str(path))[1]["waiting"]
+        store = Store.for_study(root)
+        assert store.engine.name == name and store.n_tasks() > 0
+        assert (root / "labels" / "store.sqlite").exists() == (name == "sqlite")
+        _label_as_people(root)
+        run_json(capsys, str(path))
+        human_labels_match_store(root)
+        validation = json.loads((root / "validation" / "validation.json").read_text(encoding="utf-8"))
+        # Input fingerprints differ only where rows carry when they were made (human labels, judge latencies).
+        inputs = {k: v for k, v in validation.pop("fingerprints").items()
+                  if k not in ("labels/human.jsonl", "judges/labels.jsonl")}
+        results[name] = (validation, inputs)
+    assert results["postgresql"] == results["sqlite"]
+
+    leaky = tmp_path / "leaky.toml"
+    leaky.write_text(text.replace('backend = "app"', 'backend = "app"\noptions = { store = "postgresql://me:pw@db/x" }'),
+                     encoding="utf-8")
+    code, _, err = accord(capsys, "run", str(leaky))
+    assert code == 2 and "holds a password" in err and ":pw@" not in err and err.count("\n") == 1
