@@ -7,13 +7,16 @@ cluster; its first start runs every Label Studio migration there (no SQLite temp
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import psycopg
 import pytest
 
 from annotate.labelstudio import load_labelstudio_credentials
 from tests.annotate.test_labelstudio import TASKS, _annotator, _cli, _ls_task, _push, _result, _rows, _state, _write_study
-from tests.support.labelstudio import REPO, running_server
+from tests.support.labelstudio import REPO, SCRIPT, running_server
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.postgres]
 
@@ -46,3 +49,12 @@ def test_push_label_and_pull_through_a_label_studio_whose_tables_are_in_postgres
         email = {name: login.email for name, login in load_labelstudio_credentials(study).annotators.items()}
         assert [(task, who, result[0]["value"]["choices"]) for task, who, result in stored] == [
             ("t_cor", email["ann-b"], ["incorrect"]), ("t_esc", email["ann-a"], ["yes"])]
+
+
+def test_a_database_that_does_not_answer_is_one_line_and_no_server_starts(postgres, tmp_path):
+    env = {**os.environ, "LS_DB": "postgres", "LS_PG_URL": postgres.url("no_such_database"), "LS_PORT": str(free_port()),
+           "LS_DATA_DIR": str(tmp_path / "data"), "LS_PID_FILE": str(tmp_path / "labelstudio.pid")}
+    done = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "Label Studio's database no_such_database at " in done.stderr and 'database "no_such_database" does not exist' in done.stderr
+    assert not (tmp_path / "labelstudio.pid").exists() and not (tmp_path / "data" / "server.log").exists()
