@@ -49,6 +49,15 @@ bindir() {
   echo "$dir"
 }
 
+# The postmaster this checkout started, by its pid file (not a process that reused its pid).
+running() {
+  [ -e "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && [ "$(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null)" = postgres ]
+}
+
+check_name() {
+  [[ "$1" =~ ^[a-z_][a-z0-9_]{0,62}$ ]] || fail "database name '$1': use up to 63 lower-case letters, digits and _"
+}
+
 # The socket dir goes into URLs and pg_ctl's option string unquoted.
 check_socket_dir() {
   [[ "$SOCKET" =~ ^/[A-Za-z0-9._/-]+$ ]] || fail "PG_SOCKET_DIR '$SOCKET': use an absolute path of letters, digits and ._/-"
@@ -72,7 +81,7 @@ start() {
   local bin log lines opts
   bin=$(bindir)
   check_socket_dir
-  if [ -e "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+  if running; then
     fail "already running (pid $(cat "$PIDFILE")); run '$0 stop' first"
   fi
   if [ -n "$(ls -A "$DATA" 2>/dev/null)" ] && ! [ -e "$DATA/PG_VERSION" ]; then
@@ -107,13 +116,13 @@ start() {
 }
 
 # SIGINT is PostgreSQL's fast shutdown: the postmaster ends the sessions, writes a checkpoint and
-# stops its children itself. SIGTERM would wait for every client to disconnect; signalling the
-# children directly makes it recover from a crash at the next start.
+# stops its children itself. SIGTERM (smart shutdown) waits until every client has disconnected,
+# and killing the children leaves the cluster to recover from a crash at its next start.
 stop() {
   [ -e "$PIDFILE" ] || return 0
   local pid
   pid=$(cat "$PIDFILE")
-  if kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]; then
+  if running; then
     kill -INT "$pid"
     for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     # Still up after 60 s: immediate shutdown (crash recovery at the next start).
@@ -124,13 +133,14 @@ stop() {
 }
 
 url() {
+  check_name "${1:-postgres}"
   check_socket_dir
   echo "postgresql://postgres@/${1:-postgres}?host=$SOCKET&port=$PORT"
 }
 
 createdb() {
   local name=${1:-} bin psql
-  [[ "$name" =~ ^[a-z_][a-z0-9_]{0,62}$ ]] || fail "database name '$name': use up to 63 lower-case letters, digits and _"
+  check_name "$name"
   check_socket_dir
   bin=$(bindir)
   "$bin/pg_isready" -q -h "$SOCKET" -p "$PORT" || fail "no server on port $PORT (socket $SOCKET); run: $0 start"
