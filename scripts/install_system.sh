@@ -2,16 +2,23 @@
 # Debian packages accord needs. `install_system.sh build` installs what building
 # llama-server needs (cmake, g++, make; flock from util-linux for the build lock);
 # with no argument it adds chromium for the real-browser tests (Playwright drives
-# Debian's binary; never `playwright install`).
+# Debian's binary; never `playwright install`) and PostgreSQL, whose clusters the
+# tests and benchmarks start themselves (scripts/postgres.sh).
 set -euo pipefail
 case "${1:-all}" in
   build) wanted=(cmake:cmake g++:g++ make:make flock:util-linux) ;;
-  all) wanted=(cmake:cmake g++:g++ make:make flock:util-linux chromium:chromium) ;;
+  all) wanted=(cmake:cmake g++:g++ make:make flock:util-linux chromium:chromium
+               '/usr/lib/postgresql/*/bin/initdb:postgresql') ;;
   *) echo "usage: install_system.sh [build|all]" >&2; exit 2 ;;
 esac
 need=()
 for entry in "${wanted[@]}"; do
-  command -v "${entry%%:*}" >/dev/null 2>&1 || need+=("${entry#*:}")
+  check=${entry%%:*}
+  # A path (a glob) for programs off PATH: Debian keeps the PostgreSQL server's in /usr/lib/postgresql/N/bin.
+  case "$check" in
+    /*) compgen -G "$check" >/dev/null ;;
+    *) command -v "$check" >/dev/null 2>&1 ;;
+  esac || need+=("${entry#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -14,7 +14,10 @@
 # (6-40 characters), LS_START_TIMEOUT (seconds, default 240), LS_PID_FILE (default
 # .run/labelstudio.pid; scripts/stop_services.sh stops every .run/*.pid), LS_HARDENED
 # (default 1: scripts/labelstudio_hardening/ settings, where users cannot move
-# themselves into another organisation; 0: Label Studio's stock settings).
+# themselves into another organisation; 0: Label Studio's stock settings), LS_DB
+# (default sqlite, in the data dir; postgres: Label Studio's tables in the PostgreSQL
+# database at LS_PG_URL, a libpq URL, by default database `labelstudio` of the cluster
+# scripts/postgres.sh starts, created if missing; its first start runs every migration).
 set -euo pipefail
 VERSION=1.23.2
 CACHE=${ACCORD_CACHE:-$HOME/.cache/accord}
@@ -73,6 +76,39 @@ with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2)
 PY
 }
 
+# Label Studio's PostgreSQL settings (DJANGO_DB=default reads POSTGRE_*) from LS_PG_URL, parsed
+# by libpq's rules (psycopg is in Label Studio's venv) and checked to answer before the start.
+postgres_settings() {
+  local url=${LS_PG_URL:-} fields
+  if [ -z "$url" ]; then
+    url=$(bash "$ROOT/scripts/postgres.sh" createdb labelstudio) || return 1
+  fi
+  fields=$(LS_PG_URL=$url "$PREFIX/bin/python" - <<'PY'
+import os, sys
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+try:
+    params = conninfo_to_dict(os.environ["LS_PG_URL"])
+except psycopg.Error as error:
+    sys.exit(f"LS_PG_URL is not a PostgreSQL URL: {str(error).strip()}")
+if not params.get("dbname"):
+    sys.exit("LS_PG_URL names no database (postgresql://USER@HOST:PORT/DBNAME)")
+try:
+    psycopg.connect(os.environ["LS_PG_URL"], connect_timeout=10).close()
+except psycopg.Error as error:
+    where = f"database {params['dbname']} at {params.get('host', 'the default socket')}:{params.get('port', 5432)}"
+    sys.exit(f"Label Studio's {where} does not answer: {str(error).strip().splitlines()[0]}")
+for key, default in (("host", ""), ("port", "5432"), ("dbname", ""), ("user", ""), ("password", "")):
+    print(params.get(key) or default)
+PY
+  ) || return 1
+  local values
+  mapfile -t values <<<"$fields"
+  # $(...) dropped the trailing empty lines: an absent user or password is empty.
+  export DJANGO_DB=default POSTGRE_HOST=${values[0]} POSTGRE_PORT=${values[1]} POSTGRE_NAME=${values[2]}
+  export POSTGRE_USER=${values[3]:-} POSTGRE_PASSWORD=${values[4]:-}
+}
+
 start() {
   install
   local port=${LS_PORT:-8080}
@@ -83,9 +119,16 @@ start() {
     echo "label-studio already running (pid $(cat "$PIDFILE")); run '$0 stop' first" >&2
     return 1
   fi
-  if ! [ -e "$data/label_studio.sqlite3" ]; then
-    cp "$TEMPLATE/label_studio.sqlite3" "$data/label_studio.sqlite3"
-  fi
+  case "${LS_DB:-sqlite}" in
+    sqlite)
+      export DJANGO_DB=sqlite
+      if ! [ -e "$data/label_studio.sqlite3" ]; then
+        cp "$TEMPLATE/label_studio.sqlite3" "$data/label_studio.sqlite3"
+      fi
+      ;;
+    postgres) postgres_settings || return 2 ;;
+    *) echo "LS_DB '$LS_DB': use sqlite or postgres" >&2; return 2 ;;
+  esac
   export LABEL_STUDIO_BASE_DATA_DIR=$data
   export LABEL_STUDIO_USERNAME=${LABEL_STUDIO_USERNAME:-admin@accord.local}
   export LABEL_STUDIO_PASSWORD=${LABEL_STUDIO_PASSWORD:-accord-admin-password}

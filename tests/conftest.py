@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-# Session fixtures that live in their own modules (the Label Studio server, the demo study).
-pytest_plugins = ["tests.support.labelstudio", "tests.support.demo"]
+# Session fixtures that live in their own modules (the Label Studio server, the demo study, a PostgreSQL cluster).
+pytest_plugins = ["tests.support.labelstudio", "tests.support.demo", "tests.support.postgres"]
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones main into a folder with a copy of shared/ beside it; developers have it

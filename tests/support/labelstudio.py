@@ -6,7 +6,8 @@ free port on 127.0.0.1, pid in ``.run/labelstudio.pid``), waits for ``/health`` 
 stops it at the end. Given the ``server`` of an earlier run (its data dir kept
 with ``keep_data=True``) it starts that server again on the same port and data.
 ``hardened=False`` starts Label Studio's stock settings instead of accord's
-(``scripts/labelstudio_hardening``).
+(``scripts/labelstudio_hardening``). ``database_url`` (a libpq URL) puts Label
+Studio's tables in that PostgreSQL database instead of SQLite in the data dir.
 ``labelstudio_server`` is the session fixture over it; one server serves every
 test module of the session.
 """
@@ -41,23 +42,27 @@ class LabelStudioServer:
     admin_email: str
     admin_password: str
     data_dir: Path
+    database_url: str | None = None
 
 
 @contextmanager
 def running_server(
     *, pid_file: Path = PID_FILE, server: LabelStudioServer | None = None, keep_data: bool = False, hardened: bool = True,
+    database_url: str | None = None,
 ) -> Iterator[LabelStudioServer]:
     if server is None:
         port = free_port()
         server = LabelStudioServer(
             url=f"http://127.0.0.1:{port}", token=secrets.token_hex(16), admin_email="admin@accord.test",
             admin_password=secrets.token_urlsafe(12), data_dir=Path(tempfile.mkdtemp(prefix="accord-labelstudio-")),
+            database_url=database_url,
         )
     port, data_dir = int(server.url.rsplit(":", 1)[1]), server.data_dir
     env = {
         **os.environ, "LS_PORT": str(port), "LS_DATA_DIR": str(data_dir), "LS_PID_FILE": str(pid_file),
         "LS_START_TIMEOUT": str(START_TIMEOUT_S), "LS_HARDENED": "1" if hardened else "0", "LABEL_STUDIO_USERNAME": server.admin_email,
         "LABEL_STUDIO_PASSWORD": server.admin_password, "LABEL_STUDIO_USER_TOKEN": server.token,
+        "LS_DB": "postgres" if server.database_url else "sqlite", "LS_PG_URL": server.database_url or "",
     }
     started = subprocess.run(["bash", str(SCRIPT), "start"], check=False, env=env, capture_output=True, text=True)
     try:
