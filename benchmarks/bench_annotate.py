@@ -110,17 +110,19 @@ def _label(i: int) -> str:
     return "yes" if i % 2 else "no"
 
 
-async def _annotate(context, url: str, token: str, n_submits: int, n_tasks: int, ready: asyncio.Barrier, reading: np.random.Generator | None) -> list[tuple[float, float]]:
+async def _annotate(context, url: str, token: str, n_submits: int, n_tasks: int, ready: asyncio.Barrier,
+                    reading: np.random.Generator | None, signing_in: asyncio.Semaphore) -> list[tuple[float, float]]:
     """(round trip by the Python clock, the same in the page) per submit, in seconds; with
     ``reading``, a reading time from READING_S before each label."""
     page = await context.new_page()
-    await page.goto(url)
-    await page.get_by_label("Token").fill(token)
-    await page.get_by_role("button", name="Sign in").click()
-    await page.get_by_text(f"Task 1 of {n_tasks}", exact=True).wait_for(timeout=60_000)
-    await page.locator(IDLE).wait_for(timeout=60_000)
-    # The workspace's code loads on first use: keys pressed before its form is drawn are lost.
-    await page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=60_000)
+    async with signing_in:  # people arrive a few at a time, not all in one instant
+        await page.goto(url, timeout=120_000)
+        await page.get_by_label("Token").fill(token)
+        await page.get_by_role("button", name="Sign in").click()
+        await page.get_by_text(f"Task 1 of {n_tasks}", exact=True).wait_for(timeout=120_000)
+        await page.locator(IDLE).wait_for(timeout=120_000)
+        # The workspace's code loads on first use: keys pressed before its form is drawn are lost.
+        await page.locator(".accord-label-form [role=radio]").first.wait_for(timeout=120_000)
     await ready.wait()
     timings = []
     for i in range(n_submits):
@@ -181,12 +183,13 @@ async def _browser_round_trips(urls: Sequence[str], tokens: dict[str, str], n_su
     if chromium is None:
         raise RuntimeError("Debian's chromium is not installed (scripts/install_system.sh)")
     ready = asyncio.Barrier(len(tokens) + 1)
+    signing_in = asyncio.Semaphore(SESSIONS)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         contexts = [await browser.new_context(viewport={"width": 1280, "height": 1800}) for _ in tokens]
         sessions = asyncio.ensure_future(asyncio.gather(*[
             _annotate(context, urls[number % len(urls)], token, n_submits, n_tasks, ready,
-                      np.random.default_rng([SEED, number]) if read else None)
+                      np.random.default_rng([SEED, number]) if read else None, signing_in)
             for number, (context, token) in enumerate(zip(contexts, tokens.values(), strict=True))
         ]))
         all_signed_in = asyncio.ensure_future(ready.wait())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import tempfile
 import uuid
 from contextlib import ExitStack, contextmanager
@@ -31,18 +30,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def _postgres(tmp: Path):
+def _postgres():
     """A PostgreSQL cluster of its own for the run (scripts/postgres.sh), yielding a fresh database's URL."""
-    env = {**os.environ, "PG_DATA_DIR": str(tmp / "pg-data"), "PG_SOCKET_DIR": str(tmp / "pg-socket"),
-           "PG_PID_NAME": "postgres-bench"}
-    script = ["bash", str(REPO / "scripts" / "postgres.sh")]
-    subprocess.run([*script, "start"], env=env, check=True, capture_output=True, text=True)
-    try:
-        name = f"bench_{uuid.uuid4().hex[:8]}"
-        subprocess.run([*script, "createdb", name], env=env, check=True, capture_output=True, text=True)
-        yield subprocess.run([*script, "url", name], env=env, check=True, capture_output=True, text=True).stdout.strip()
-    finally:
-        subprocess.run([*script, "stop"], env=env, check=False, capture_output=True)
+    from tests.support.postgres import temporary_cluster
+
+    with temporary_cluster(REPO / ".run" / "postgres-bench.pid") as cluster:
+        yield cluster.create_database(f"bench_{uuid.uuid4().hex[:8]}")
 
 
 def _round_trips(root: Path, n_servers: int, n_submits: int) -> tuple[np.ndarray, dict[str, float]]:
@@ -67,7 +60,7 @@ def run(quick: bool = False) -> list[dict]:
         try:
             os.environ.pop(STORE_URL_ENV, None)
             sqlite_ms, _ = _round_trips(tmp_path / "sqlite", 1, n_submits)
-            with _postgres(tmp_path) as url:
+            with _postgres() as url:
                 os.environ[STORE_URL_ENV] = url  # the servers (child processes) open the database store
                 pg_ms, cpu = _round_trips(tmp_path / "postgres", SERVERS, n_submits)
         finally:

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +38,11 @@ class PostgresCluster:
     port: int
     user: str
     data_dir: Path
+    pid_file: Path = PID_FILE
 
     def _script(self, *args: str) -> str:
         env = {**os.environ, "PG_DATA_DIR": str(self.data_dir), "PG_SOCKET_DIR": self.host,
-               "PG_PORT": str(self.port), "PG_PID_FILE": str(PID_FILE)}
+               "PG_PORT": str(self.port), "PG_PID_FILE": str(self.pid_file)}
         done = subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip() or done.stdout.strip())
@@ -62,22 +64,31 @@ class PostgresCluster:
             connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresCluster]:
+@contextmanager
+def temporary_cluster(pid_file: Path = PID_FILE) -> Iterator[PostgresCluster]:
+    """A fresh cluster on a free port for as long as the block runs (tests, benchmarks); RuntimeError
+    with scripts/postgres.sh's one line when it cannot start."""
     # Under /tmp itself, not TMPDIR or pytest's tmp_path: as root the server runs as the
     # `postgres` user, which must be able to enter every parent folder (mkdtemp makes 0700).
     base = Path(tempfile.mkdtemp(prefix="accord-postgres-tests-", dir="/tmp"))
     base.chmod(0o755)
-    cluster = PostgresCluster(host=str(base / "socket"), port=free_port(), user="postgres", data_dir=base / "data")
+    cluster = PostgresCluster(host=str(base / "socket"), port=free_port(), user="postgres", data_dir=base / "data",
+                              pid_file=pid_file)
     try:
-        try:
-            cluster._script("start")
-        except RuntimeError as error:
-            pytest.fail(str(error))
+        cluster._script("start")
         yield cluster
     finally:
         cluster._script("stop")
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    try:
+        with temporary_cluster() as cluster:
+            yield cluster
+    except RuntimeError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture
