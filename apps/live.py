@@ -72,8 +72,8 @@ def _policy_path(layout: StudyLayout) -> Path | None:
     return Path(policy) if policy and Path(policy).is_file() else None
 
 
-def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, list[str]]] | None:
-    """The coding-app store's labels and orders, or None when the study has no store."""
+def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, list[str]], str] | None:
+    """The coding-app store's labels, orders and name (its file, or its URL), or None when the study has no store."""
     from annotate.store import Store
 
     if not Store.exists_for_study(layout):
@@ -81,7 +81,8 @@ def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, li
     store = Store.for_study(layout)
     try:
         rows = [label.model_dump(mode="json") for label in store.labels()]
-        return rows, store.orders()
+        name = layout.relative(layout.store) if store.engine.name == "sqlite" else store.location
+        return rows, store.orders(), name
     finally:
         store.close()
 
@@ -93,9 +94,9 @@ def live_labels(layout: StudyLayout, key: pd.DataFrame) -> tuple[pd.DataFrame, d
     frames, orders = [], {}
     stored = _store_rows(layout)
     if stored is not None:
-        rows, orders = stored
+        rows, orders, name = stored
         if rows:
-            frames.append(pd.DataFrame(rows).assign(source_file=layout.relative(layout.store)))
+            frames.append(pd.DataFrame(rows).assign(source_file=name))
     for path in layout.human_label_files():
         if stored is not None and path == layout.app_labels:
             continue

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("add", "list", "rotate", "revoke"), help="what to do")
     parser.add_argument("name", nargs="?", help="annotator name (add, rotate, revoke)")
-    parser.add_argument("--study", required=True, help="study folder (its labels/store.sqlite)")
+    parser.add_argument("--study", required=True, help="study folder (its store: labels/store.sqlite or ACCORD_STORE_URL)")
     parser.add_argument("--role", choices=("annotator", "adjudicator"), default="annotator", help="role for add (default annotator)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 

@@ -15,7 +15,7 @@ STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--study", required=True, help="study folder (reads blind/tasks.jsonl and blind/orders.json, writes labels/store.sqlite)")
+    parser.add_argument("--study", required=True, help="study folder (reads blind/tasks.jsonl and blind/orders.json, writes its store: labels/store.sqlite or ACCORD_STORE_URL)")
     parser.add_argument("--port", type=int, default=8501, help="port on 127.0.0.1 (default 8501)")
     parser.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--json", action="store_true", help="print the load report as JSON before starting")

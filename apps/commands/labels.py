@@ -9,7 +9,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("export",), help="export: write the labels table")
-    parser.add_argument("--study", required=True, help="study folder (its labels/store.sqlite)")
+    parser.add_argument("--study", required=True, help="study folder (its store: labels/store.sqlite or ACCORD_STORE_URL)")
     parser.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="jsonl", help="file format (default jsonl)")
     parser.add_argument("--out", help="output file (default STUDY/labels/human.<format>)")
     parser.add_argument("--role", choices=("independent", "adjudication"), help="only this role (default both)")
