@@ -68,6 +68,7 @@ from samples.schemes import DEFAULT_SCHEME, get_scheme
 
 TOKEN_ENV = "ACCORD_LS_TOKEN"
 ADMIN_PASSWORD_ENV = "ACCORD_LS_ADMIN_PASSWORD"
+URL_ENV = "ACCORD_LS_URL"
 DEFAULT_URL = "http://127.0.0.1:8080"
 SDK_INSTALL_HINT = "label-studio-sdk is not installed: pip install 'accord[labelstudio]'"
 SERVER_HINT = "start one with `bash scripts/labelstudio.sh start` or pass the right --url"
@@ -83,7 +84,8 @@ class LabelStudioSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    url: str = Field(default=DEFAULT_URL, description="Base URL of the Label Studio server, e.g. http://127.0.0.1:8080.")
+    url: str | None = Field(default=None, description=f"Base URL of the Label Studio server (default: the one push recorded, "
+                                                      f"else ${URL_ENV}, else {DEFAULT_URL}).")
     token_env: str = Field(
         default=TOKEN_ENV, pattern=_ENV_NAME,
         description="Environment variable holding the API token of the server's admin account.",
@@ -96,7 +98,9 @@ class LabelStudioSettings(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _base_url(cls, value: str) -> str:
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"{value!r} is not a server base URL; expected e.g. {DEFAULT_URL}")
@@ -471,7 +475,7 @@ class LabelStudioBackend:
         self.labels_path = layout.labelstudio_labels
         state = self._state()
         if url is None:
-            url = state.url if state is not None else os.environ.get("ACCORD_LS_URL", DEFAULT_URL)
+            url = state.url if state is not None else os.environ.get(URL_ENV, DEFAULT_URL)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise InputError(f"url {url!r}: expected the server's base URL, e.g. {DEFAULT_URL}")

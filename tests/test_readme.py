@@ -9,6 +9,13 @@ reuse an earlier run. The marker's options say what a block needs:
   reduced session run of tests/support/demo.py), as the walkthroughs assume;
 - `labelstudio`: `ACCORD_LS_URL`, `ACCORD_LS_TOKEN` and `ACCORD_LS_ADMIN_PASSWORD` name a
   running Label Studio server (the session's), as the walkthrough tells the reader to set them;
+- `annotate=STUDY`: with `labelstudio`, the block holds the line `# annotators label in Label
+  Studio now`. The test runs the script up to that line, then acts as the people: every
+  annotator of the study folder STUDY labels every task of their projects through Label
+  Studio's API with their own token (their `annotators` entry in
+  `labels/labelstudio_annotators.json`, never the admin's), each the label its response was
+  written as (`written_as` in the trajectory's metadata); then it runs the rest, which must
+  pull exactly those labels into the study;
 - `exit=N`: the block's expected exit status (a gate that rejects exits 1);
 - `serves=URL`: the block ends in a server; it must answer URL, then it is stopped;
 - `signin=NAME`: with `serves`, the coding app's block printed NAME's token (`accord
@@ -18,6 +25,7 @@ reuse an earlier run. The marker's options say what a block needs:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,13 +35,16 @@ from pathlib import Path
 
 import pytest
 
+from agreement.study_io import load_study
 from judges.local_server import stop_process_group
+from samples.layout import StudyLayout
 from tests.conftest import REPO
 from tests.support.servers import wait_until_answering
 
 _BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```", re.S)
-_OPTIONS = {"demo", "labelstudio", "exit", "serves", "signin"}
+_OPTIONS = {"demo", "labelstudio", "annotate", "exit", "serves", "signin"}
 SERVE_TIMEOUT_S = 120
+PEOPLE_LABEL = "# annotators label in Label Studio now\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +55,7 @@ class Block:
     exit: int
     serves: str | None
     signin: str | None
+    annotate: str | None
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -57,9 +69,10 @@ def runnable_blocks() -> list[Block]:
     blocks = []
     for options_text, script in _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
         options = parse_options(options_text or "")
+        assert "annotate" not in options or "labelstudio" in options, "README runnable marker: annotate needs labelstudio"
         blocks.append(Block(script=script, demo="demo" in options, labelstudio="labelstudio" in options,
                             exit=int(options.get("exit") or 0), serves=options.get("serves") or None,
-                            signin=options.get("signin") or None))
+                            signin=options.get("signin") or None, annotate=options.get("annotate") or None))
     return blocks
 
 
@@ -111,6 +124,30 @@ def _sign_in_and_label(block: Block, process: subprocess.Popen, mirror: Path) ->
         store.close()
 
 
+def _label_in_labelstudio(url: str, root: Path) -> dict[tuple[str, str], str]:
+    """Each annotator labels every task of their projects with their own token, each as its response was written.
+
+    Returns (annotator, task id) -> the label given.
+    """
+    from label_studio_sdk import LabelStudio
+
+    from annotate.labelstudio import load_labelstudio_credentials
+
+    layout = StudyLayout(root)
+    written = {t["id"]: t["metadata"]["written_as"] for t in map(json.loads, layout.trajectories.read_text().splitlines())}
+    trajectory = {k["task_id"]: k["trajectory_id"] for k in map(json.loads, layout.key.read_text().splitlines())}
+    state = json.loads(layout.labelstudio_state.read_text())
+    given = {}
+    for name, login in load_labelstudio_credentials(root).annotators.items():
+        client = LabelStudio(base_url=url, api_key=login.api_token)
+        for project in state["annotators"][name]["projects"].values():
+            for task_id, ls_task in project["tasks"].items():
+                label = given[name, task_id] = written[trajectory[task_id]]
+                client.annotations.create(id=ls_task, result=[{"from_name": "label", "to_name": "display",
+                                                                "type": "choices", "value": {"choices": [label]}}])
+    return given
+
+
 def test_readme_has_runnable_blocks() -> None:
     blocks = runnable_blocks()
     assert len(blocks) >= 6
@@ -143,11 +180,23 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
                 _, stderr = process.communicate(timeout=60)
             assert "Traceback" not in stderr, stderr[-3000:]
             return
+        if block.annotate:
+            before, marker, after = block.script.partition(PEOPLE_LABEL)
+            assert marker, f"README block {index} (annotate) has no line {PEOPLE_LABEL.strip()!r}"
+            first = subprocess.run([*command[:-1], before], cwd=mirror, capture_output=True, text=True, timeout=900, env=env)
+            assert first.returncode == 0 and "Traceback" not in first.stderr, (
+                f"README block {index} before the labelling exited {first.returncode}:\n{first.stderr[-3000:]}")
+            given = _label_in_labelstudio(server.url, mirror / block.annotate)
+            command[-1] = after
         result = subprocess.run(command, cwd=mirror, capture_output=True, text=True, timeout=900, env=env)
         assert result.returncode == block.exit, (
             f"README block {index} exited {result.returncode}, expected {block.exit}:\n{block.script}\n"
             f"--- stderr:\n{result.stderr[-3000:]}")
         assert "Traceback" not in result.stderr
+        if block.annotate:  # the verdict was reached on exactly the labels the people gave
+            human = load_study(mirror / block.annotate).human
+            assert dict(zip(zip(human["annotator"], human["task_id"]), human["label"])) == given
+            assert set(human["backend"]) == {"labelstudio"}
     finally:
         # A block that failed half way must not leave a local model server behind.
         subprocess.run([str(mirror / ".venv" / "bin" / "accord"), "judges", "stop"], cwd=mirror, env=env,

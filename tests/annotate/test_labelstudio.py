@@ -241,10 +241,14 @@ def test_settings_model_validates_and_reads_secrets_from_the_environment():
         LabelStudioSettings(timeout_s=0)
 
 
-def test_settings_build_the_backend_through_the_registry(tmp_path):
+def test_settings_build_the_backend_through_the_registry(tmp_path, monkeypatch):
     settings = LabelStudioSettings(url="http://127.0.0.1:9")
     backend = get_backend("labelstudio", study=tmp_path, **settings.backend_options({"ACCORD_LS_TOKEN": "a-token"}))
     assert isinstance(backend, LabelStudioBackend) and backend.url == "http://127.0.0.1:9" and backend.timeout == 120.0
+    # A study file without a url follows ACCORD_LS_URL, as `accord ls` does.
+    monkeypatch.setenv("ACCORD_LS_URL", "http://127.0.0.1:10/")
+    backend = get_backend("labelstudio", study=tmp_path, **LabelStudioSettings().backend_options({"ACCORD_LS_TOKEN": "t"}))
+    assert backend.url == "http://127.0.0.1:10"
 
 
 # -- against the server ----------------------------------------------------------------
