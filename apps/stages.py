@@ -384,9 +384,10 @@ def _instructions(ctx: Context, missing: dict[str, int]) -> str:
     else:
         lines += [f"  1. hand out the logins in {ctx.layout.labelstudio_credentials} (accord ls status --study {root})",
                   "  2. annotators label their own projects in Label Studio"]
-    lines.append(f"  3. when everyone has finished, run again: accord run {study}")
+    again = f"accord run {study} --output {root}"  # the folder as this run resolved it (a --output included)
+    lines.append(f"  3. when everyone has finished, run again: {again}")
     if ctx.study.annotation.simulated_panel:
-        lines.append(f"  (or let the simulated panel label:       accord run {study} --simulate-annotators)")
+        lines.append(f"  (or let the simulated panel label:       {again} --simulate-annotators)")
     return "\n".join(lines)
 
 
