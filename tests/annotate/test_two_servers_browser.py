@@ -35,6 +35,12 @@ def choose(page, key: str, label: str) -> None:
     wait_chosen(page, label)
 
 
+def label_and_submit(page, key: str, label: str) -> None:
+    choose(page, key, label)
+    page.keyboard.press("s")
+    expect_text(page, f"Saved '{label}' (revision 1).")
+
+
 def test_two_app_servers_share_sign_in_queue_labels_and_adjudication(tmp_path, monkeypatch, postgres_url):
     monkeypatch.setenv(STORE_URL_ENV, postgres_url)  # both servers (child processes) open the same database
     root = write_study(tmp_path / "study")
@@ -51,9 +57,7 @@ def test_two_app_servers_share_sign_in_queue_labels_and_adjudication(tmp_path, m
         at_a = context.new_page()
         sign_in(at_a, server_a, tokens["alice"])
         expect_text(at_a, "Task 1 of 6")
-        choose(at_a, "2", "no")
-        at_a.keyboard.press("s")
-        expect_text(at_a, "Saved 'no' (revision 1).")
+        label_and_submit(at_a, "2", "no")
         expect_text(at_a, "Task 2 of 6")
 
         # Server B: signed in by the same browser's session (no token typed), at her first open task.
@@ -61,9 +65,7 @@ def test_two_app_servers_share_sign_in_queue_labels_and_adjudication(tmp_path, m
         at_b.goto(server_b)
         expect_text(at_b, "Task 2 of 6")
         at_b.get_by_text("Signed in as alice (annotator)", exact=False).first.wait_for(timeout=TIMEOUT_MS)
-        choose(at_b, "1", "yes")
-        at_b.keyboard.press("s")
-        expect_text(at_b, "Saved 'yes' (revision 1).")
+        label_and_submit(at_b, "1", "yes")
         expect_text(at_b, "Task 3 of 6")
 
         # Both servers take one of her submits at the same moment.
@@ -89,17 +91,13 @@ def test_two_app_servers_share_sign_in_queue_labels_and_adjudication(tmp_path, m
         bob = context.new_page()
         sign_in(bob, server_b, tokens["bob"])
         expect_text(bob, "Task 1 of 6")
-        choose(bob, "2", "no")
-        bob.keyboard.press("s")
-        expect_text(bob, "Saved 'no' (revision 1).")
+        label_and_submit(bob, "2", "no")
         bob.close()
         context.clear_cookies()
         judy = context.new_page()
         sign_in(judy, server_a, tokens["judy"])
         expect_text(judy, "Disagreement 1 of 1")
-        choose(judy, "1", "yes")
-        judy.keyboard.press("s")
-        expect_text(judy, "Saved 'yes' (revision 1).")
+        label_and_submit(judy, "1", "yes")
 
     assert raw(store, "SELECT task_id, label, revisions FROM labels WHERE annotator = 'alice' ORDER BY task_id") == [
         ("t_a1", "no", 1), ("t_b2", "yes", 1), ("t_c3", "yes", 1), ("t_d4", "no", 1)]
