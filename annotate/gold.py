@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.jsonl import decode_json_line, iter_jsonl_lines, write_json
+from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, BlindTask
 from samples.schemes import DEFAULT_SCHEME, get_scheme
@@ -105,16 +105,8 @@ def read_gold_table(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise InputError(f"{path}: gold table not found")
     rows, problems, seen = [], [], {}
-    for number, line in iter_jsonl_lines(path):
+    for number, row in json_objects_noting(path, problems):
         where = f"{path}:{number}"
-        try:
-            row = decode_json_line(line)
-        except ValueError as error:
-            problems.append(f"{where}: {error}")
-            continue
-        if not isinstance(row, dict):
-            problems.append(f"{where}: expected a JSON object")
-            continue
         unknown = sorted(set(row) - set(GOLD_INPUT_FIELDS))
         missing = [f for f in ("gold_id", "kind", "text", "label") if f not in row]
         if unknown or missing:

@@ -294,6 +294,22 @@ def json_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, value
 
 
+def json_objects_noting(path: str | Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of a JSONL file, for readers that name every bad row at once: a bad line
+    or a non-object is appended to ``problems`` ("file:line: ...") and skipped."""
+    for number, line in iter_jsonl_lines(path):
+        where = f"{path}:{number}"
+        try:
+            value = decode_json_line(line)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{where}: expected a JSON object")
+            continue
+        yield number, value
+
+
 def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]:
     """Stream a JSONL file of ``model`` rows; the first bad row stops with file, line and field."""
     from pydantic import ValidationError

@@ -289,19 +289,14 @@ def read_judge_labels(path: str | Path, judges: Sequence[str]) -> dict[str, dict
 
     Unscored rows read as "(unscored)": they form their own stratum value, never a label.
     """
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.jsonl import json_objects_noting
 
     wanted = set(judges)
     table: dict[str, dict[str, tuple[str, int | None]]] = {j: {} for j in judges}
-    problems = []
-    for number, line in iter_jsonl_lines(path):
+    problems: list[str] = []
+    for number, row in json_objects_noting(path, problems):
         where = f"{path}:{number}"
-        try:
-            row = decode_json_line(line)
-        except ValueError as error:
-            problems.append(f"{where}: {error}")
-            continue
-        if not isinstance(row, dict) or not isinstance(row.get("unit_id"), str) or not isinstance(row.get("judge"), str):
+        if not isinstance(row.get("unit_id"), str) or not isinstance(row.get("judge"), str):
             problems.append(f"{where}: expected a judge label row with string fields 'unit_id' and 'judge'")
             continue
         if row["judge"] not in wanted or row.get("sample_index", 0) != 0:
