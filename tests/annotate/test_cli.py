@@ -12,6 +12,9 @@ from annotate.store import Store, hash_token
 from apps.cli import main
 from tests.annotate.helpers import raw, write_study
 
+# The store commands run on both store engines (tests/annotate/conftest.py).
+BOTH_ENGINES = True
+
 
 def accord(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -19,7 +22,7 @@ def accord(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_annotators_add_list_rotate_revoke(tmp_path, capsys):
+def test_annotators_add_list_rotate_revoke(tmp_path, capsys, engine):
     study = write_study(tmp_path / "study")
     code, out, _ = accord(capsys, "annotators", "add", "alice", "--study", str(study), "--json")
     assert code == 0
@@ -45,7 +48,7 @@ def test_annotators_add_list_rotate_revoke(tmp_path, capsys):
     assert code == 2 and "not a folder" in err
 
 
-def test_labels_export_writes_every_format(tmp_path, capsys):
+def test_labels_export_writes_every_format(tmp_path, capsys, engine):
     study = write_study(tmp_path / "study")
     store = Store.for_study(study)
     from annotate.app_backend import AppBackend
@@ -118,7 +121,7 @@ def blinded_study(root, annotators, *, seed=20261129):
     return root
 
 
-def test_a_late_annotator_gets_the_order_blinding_would_have_given_and_nobody_else_changes(tmp_path, capsys):
+def test_a_late_annotator_gets_the_order_blinding_would_have_given_and_nobody_else_changes(tmp_path, capsys, engine):
     from annotate.app_backend import AppBackend, sign_in
 
     study = blinded_study(tmp_path / "study", ["ann1", "ann2"])
@@ -145,7 +148,7 @@ def test_a_late_annotator_gets_the_order_blinding_would_have_given_and_nobody_el
     assert {r["name"]: (r["assigned"], r["labelled"]) for r in json.loads(out)}["alice"] == (8, 1)
 
 
-def test_an_annotator_added_before_blinding_gets_the_seeded_order_when_the_app_loads_tasks(tmp_path, capsys):
+def test_an_annotator_added_before_blinding_gets_the_seeded_order_when_the_app_loads_tasks(tmp_path, capsys, engine):
     from annotate.app_backend import AppBackend
 
     root = tmp_path / "study"
@@ -158,7 +161,7 @@ def test_an_annotator_added_before_blinding_gets_the_seeded_order_when_the_app_l
     assert Store.for_study(root).orders() == named
 
 
-def test_late_annotator_refusals_leave_the_store_as_it_was(tmp_path, capsys):
+def test_late_annotator_refusals_leave_the_store_as_it_was(tmp_path, capsys, engine):
     study = blinded_study(tmp_path / "study", ["ann1"])
     for bad in ("al ice", "_x", "a" * 65, "human majority", "bob/../eve"):
         code, _, err = accord(capsys, "annotators", "add", bad, "--study", str(study))
