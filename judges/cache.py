@@ -80,7 +80,7 @@ class RequestCache:
             private_file(self.path)  # cached prompts hold the units' text: owner-only
             self._db = sqlite3.connect(self.path, timeout=30.0)
             self._check_ours()
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal()
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except OSError as error:  # no permission, a file where a folder belongs
@@ -100,16 +100,35 @@ class RequestCache:
         if tables and "migrations" not in tables:
             raise self._foreign(f"a SQLite database with other tables ({', '.join(sorted(tables))})")
 
+    def _use_wal(self) -> None:
+        """Switch a new cache to WAL. SQLite answers a journal-mode change that meets another connection
+        with "database is locked" at once, without its busy handler (two runs opening a fresh study's
+        cache together), so the switch is retried within the connection's timeout."""
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
     def _migrate(self) -> None:
-        with self._db:
+        """Apply missing migrations in one write transaction, checked inside it: two runs opening a new
+        cache at once apply each migration once."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
             self._db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-        applied = {row[0] for row in self._db.execute("SELECT name FROM migrations")}
-        for name, sql in MIGRATIONS:
-            if name in applied:
-                continue
-            with self._db:
-                self._db.execute(sql)
-                self._db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+            applied = {row[0] for row in self._db.execute("SELECT name FROM migrations")}
+            for name, sql in MIGRATIONS:
+                if name not in applied:
+                    self._db.execute(sql)
+                    self._db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+        except BaseException:
+            self._db.rollback()
+            raise
+        self._db.commit()
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Cached responses for ``keys`` (missing keys absent), in chunked IN queries."""

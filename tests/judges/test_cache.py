@@ -87,3 +87,28 @@ def test_another_programs_database_is_refused_before_anything_is_written(tmp_pat
     with sqlite3.connect(path) as db:
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["notes"]
     db.close()
+
+
+def test_processes_opening_a_new_cache_at_once_all_open_it_and_migrate_once(tmp_path) -> None:
+    """Two judge runs on a fresh study open its cache together: neither may meet "database is locked"
+    (SQLite refuses a concurrent switch to WAL without waiting) and each migration is applied once."""
+    import subprocess
+    import sys
+    import time
+
+    opener = ("import sys, time, pathlib\n"
+              "from judges.cache import RequestCache\n"
+              "go = pathlib.Path(sys.argv[2])\n"
+              "while not go.exists(): time.sleep(0.0005)\n"
+              "RequestCache(sys.argv[1]).close()\n")
+    for round_ in range(5):
+        path, go = tmp_path / f"cache{round_}.sqlite", tmp_path / f"go{round_}"
+        openers = [subprocess.Popen([sys.executable, "-c", opener, str(path), str(go)], stderr=subprocess.PIPE, text=True)
+                   for _ in range(6)]
+        time.sleep(2.0)  # every interpreter started, imported and waiting, so they open the cache together
+        go.touch()
+        errors = [p.communicate(timeout=120)[1] for p in openers]
+        assert [p.returncode for p in openers] == [0] * 6, errors
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT name FROM migrations").fetchall() == [(name,) for name, _ in MIGRATIONS]
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
