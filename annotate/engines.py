@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from samples.errors import InputError
 from samples.jsonl import private_file
+from samples.sqlite import use_wal
 
 DEFAULT_PG_SCHEMA = "accord"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -148,7 +149,7 @@ class SQLiteEngine:
         if conn is None:
             try:
                 conn = sqlite3.connect(self.path, isolation_level=None, timeout=60.0)
-                conn.execute("PRAGMA journal_mode=WAL")
+                use_wal(conn, timeout_s=60.0)
             except sqlite3.DatabaseError as error:
                 raise InputError(f"{self.path}: not a usable SQLite store ({error})") from None
             # FULL: a label a person spent minutes on survives a power cut, not only a crash.

@@ -19,6 +19,7 @@ from typing import Any
 from samples.canonical import canonical_json, sha256_hex
 from samples.errors import InputError
 from samples.jsonl import private_file
+from samples.sqlite import use_wal
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
@@ -80,7 +81,7 @@ class RequestCache:
             private_file(self.path)  # cached prompts hold the units' text: owner-only
             self._db = sqlite3.connect(self.path, timeout=30.0)
             self._check_ours()
-            self._use_wal()
+            use_wal(self._db, timeout_s=30.0)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except OSError as error:  # no permission, a file where a folder belongs
@@ -99,20 +100,6 @@ class RequestCache:
         tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "migrations" not in tables:
             raise self._foreign(f"a SQLite database with other tables ({', '.join(sorted(tables))})")
-
-    def _use_wal(self) -> None:
-        """Switch a new cache to WAL. SQLite answers a journal-mode change that meets another connection
-        with "database is locked" at once, without its busy handler (two runs opening a fresh study's
-        cache together), so the switch is retried within the connection's timeout."""
-        deadline = time.monotonic() + 30.0
-        while True:
-            try:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
 
     def _migrate(self) -> None:
         """Apply missing migrations in one write transaction, checked inside it: two runs opening a new

@@ -104,3 +104,24 @@ def test_one_annotators_submits_arriving_twice_at_once_are_stored_once(store_loc
     assert raw(store, "SELECT COUNT(*), COUNT(DISTINCT submission_id) FROM submissions") == [(500, 500)]
     assert raw(store, "SELECT COUNT(*), MAX(revisions) FROM labels") == [(500, 1)]
     assert store.integrity_check() == "ok"
+
+
+def test_processes_opening_a_new_store_at_once_all_open_it_and_migrate_once(store_location, tmp_path):
+    """App servers and the CLI starting together on a study with no store yet: every one opens it,
+    and each named migration is applied once."""
+    from annotate.store import MIGRATIONS
+
+    opener = ("import sys, time, pathlib\n"
+              "from annotate.store import Store\n"
+              "go = pathlib.Path(sys.argv[2])\n"
+              "while not go.exists(): time.sleep(0.0005)\n"
+              "Store.open(sys.argv[1]).close()\n")
+    go = tmp_path / "go"
+    openers = [subprocess.Popen([sys.executable, "-c", opener, str(store_location), str(go)], cwd=REPO,
+                                stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    time.sleep(2.0)  # every interpreter started, imported and waiting, so they open the store together
+    go.touch()
+    errors = [p.communicate(timeout=120)[1] for p in openers]
+    assert [p.returncode for p in openers] == [0] * 6, errors
+    store = Store.open(store_location)
+    assert raw(store, "SELECT name FROM migrations ORDER BY name") == [(name,) for name, _ in MIGRATIONS]
