@@ -241,9 +241,14 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
 
     layout = StudyLayout.of(study)
     rate = check_rate(rate)
-    if Store.exists_for_study(layout) and Store.for_study(layout).orders():
-        raise InputError(f"{Store.for_study(layout).location}: annotators' orders are already loaded; gold units must be added before "
-                         "the first push (accord app / accord run), since a loaded order cannot change")
+    store = Store.for_study(layout) if Store.exists_for_study(layout) else None
+    if store is not None:
+        try:
+            if store.orders():
+                raise InputError(f"{store.location}: annotators' orders are already loaded; gold units must be added "
+                                 "before the first push (accord app / accord run), since a loaded order cannot change")
+        finally:
+            store.close()
     salt, seed, sample_sha = blinding_salt(layout)
     rows = read_gold_table(table)
     units = gold_tasks(rows, salt=salt)
