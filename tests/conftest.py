@@ -16,6 +16,29 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ACCORD_SHARED", REPO.parent / "shared"))
 
 
+# A test that reaches one of these session fixtures (directly or through another fixture)
+# starts that real service, so it carries the service's marker whether or not its author
+# wrote it: `-m "not services"` then starts none of them. Fixtures reached at run time
+# (request.getfixturevalue) mark their parameters instead (tests/annotate/conftest.py,
+# tests/test_readme.py); tests that open chromium or a server by hand mark themselves.
+SERVICE_FIXTURES = {"postgres": "postgres", "labelstudio_server": "labelstudio", "llama_server": "llama",
+                    "demo_study": "demo"}
+SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        for fixture in SERVICE_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(SERVICE_FIXTURES[fixture])
+        if any(item.get_closest_marker(name) for name in SERVICE_MARKERS):
+            item.add_marker("services")
+            # Under pytest-xdist's loadgroup every test of one service runs on one worker, so each
+            # session fixture starts once (the Makefile runs this tier in one process anyway).
+            if config.pluginmanager.hasplugin("xdist"):
+                item.add_marker(pytest.mark.xdist_group("services"))
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

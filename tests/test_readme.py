@@ -154,7 +154,13 @@ def test_readme_has_runnable_blocks() -> None:
     assert any(b.demo for b in blocks) and any(b.labelstudio for b in blocks) and any(b.serves for b in blocks)
 
 
-@pytest.mark.parametrize("index", range(len(runnable_blocks())))
+def _marks(block: Block) -> list[pytest.MarkDecorator]:
+    """The services a block reaches at run time (getfixturevalue, chromium), as markers for the test tiers."""
+    return [mark for need, mark in ((block.demo, pytest.mark.demo), (block.labelstudio, pytest.mark.labelstudio),
+                                    (block.signin, pytest.mark.browser)) if need]
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, marks=_marks(b)) for i, b in enumerate(runnable_blocks())])
 def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: pytest.FixtureRequest) -> None:
     block = runnable_blocks()[index]
     mirror = _mirror(tmp_path, shared)

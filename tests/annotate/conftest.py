@@ -17,7 +17,9 @@ ENGINES = ("sqlite", "postgresql")
 def pytest_generate_tests(metafunc) -> None:
     """Modules that set ``BOTH_ENGINES = True`` run every test that uses a store on both engines."""
     if "engine" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
-        metafunc.parametrize("engine", ENGINES, indirect=True)
+        # The PostgreSQL case reaches the cluster at run time (getfixturevalue), so it carries the marker here.
+        params = [pytest.param(e, marks=pytest.mark.postgres) if e == "postgresql" else e for e in ENGINES]
+        metafunc.parametrize("engine", params, indirect=True)
 
 
 @pytest.fixture
