@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACCORD_CACHE ?= $(HOME)/.cache/accord
 export ACCORD_CACHE
 
-.PHONY: demo demo-deps demo-interactive real-studies test bench venv venv-demo system system-build services-deps stop clean
+.PHONY: demo demo-deps demo-interactive real-studies test test-fast bench venv venv-demo system system-build services-deps stop clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,9 +40,21 @@ services-deps: venv system
 	bash scripts/llama_server.sh install
 	bash scripts/ppi_venv.sh
 
+# Two tiers, nothing skipped: the in-process tests on every core (pytest-xdist; whole modules
+# per worker, so a module's fixtures are built once), then every test that starts a real service
+# (marker `services`: PostgreSQL, Label Studio, llama-server, chromium, the demo; tests/conftest.py
+# derives it from the fixtures a test uses) in one process, so each service starts once. Both
+# tiers run even when the first fails; the slowest 25 tests of each are printed.
+PYTEST_WORKERS ?= 2
 test: services-deps
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope; fast=$$?; \
+	$(PY) -m pytest -m services; services=$$?; \
+	test $$fast = 0 && test $$services = 0
+
+# The in-process tests without the long simulations (marker `slow`): minutes, no service started.
+test-fast: venv
+	$(PY) -m pytest -m "not services and not slow" -n $(PYTEST_WORKERS) --dist loadscope
 
 bench: services-deps
 	$(PY) -m benchmarks

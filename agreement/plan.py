@@ -15,6 +15,15 @@ study, benchmarks/coverage.md, found it covering like the bootstrap the gate rea
 family contrast, units per stratum) are listed as not planned, with the reason: the
 policy's P(ACCEPT) is then that of the planned criteria.
 
+Above ``SIMULATED_UNITS`` units a study is not simulated at its own size: its
+criteria read an estimate and its clustered SE, whose deviation from the truth and SE
+both shrink as 1/sqrt(n) once the CLT holds (hundreds of trajectories). The planner
+simulates the design once at ``SIMULATED_UNITS`` and carries each simulated study to
+n units by that law: low_n = truth + (estimate - truth) r - t_n SE r with r =
+sqrt(SIMULATED_UNITS / n), the truth analytic (the latent-class model's population
+value), t_n on the rescaled number of clusters. A gate on 1e5 units then costs what one
+on 2,000 does, and up to 2,000 units every number is the full simulation's.
+
 The OC curve is P(ACCEPT) against the judge's true agreement at a number of units;
 the units needed are the smallest number whose P(ACCEPT) at the design's agreement
 reaches the target power.
@@ -39,6 +48,8 @@ NOT_PLANNED = {
     "min_units_per_stratum": "a design count: plan the strata's units directly",
 }
 MAX_UNITS = 5_000
+SIMULATED_UNITS = 2_000
+"""Largest study simulated at its own size; larger ones are this one carried by the 1/sqrt(n) law."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,12 +189,53 @@ def _t_quantiles(df: np.ndarray, p: float) -> np.ndarray:
     return np.where(df >= 1, t.ppf(p, np.maximum(df, 1)), np.nan)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Scale:
+    """Carries statistics of ``simulated``-unit studies to ``n`` units (the identity when they are equal)."""
+
+    n: int
+    simulated: int
+    judge_accuracy: np.ndarray
+    design: Design
+
+    @property
+    def ratio(self) -> float:
+        return math.sqrt(self.simulated / self.n)
+
+    def units(self, counts: np.ndarray) -> np.ndarray:
+        return counts * (self.n / self.simulated)
+
+    def clusters(self, counts: np.ndarray) -> np.ndarray:
+        """Trajectories of an n-unit study: the simulated count scaled (identity at the simulated size)."""
+        return counts if self.n == self.simulated else np.floor(counts * (self.n / self.simulated))
+
+    def lower_bound(self, value: np.ndarray, se: np.ndarray, tq: np.ndarray, truth: np.ndarray) -> np.ndarray:
+        """value - tq se at the simulated size; above it, the deviation from the truth and the SE shrunk by
+        ``ratio`` (truth: (X,), the population value at each judge accuracy)."""
+        if self.n == self.simulated:
+            return value - tq * se
+        truth = truth[:, None]
+        return truth + (value - truth) * self.ratio - tq * se * self.ratio
+
+    def floor_truth(self, coefficient: str) -> np.ndarray:
+        """The judge-vs-majority coefficient of the latent-class model (ties excluded keep the rate: the
+        annotators' accuracy is the same for both classes)."""
+        d = self.design
+        return true_agreement(coefficient, self.judge_accuracy, d.majority_accuracy, d.positive_rate)
+
+    def ceiling_truth(self) -> np.ndarray:
+        """E[judge's agreement with an annotator - annotators' pairwise agreement] under the model."""
+        a, h = self.judge_accuracy, self.design.human_accuracy
+        return a * h + (1 - a) * (1 - h) - (h * h + (1 - h) * (1 - h))
+
+
 class Simulator:
     """Simulated studies of one design; ``pass_rates`` applies the planned criteria."""
 
     def __init__(self, design: Design, criteria: list[PlannedCriterion], *, level: float, studies: int = 600,
-                 seed: int = DEFAULT_SEED) -> None:
+                 seed: int = DEFAULT_SEED, simulated_units: int = SIMULATED_UNITS) -> None:
         self.design, self.level, self.studies, self.seed = design, level, studies, seed
+        self.simulated_units = simulated_units
         self.criteria = [c for c in criteria if c.planned]
         self.z = (1 - level) / 2
 
@@ -205,38 +257,46 @@ class Simulator:
         humans = np.where(rng.random((d.annotators, S, n)) < d.human_accuracy, latent, ~latent)
         return cluster, latent, humans, rng.random((S, n))
 
-    def _clustered(self, values: np.ndarray, keep: np.ndarray, cluster: np.ndarray, n: int) -> np.ndarray:
-        """Per-cluster sums of (X, S, n) values over kept units: (X, S, n) indexed by the study's cluster slot."""
-        X, S = values.shape[0], self.studies
-        flat = (np.arange(X)[:, None, None] * S * n + cluster[None]).ravel()
-        sums = np.bincount(flat, weights=(values * keep).ravel(), minlength=X * S * n)
-        return sums.reshape(X, S, n)
+    def _clustered(self, values: np.ndarray, keep: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Per-cluster sums of (X, S, n) values over kept units: (X, S, n) indexed by the study's cluster slot.
+        ``flat`` is ``_slots``: each unit's global cluster slot, computed once per simulated batch."""
+        sums = np.bincount(flat, weights=(values * keep).ravel(), minlength=values.size)
+        return sums.reshape(values.shape)
+
+    def _slots(self, X: int, cluster: np.ndarray, n: int) -> np.ndarray:
+        return (np.arange(X)[:, None, None] * self.studies * n + cluster[None]).ravel()
 
     def pass_rates(self, n: int, judge_accuracies: np.ndarray) -> dict[str, np.ndarray]:
-        """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}."""
+        """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}.
+
+        Studies above ``simulated_units`` units are the ``simulated_units``-unit studies carried to
+        ``n`` units (module docstring)."""
         d, S = self.design, self.studies
-        rng = np.random.default_rng([self.seed, n])
-        cluster, latent, humans, u_judge = self._studies(n, rng)
+        size = min(n, self.simulated_units)
+        rng = np.random.default_rng([self.seed, size])
+        cluster, latent, humans, u_judge = self._studies(size, rng)
         acc = np.asarray(judge_accuracies, dtype=float)
+        scale = _Scale(n=n, simulated=size, judge_accuracy=acc, design=d)
         judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
         votes = humans.sum(axis=0)
         m = d.annotators
         keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
         majority = (2 * votes > m)[None]
-        slot_count = self._clustered(np.ones_like(judge, dtype=float), keep, cluster, n)
+        flat = self._slots(acc.size, cluster, size)
+        slot_count = self._clustered(np.ones_like(judge, dtype=float), keep, flat)
         clusters = (slot_count > 0).sum(axis=2).astype(float)  # (X, S)
         kept = keep.sum(axis=2).astype(float)
         passes: dict[str, np.ndarray] = {}
         every = np.ones((acc.size, S), dtype=bool)
-        df = clusters - 1
+        df = scale.clusters(clusters) - 1
         tq = _t_quantiles(df, 1 - self.z)
         cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
-        cell_sums = [self._clustered(c.astype(float), keep, cluster, n) for c in cells]  # each (X, S, n)
+        cell_sums = [self._clustered(c.astype(float), keep, flat) for c in cells]  # each (X, S, n)
         for c in self.criteria:
             if c.type == "agreement_floor":
-                ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq)
+                ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq, scale)
             elif c.type == "human_ceiling":
-                ok = self._ceiling(c, judge, humans, cluster, n, tq, clusters)
+                ok = self._ceiling(c, judge, humans, flat, size, scale)
             else:
                 ok = np.broadcast_to(self._unscored(c, n), (acc.size, S))
             passes[c.name] = ok.mean(axis=1)
@@ -244,7 +304,7 @@ class Simulator:
         passes["policy"] = every.mean(axis=1)
         return passes
 
-    def _floor(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq) -> np.ndarray:
+    def _floor(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq, scale: _Scale) -> np.ndarray:
         totals = [s.sum(axis=2) for s in cell_sums]  # (X, S)
         value = _cells_statistic(c.coefficient, *totals)
         # Linearisation: gradient of the coefficient in the cell shares (central differences).
@@ -258,11 +318,11 @@ class Simulator:
         influence = sum(g[..., None] * (cs - slot_count * s[..., None]) for g, cs, s in zip(grads, cell_sums, shares))
         with np.errstate(invalid="ignore", divide="ignore"):
             var = clusters / (clusters - 1) * (influence**2).sum(axis=2) / kept**2
-            low = value - tq * np.sqrt(var)
+            low = scale.lower_bound(value, np.sqrt(var), tq, scale.floor_truth(c.coefficient))
         minimum = MIN_UNITS.get(c.coefficient, 0)
-        return np.isfinite(low) & (low >= c.threshold) & (kept >= minimum)
+        return np.isfinite(low) & (low >= c.threshold) & (scale.units(kept) >= minimum)
 
-    def _ceiling(self, c: PlannedCriterion, judge, humans, cluster, n, tq, clusters) -> np.ndarray:
+    def _ceiling(self, c: PlannedCriterion, judge, humans, flat, n, scale: _Scale) -> np.ndarray:
         m = humans.shape[0]
         if m < 2:
             return np.zeros(judge.shape[:2], dtype=bool)
@@ -272,14 +332,14 @@ class Simulator:
         diff = with_judge - among[None]
         everyone = np.ones_like(diff, dtype=bool)
         value = diff.mean(axis=2)
-        per_cluster = self._clustered(diff - value[..., None], everyone, cluster, n)
-        units_per_cluster = self._clustered(np.ones_like(diff), everyone, cluster, n)
+        per_cluster = self._clustered(diff - value[..., None], everyone, flat)
+        units_per_cluster = self._clustered(np.ones_like(diff), everyone, flat)
         all_clusters = (units_per_cluster > 0).sum(axis=2).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             var = all_clusters / (all_clusters - 1) * (per_cluster**2).sum(axis=2) / n**2
-        tq_all = _t_quantiles(all_clusters - 1, 1 - self.z)
-        low = value - tq_all * np.sqrt(var)
-        return np.isfinite(low) & (low >= c.threshold) & (n >= MIN_UNITS.get("human_ceiling", 0))
+        tq_all = _t_quantiles(scale.clusters(all_clusters) - 1, 1 - self.z)
+        low = scale.lower_bound(value, np.sqrt(var), tq_all, scale.ceiling_truth())
+        return np.isfinite(low) & (low >= c.threshold) & (scale.n >= MIN_UNITS.get("human_ceiling", 0))
 
     def _unscored(self, c: PlannedCriterion, n: int) -> np.ndarray:
         """Bernoulli draws with the exact binomial P(pass) (unscored rows independent of the labels)."""
@@ -363,7 +423,8 @@ def oc_curve(simulator: Simulator, criteria: list[PlannedCriterion], units: int,
     start = min([*floors, design.judge_agreement]) - 0.2
     xs = np.linspace(max(start, -0.5), top, grid)
     accuracies = np.array([judge_accuracy_for(design, float(x)) for x in xs])
-    chunk = max(1, 4_000_000 // (simulator.studies * units))  # bounds the (accuracies, studies, units) arrays
+    # Bounds the (accuracies, studies, units) arrays; above SIMULATED_UNITS the studies simulated are that size.
+    chunk = max(1, 4_000_000 // (simulator.studies * min(units, simulator.simulated_units)))
     parts = [simulator.pass_rates(units, accuracies[i:i + chunk]) for i in range(0, accuracies.size, chunk)]
     return xs, {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
 

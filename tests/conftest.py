@@ -33,10 +33,6 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(SERVICE_FIXTURES[fixture])
         if any(item.get_closest_marker(name) for name in SERVICE_MARKERS):
             item.add_marker("services")
-            # Under pytest-xdist's loadgroup every test of one service runs on one worker, so each
-            # session fixture starts once (the Makefile runs this tier in one process anyway).
-            if config.pluginmanager.hasplugin("xdist"):
-                item.add_marker(pytest.mark.xdist_group("services"))
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,11 @@ import pytest
 
 from agreement.gate import evaluate, load_policy
 from agreement.plan import (
+    SIMULATED_UNITS,
     Design,
     Simulator,
     judge_accuracy_for,
+    operating_point,
     plan,
     planned_criteria,
     true_agreement,
@@ -198,3 +200,39 @@ def test_the_real_gate_accepts_a_judge_at_the_floor_at_most_5_percent(tmp_path):
                                 seed=int(rng.integers(1 << 31)))
         accepted += evaluate(pol, evidence, fingerprints={}, simulated=True).accepted
     assert accepted / studies <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / studies), accepted  # measured: 11 of 300
+
+
+def test_large_studies_carried_by_the_sqrt_n_law_match_their_full_simulation(tmp_path):
+    # Above SIMULATED_UNITS the planner carries 2,000-unit studies to n units (deviation from the truth and
+    # SE shrink as 1/sqrt(n)). The reference is the full simulation at n itself (simulated_units=n), on
+    # independent draws: each criterion's P(pass) must agree within three combined binomial standard
+    # errors (floor 0.01) at true agreements spanning the AC1 floor's transition at 6,000 units.
+    pol = load_policy(write_policy(
+        tmp_path, floor("gwet_ac1", 0.6), floor("cohen_kappa", 0.4),
+        'type = "human_ceiling"\ncoefficient = "percent_agreement"\nmargin = 0.15'))
+    design = Design(positive_rate=0.3, judge_agreement=0.65, human_agreement=0.85, annotators=3,
+                    turns_per_trajectory=3, coefficient="gwet_ac1")
+    n, studies = 6000, 400
+    assert SIMULATED_UNITS < n
+    accuracies = np.array([judge_accuracy_for(design, x) for x in (0.59, 0.605, 0.615, 0.625, 0.64)])
+    carried = Simulator(design, planned_criteria(pol), level=0.95, studies=studies).pass_rates(n, accuracies)
+    full = Simulator(design, planned_criteria(pol), level=0.95, studies=studies,
+                     simulated_units=n).pass_rates(n, accuracies)
+    assert set(carried) == set(full)
+    policy = full["policy"]
+    assert policy[0] < 0.2 and policy[-1] > 0.8 and np.any((policy > 0.2) & (policy < 0.8))  # spans the transition
+    for name in full:
+        p = (carried[name] + full[name]) / 2
+        se = np.sqrt(np.maximum(p * (1 - p), 0.01) * 2 / studies)
+        assert np.all(np.abs(carried[name] - full[name]) <= 3 * se), (name, carried[name], full[name])
+
+
+def test_the_operating_point_of_a_large_study_is_cheap_and_monotone(tmp_path):
+    # 100,000 units: the curve comes from 2,000-unit studies; P(ACCEPT) rises with the true agreement from 0
+    # (0.2 below the floor) to 1 at the perfect judge, and the study's estimate well above the floor reads 1.
+    pol = load_policy(write_policy(tmp_path, floor("gwet_ac1", 0.6)))
+    point = operating_point(pol, units=100_000, annotators=3, positive_rate=0.3, human_agreement=0.9,
+                            turns_per_trajectory=3, observed=0.8, coefficient="gwet_ac1", studies=100)
+    curve = np.array(point["p_accept"])
+    assert curve[0] == 0 and curve[-1] == 1 and np.all(np.diff(curve) >= 0)
+    assert point["p_accept_at_estimate"] == 1
