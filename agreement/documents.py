@@ -484,7 +484,7 @@ def parse_document(model: type[D], body: dict[str, Any], *, where: Path | str) -
 
 def read_document(model: type[D], study: str | Path | StudyLayout) -> D | None:
     """The study's document of this type, or None when it has not been written."""
-    from agreement.study_io import read_json
+    from samples.jsonl import read_json
 
     path = model.path(StudyLayout.of(study))
     if not path.is_file():
@@ -497,7 +497,7 @@ def read_document(model: type[D], study: str | Path | StudyLayout) -> D | None:
 
 def write_document(model: type[D], study: str | Path | StudyLayout, body: dict[str, Any]) -> D:
     """Check ``body`` against its model, then write it atomically (sorted keys, no NaN)."""
-    from agreement.study_io import write_result
+    from samples.jsonl import write_result
 
     path = model.path(StudyLayout.of(study))
     parse_document(model, _clean(body), where=path)
@@ -505,7 +505,7 @@ def write_document(model: type[D], study: str | Path | StudyLayout, body: dict[s
 
 
 def _clean(body: dict[str, Any]) -> dict[str, Any]:
-    from agreement.study_io import jsonable
+    from samples.jsonl import jsonable
 
     return jsonable(body)
 

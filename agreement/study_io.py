@@ -28,7 +28,8 @@ import pandas as pd
 
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.jsonl import json_objects
+# JSON I/O lives on the ground floor (agreement.documents reads and writes through it too); re-exported here.
+from samples.jsonl import json_objects, jsonable, read_json, write_result  # noqa: F401
 from samples.layout import StudyLayout
 from samples.records import STRATUM_FIELDS
 
@@ -272,32 +273,6 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     return table.reset_index(drop=True)
 
 
-def jsonable(obj: Any) -> Any:
-    """JSON-safe copy: NaN/inf -> null, numpy scalars and arrays -> Python lists and numbers."""
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
-        return [jsonable(v) for v in (obj.tolist() if isinstance(obj, np.ndarray) else obj)]
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj if obj is None or isinstance(obj, str) else str(obj)
-
-
-def write_result(path: Path, body: dict[str, Any]) -> dict[str, Any]:
-    """Write a result document atomically (sorted keys, no NaN); return what was written."""
-    from samples.jsonl import write_json
-
-    clean = jsonable(body)
-    write_json(path, clean)
-    return clean
 
 
 def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any, model: Any = None) -> dict[str, Any]:
@@ -324,12 +299,3 @@ def status(message: str) -> Any:
     from rich.console import Console
 
     return Console(stderr=True).status(message)
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: not valid JSON ({error})") from None

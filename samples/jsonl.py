@@ -323,3 +323,38 @@ def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]
             raise InputError(f"{path}:{number}: field '{field}': {first['msg']} (expected a {model.__name__} row)") from None
         except ValueError as error:
             raise InputError(f"{path}:{number}: {error}") from None
+
+
+# Result documents (agreement's study layer and agreement.documents write through these).
+def jsonable(obj: Any) -> Any:
+    """JSON-safe copy: NaN/inf -> null, numpy scalars and arrays -> Python lists and numbers."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in (obj.tolist() if isinstance(obj, np.ndarray) else obj)]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj if obj is None or isinstance(obj, str) else str(obj)
+
+
+def write_result(path: Path, body: dict[str, Any]) -> dict[str, Any]:
+    """Write a result document atomically (sorted keys, no NaN); return what was written."""
+    clean = jsonable(body)
+    write_json(path, clean)
+    return clean
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's value; a missing or malformed file is one InputError line naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not valid JSON ({error})") from None

@@ -85,14 +85,11 @@ def register_provider(name: str, factory: ProviderFactory) -> None:
 
 
 def provider_names() -> list[str]:
-    from judges import providers  # noqa: F401  (registers the built-ins)
-
+    # Importing this module first ran judges/providers/__init__.py, which registers the built-ins.
     return sorted(_REGISTRY)
 
 
 def make_provider(name: str, config: ProviderConfig) -> Provider:
-    from judges import providers  # noqa: F401
-
     try:
         factory = _REGISTRY[name]
     except KeyError:
