@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.table import RatingData
+from samples.seed import DEFAULT_SEED  # noqa: F401  (imported from here by agreement and benchmarks)
 
-DEFAULT_SEED = 20261129
 # Elements of the per-chunk draw (counts or indices): bounds memory at ~8 bytes each.
 _CHUNK_ELEMENTS = 1 << 18
 # Relative cost of one binomial draw in numpy's multinomial vs one uniform index:

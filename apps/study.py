@@ -28,8 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from samples.errors import InputError
+from samples.seed import DEFAULT_SEED
 
-DEFAULT_SEED = 20261129
 
 
 class _Section(BaseModel):

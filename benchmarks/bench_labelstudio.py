@@ -30,12 +30,13 @@ from annotate.labelstudio import (
 from benchmarks.measure import ratio_text, seconds_text
 from samples.records import BlindTask
 from samples.schemes import DEFAULT_SCHEME
+from samples.seed import DEFAULT_SEED
 
 PUSH_TARGET_S = 15.0
 PULL_TARGET_S = 10.0
 ANNOTATORS = ("bench-a", "bench-b", "bench-c")
 KIND = "identify_trajectory"
-SEED = 20261129
+SEED = DEFAULT_SEED
 REPEATS = 3
 
 

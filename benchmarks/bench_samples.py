@@ -36,8 +36,9 @@ import numpy as np
 import pandas as pd
 
 from samples.synthetic import ise_records
+from samples.seed import DEFAULT_SEED
 
-SEED = 20261129
+SEED = DEFAULT_SEED
 _RSS_CODE = (
     "import resource, sys; from samples.ingest import ingest; "
     "ingest([sys.argv[1]], sys.argv[2], adapter='ise', kinds=None); "

@@ -39,8 +39,8 @@ from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.lock import exclusive
 from judges.tables import LabelKey, LabelStore, RunLog, current_labels
+from samples.seed import DEFAULT_SEED
 
-DEFAULT_SEED = 20261129
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
 # provider's own counts replace it for accounting.
 CHARS_PER_TOKEN = 4.0

@@ -44,11 +44,11 @@ import pandas as pd
 from samples.errors import InputError
 from samples.jsonl import record_bytes
 from samples.plans import JUDGE_PREFIX, SamplingPlan
+from samples.seed import DEFAULT_SEED
 
 if TYPE_CHECKING:
     from samples.hardness import HardnessScorer
 
-DEFAULT_SEED = 20261129
 MAX_SEED = 2**63 - 1
 """Seeds are 0..2**63-1: every store and table that records one holds it as a 64-bit integer."""
 

@@ -11,6 +11,7 @@ unit, cluster, model, family, judge, human [, judge_name, weight]. Observational
 from __future__ import annotations
 
 import argparse
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
     parser.add_argument("--n-permutations", type=int, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
-    parser.add_argument("--seed", type=int, default=20261129, help="seed (default 20261129)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 

@@ -8,8 +8,8 @@ an identity in any scrubbed task (the error names the task and field).
 from __future__ import annotations
 
 import argparse
+from samples.seed import DEFAULT_SEED
 
-DEFAULT_SEED = 20261129
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,8 +8,8 @@ shortfalls). Example plans: data/plans/.
 from __future__ import annotations
 
 import argparse
+from samples.seed import DEFAULT_SEED
 
-DEFAULT_SEED = 20261129
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ sample. Writes STUDY/score/score.json.
 from __future__ import annotations
 
 import argparse
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="score without an accepted verdict (stamped UNACCEPTED)")
     parser.add_argument("--tie-policy", help="human-majority ties for the corrections (default: the gate policy's)")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the score document as JSON")
 

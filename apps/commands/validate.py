@@ -15,6 +15,7 @@ given under; ``--by-codebook`` adds one validation per version (``by_codebook``)
 from __future__ import annotations
 
 import argparse
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weighted", action="store_true",
                         help="reweight every estimate by 1/inclusion probability of the sample design")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--by-codebook", action="store_true",
                         help="also validate the human labels of each codebook version on their own")

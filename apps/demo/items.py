@@ -32,8 +32,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from samples.errors import InputError
+from samples.seed import DEFAULT_SEED
 
-DEFAULT_SEED = 20261129
 CATEGORIES: tuple[str, ...] = ("FEQ", "PCQ", "HNQ", "CCQ")
 DEFAULT_PER_CATEGORY = 4
 CCQ_MAX_ANSWER_WORDS = 5

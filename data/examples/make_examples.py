@@ -23,8 +23,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from samples.canonical import sha256_hex  # noqa: E402  (repo root on the path first)
+from samples.seed import DEFAULT_SEED  # noqa: E402
 
-SEED = 20261129
+SEED = DEFAULT_SEED
 N_TRAJECTORIES, TURNS = 20, 3
 PREVALENCE = 0.35
 # Chance that a rater reports the latent truth; otherwise it reports "yes" with

@@ -24,8 +24,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from apps.demo.items import select_demo_items  # noqa: E402  (repo root on the path first)
+from samples.seed import DEFAULT_SEED  # noqa: E402
 
-SEED = 20261129
+SEED = DEFAULT_SEED
 PER_CATEGORY = 60
 MODEL = "synthetic/templates"
 TEMPLATES = {
