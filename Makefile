@@ -48,6 +48,7 @@ services-deps: venv system
 PYTEST_WORKERS ?= 2
 test: services-deps
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope; fast=$$?; \
 	$(PY) -m pytest -m services; services=$$?; \
 	test $$fast = 0 && test $$services = 0
