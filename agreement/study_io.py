@@ -144,8 +144,9 @@ def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
     frames = []
     for path in files:
         rows = read_rows(path, _REQUIRED["judge"])
+        name = layout.relative(path)  # once per file: it resolves the path on disk
         for row in rows:
-            row["source_file"] = layout.relative(path)
+            row["source_file"] = name
         frames.append(pd.DataFrame(rows))
     judge = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if judge.empty:
