@@ -744,6 +744,23 @@ def judge_sample_fingerprint(table: Any, judge: str) -> str:
     return sha256_hex([[u, lab if isinstance(lab, str) else None] for u, lab in zip(rows["unit"], rows["label"])])
 
 
+def named_labels(criterion: Any) -> tuple[str, ...]:
+    """The labels a criterion names (``labels``, or the audited score's ``positive`` labels)."""
+    return tuple(getattr(criterion, "labels", None) or getattr(criterion, "positive", None) or ())
+
+
+def check_policy_labels(policy: Policy, evidence: Any) -> None:
+    """Every label the policy names is a label of the scheme the judge's units are compared in: a
+    criterion must never pass on a label nobody can give (a case typo turned REJECT into ACCEPT)."""
+    kinds, labels = evidence.kinds, evidence.scheme_labels
+    for index, criterion in enumerate(policy.criteria, start=1):
+        unknown = [x for x in named_labels(criterion) if x not in labels]
+        if unknown:
+            raise InputError(f"{policy.path} criterion #{index} ({criterion.name}): label(s) {unknown} are not in "
+                             f"the labels of unit kind(s) {kinds} that judge {evidence.judge!r} is gated on: "
+                             f"{list(labels)}")
+
+
 def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """Evaluate the policy for each judge of a study; return the verdict document and its text."""
     from agreement.study_io import SIMULATED_NOTE, labels_table
@@ -761,6 +778,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     for judge in names:
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],
                                 n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"])
+        check_policy_labels(policy, evidence)
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)

@@ -75,6 +75,8 @@ class Study:
     human: pd.DataFrame
     judge: pd.DataFrame
     fingerprints: dict[str, str] = field(default_factory=dict)
+    label_maps: tuple[dict[str, Any], ...] = ()
+    """The study file's ``[[label_map]]`` tables (``StudyLayout.label_map``): kind, from_scheme, to_scheme, labels."""
 
     @property
     def simulated(self) -> bool:
@@ -194,9 +196,11 @@ def load_study(root: str | Path) -> Study:
     if len(bad):
         raise InputError(f"{root / bad.iloc[0]['source_file']}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "
                          f"(an unscored row must say parse_status 'unscored')")
-    inputs = (layout.key, *layout.human_label_files(), *judge_files, layout.sample, layout.units, layout.trajectories)
+    inputs = (layout.key, *layout.human_label_files(), *judge_files, layout.sample, layout.units, layout.trajectories,
+              layout.label_map)
     prints = {layout.relative(path): file_sha256(path) for path in inputs if path.is_file()}
-    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints)
+    maps = tuple(json.loads(layout.label_map.read_text(encoding="utf-8"))) if layout.label_map.is_file() else ()
+    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps)
 
 
 def strata_columns(key: pd.DataFrame) -> pd.DataFrame:
@@ -269,7 +273,61 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     table["weight"] = 1.0 / table["inclusion_prob"].astype(float)
     if kinds is not None:
         table = table[table["kind"].isin(list(kinds))]
-    return table.reset_index(drop=True)
+    return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root))
+
+
+def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:
+    """The scheme whose labels hold ``labels``: ``preferred`` when it does, else the first that does."""
+    from samples.schemes import SCHEMES
+
+    if preferred in SCHEMES and labels <= set(SCHEMES[preferred].labels):
+        return preferred
+    return next((name for name, scheme in SCHEMES.items() if labels and labels <= set(scheme.labels)), None)
+
+
+def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]], *, where: str) -> pd.DataFrame:
+    """Judge and human labels of each unit kind in one scheme, through the study's label maps.
+
+    A rater group (the people, or one judge) whose labels are all in a map's ``from_scheme``
+    has them read as the map's ``to_scheme`` labels (the adjudicated labels with the people's).
+    Then every judge's labels must lie in the scheme of the people's labels of that kind; a judge
+    in another scheme stops here, naming both, instead of validating to kappa 0. People whose
+    labels fit no scheme (imported as found, scheme "any") are compared as found.
+    """
+    from samples.schemes import DEFAULT_SCHEME, SCHEMES
+
+    table = table.copy()
+    maps = list(label_maps)
+    for kind in sorted(set(table["kind"].dropna())):
+        in_kind = table["kind"] == kind
+        groups = [("the human labels", in_kind & (table["source"] == "human"))]
+        groups += [(f"judge {name!r}", in_kind & (table["source"] == "judge") & (table["rater"] == name))
+                   for name in sorted(set(table.loc[in_kind & (table["source"] == "judge"), "rater"]))]
+        for mapping in (m for m in maps if m["kind"] == kind):
+            source = set(SCHEMES[mapping["from_scheme"]].labels)
+            for who, mask in groups:
+                labels = set(table.loc[mask, "label"].dropna().astype(str))
+                if labels and labels <= source and not labels <= set(SCHEMES[mapping["to_scheme"]].labels):
+                    table.loc[mask, "label"] = table.loc[mask, "label"].map(
+                        lambda v, m=mapping: m["labels"].get(v, v) if isinstance(v, str) else v)
+                    if who == "the human labels":
+                        table.loc[in_kind, "adjudicated"] = table.loc[in_kind, "adjudicated"].map(
+                            lambda v, m=mapping: m["labels"].get(v, v) if isinstance(v, str) else v)
+        human = set(table.loc[groups[0][1], "label"].dropna().astype(str))
+        scheme = _fitting_scheme(human, DEFAULT_SCHEME.get(kind))
+        if scheme is None:
+            continue
+        allowed = set(SCHEMES[scheme].labels)
+        for who, mask in groups[1:]:
+            labels = set(table.loc[mask, "label"].dropna().astype(str))
+            if labels <= allowed:
+                continue
+            theirs = _fitting_scheme(labels, None)
+            named = f"scheme {theirs!r} {list(SCHEMES[theirs].labels)}" if theirs else f"labels {sorted(labels)}"
+            raise InputError(f"{where}: unit kind {kind!r}: {who} labels in {named} but the human labels are in "
+                             f"scheme {scheme!r} {list(SCHEMES[scheme].labels)}; judge under the people's scheme, "
+                             f"or declare a [[label_map]] (kind, from_scheme, to_scheme, labels) in the study file")
+    return table
 
 
 def jsonable(obj: Any) -> Any:

@@ -532,11 +532,20 @@ class GateEvidence:
         self.tie_policy, self.weighted = tie_policy, weighted
         self.missing_reason = None if (self.table["source"] == "human").any() else \
             f"no human labels on the judge's units (kinds {kinds}); {HUMAN_LABEL_SOURCES}"
+        self.kinds = kinds
         self.section: Section | None = None
         if self.missing_reason is None:
             self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
                                     weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
             self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
+
+    @property
+    def scheme_labels(self) -> tuple[str, ...]:
+        """The labels the judge is compared in: the section's categories, else its kinds' default scheme."""
+        if self.section is not None:
+            return tuple(str(c) for c in self.section.categories)
+        labels, _ = scheme_of(self.kinds, self.table["label"])
+        return tuple(labels or sorted(set(self.table["label"].dropna().astype(str))))
 
     def _vs_humans(self):
         report = self.section.report if self.section is not None else None

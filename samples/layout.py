@@ -44,6 +44,11 @@ class StudyLayout:
         return self.root / "study.json"
 
     @property
+    def label_map(self) -> Path:
+        """`accord run`: the study file's [[label_map]] tables (judge and human schemes of one kind)."""
+        return self.root / "label_map.json"
+
+    @property
     def locks(self) -> Path:
         """Advisory lock files (one per writer kind, e.g. judges)."""
         return self.root / ".locks"

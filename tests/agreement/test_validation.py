@@ -326,7 +326,7 @@ def test_gate_on_a_study_missing_labels_rejects_with_reasons(tmp_path, capsys, r
     assert reason in failed["human_ceiling"] and "alt_test" in failed
     if not raters:  # nothing against people is measurable, and each criterion says why
         assert set(failed) == {"agreement_floor", "human_ceiling", "alt_test", "family_contrast",
-                               "min_units_per_stratum"}
+                               "min_units_per_stratum", "beats_baselines", "tracks_input"}
         assert all(r.startswith("cannot be measured") for r in failed.values())
         assert reason in failed["agreement_floor"] and reason in failed["alt_test"]
 
