@@ -415,6 +415,9 @@ class JudgeVerdict(_Doc):
     operating_characteristic: OperatingPoint | None = Field(default=None, description="P(ACCEPT) of this design.")
     first_turn_agreement: dict[str, Any] | None = Field(
         default=None, description="Human first recognition turns against the judge's t* (exact, within one, MAD).")
+    judge_identity: dict[str, Any] | None = Field(
+        default=None, description="The exact calls validated (agreement.identity): prompt sha, model, parameters, "
+                                  "parser, unit kind; a score of any other call is refused.")
 
 
 class VerdictDocument(StageDocument):
@@ -461,6 +464,8 @@ class ScoreDocument(StageDocument):
 
     accepted: bool = Field(description="False when scored with --force past a gate that did not accept.")
     rows: list[ScoreRow] = Field(default_factory=list)
+    judges: dict[str, str] = Field(default_factory=dict, description="Role (identify, escalate, correctness) -> the "
+                                                                     "judge scored, or metadata:FIELD.")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:

@@ -744,6 +744,11 @@ def judge_sample_fingerprint(table: Any, judge: str) -> str:
     return sha256_hex([[u, lab if isinstance(lab, str) else None] for u, lab in zip(rows["unit"], rows["label"])])
 
 
+CALL_SHOWN = ("unit_kind", "provider", "model", "prompt_sha256", "rule", "output", "parse_mode", "params",
+              "fingerprint")
+"""Parts of a validated call the text verdict prints (the verdict file keeps all of them)."""
+
+
 def named_labels(criterion: Any) -> tuple[str, ...]:
     """The labels a criterion names (``labels``, or the audited score's ``positive`` labels)."""
     return tuple(getattr(criterion, "labels", None) or getattr(criterion, "positive", None) or ())
@@ -763,6 +768,7 @@ def check_policy_labels(policy: Policy, evidence: Any) -> None:
 
 def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """Evaluate the policy for each judge of a study; return the verdict document and its text."""
+    from agreement.identity import judge_identity
     from agreement.study_io import SIMULATED_NOTE, labels_table
     from agreement.validation import GateEvidence
 
@@ -782,12 +788,15 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
+        body["judge_identity"] = judge_identity(study, judge, units=set(evidence.table["unit"]))
         body["operating_characteristic"] = study_operating_point(policy, evidence)
         body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
         oc = body["operating_characteristic"]
+        calls = "; ".join(", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k in CALL_SHOWN)
+                          for c in body["judge_identity"]["calls"])
         texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
-                     f"{oc.get('sentence') or oc.get('undefined_reason')}")
+                     f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}")
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}
