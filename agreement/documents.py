@@ -418,6 +418,19 @@ class JudgeVerdict(_Doc):
     judge_identity: dict[str, Any] | None = Field(
         default=None, description="The exact calls validated (agreement.identity): prompt sha, model, parameters, "
                                   "parser, unit kind; a score of any other call is refused.")
+    preregistration: dict[str, Any] | None = Field(
+        default=None, description="Whether the policy and this judge's calls were registered before the human "
+                                  "labels, and how many versions of the judge were gated on this human sample.")
+
+
+class Preregistration(_Doc):
+    """One ``accord preregister`` record (a line of ``StudyLayout.preregistration``)."""
+
+    registered_at: str = Field(description="ISO-8601 UTC time of the registration.")
+    policy: dict[str, str] = Field(description="path, sha256 and content of the policy registered.")
+    judges: dict[str, dict[str, Any]] = Field(description="Judge -> its calls (agreement.identity) and their sha256.")
+    sample: dict[str, str] = Field(description="Study-relative sample files (key, sample, units) -> sha256.")
+    human_labels: int = Field(description="Human labels in the study when it was registered (0: before the first).")
 
 
 class VerdictDocument(StageDocument):

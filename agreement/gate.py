@@ -510,6 +510,55 @@ class TracksInput:
                             reference=self.reference, bound=self.bound, strict=True)
 
 
+@register_criterion("preregistration")
+class Preregistered:
+    """Validation that cannot be tuned on: the policy and the judge's calls registered (``accord preregister``)
+    before the human labels (``required``), and at most ``max_versions_per_sample`` versions of the judge gated
+    on the same human sample (a revised prompt needs a fresh sample: ``accord sample --exclude-labelled``)."""
+
+    def __init__(self, table: dict[str, Any], where: str) -> None:
+        _unknown(table, {"required", "max_versions_per_sample"}, where)
+        if "required" not in table and "max_versions_per_sample" not in table:
+            raise InputError(f"{where}: give required = true and/or max_versions_per_sample")
+        self.required = _param(table, "required", where, bool, allowed="true or false") \
+            if "required" in table else False
+        self.cap = _param(table, "max_versions_per_sample", where, int, check=lambda v: v >= 1,
+                          allowed="an integer >= 1") if "max_versions_per_sample" in table else None
+        self.name = table.get("name", "preregistration")
+
+    def evaluate(self, evidence: Evidence) -> CriterionResult:
+        parts = (["policy and judge registered before the human labels"] if self.required else []) + \
+            ([f"versions gated on this human sample <= {self.cap}"] if self.cap is not None else [])
+        threshold = "; ".join(parts)
+        test = "design record: registrations and the gate history are counted, not estimated (no sampling interval)"
+        status = getattr(evidence, "registration", None)
+        if status is None:
+            return _fail(self.name, "preregistration", test, threshold, "no registration status (gate the study "
+                         "with accord gate)")
+        problems = []
+        if self.required and not status["policy_registered_before_labels"]:
+            problems.append("the policy was not registered before the human labels (accord preregister)")
+        if self.required and not status["judge_registered_before_labels"]:
+            problems.append(f"judge {evidence.judge!r}'s calls were not registered before the human labels")
+        versions = status["versions_gated_on_sample"]
+        if self.cap is not None and versions > self.cap:
+            problems.append(f"{versions} versions of judge {evidence.judge!r} gated on this human sample, above "
+                            f"the policy's cap of {self.cap} (max_versions_per_sample); draw a fresh sample with "
+                            f"accord sample --exclude-labelled")
+        return CriterionResult(name=self.name, type="preregistration", test=test, value=float(versions),
+                               ci_low=math.nan, ci_high=math.nan, ci_level=None, ci_method="", threshold=threshold,
+                               passed=not problems, reason="; ".join(problems) or None, details=dict(status))
+
+
+def registration_sentence(status: dict[str, Any]) -> str:
+    """One line of the text verdict: registered before the labels, and versions gated on the sample."""
+    yes = {True: "yes", False: "no"}
+    return (f"preregistration: policy registered before the human labels: "
+            f"{yes[status['policy_registered_before_labels']]}; judge's calls: "
+            f"{yes[status['judge_registered_before_labels']]}; versions of this judge gated on this human sample: "
+            f"{status['versions_gated_on_sample']}")
+
+
 BUILT_IN = ("beats_baselines", "tracks_input")
 """Criterion types every policy carries; a policy's own table of one of these tightens it."""
 
@@ -669,7 +718,7 @@ def evaluate(policy: Policy, evidence: Evidence, *, fingerprints: dict[str, str]
                    fingerprints=fingerprints, simulated=simulated, notes=notes)
 
 
-COUNT_CRITERIA = frozenset({"min_units_per_stratum"})
+COUNT_CRITERIA = frozenset({"min_units_per_stratum", "preregistration"})
 """Criterion types whose value is a count of units (printed as an integer)."""
 
 
@@ -769,8 +818,10 @@ def check_policy_labels(policy: Policy, evidence: Any) -> None:
 def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """Evaluate the policy for each judge of a study; return the verdict document and its text."""
     from agreement.identity import judge_identity
+    from agreement.preregistration import human_sample_sha256, record_gating, registration_status
     from agreement.study_io import SIMULATED_NOTE, labels_table
     from agreement.validation import GateEvidence
+    from samples.layout import StudyLayout
 
     policy = load_policy(policy_path)
     table = labels_table(study)
@@ -781,14 +832,23 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     s = policy.settings
     notes = (SIMULATED_NOTE,) if study.simulated else ()
     verdicts, texts = {}, []
+    layout = StudyLayout.of(study.root)
     for judge in names:
+        kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"])
+        mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
+        identity = judge_identity(study, judge, units=set(mine["unit"]))
+        human_sample = human_sample_sha256(mine)
+        registration = registration_status(study, policy, judge, identity, human_sample)
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],
-                                n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"])
+                                n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"],
+                                registration=registration)
         check_policy_labels(policy, evidence)
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
-        body["judge_identity"] = judge_identity(study, judge, units=set(evidence.table["unit"]))
+        body["judge_identity"] = identity
+        body["preregistration"] = registration
+        record_gating(layout, human_sample, judge, identity["sha256"])
         body["operating_characteristic"] = study_operating_point(policy, evidence)
         body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
@@ -796,7 +856,8 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         calls = "; ".join(", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k in CALL_SHOWN)
                           for c in body["judge_identity"]["calls"])
         texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
-                     f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}")
+                     f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}"
+                     f"\n  {registration_sentence(registration)}")
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}

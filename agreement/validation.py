@@ -518,7 +518,7 @@ class GateEvidence:
     """
 
     def __init__(self, table: pd.DataFrame, *, judge: str, tie_policy: str, level: float, n_resamples: int,
-                 seed: int, weighted: bool = False) -> None:
+                 seed: int, weighted: bool = False, registration: dict[str, Any] | None = None) -> None:
         judged = table[(table["source"] == "judge") & (table["rater"] == judge)]
         if judged.empty:
             present = sorted(set(table.loc[table["source"] == "judge", "rater"]))
@@ -533,6 +533,8 @@ class GateEvidence:
         self.missing_reason = None if (self.table["source"] == "human").any() else \
             f"no human labels on the judge's units (kinds {kinds}); {HUMAN_LABEL_SOURCES}"
         self.kinds = kinds
+        self.registration = registration
+        """``agreement.preregistration.registration_status`` of this judge (None: not known)."""
         self.section: Section | None = None
         if self.missing_reason is None:
             self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
@@ -654,7 +656,8 @@ class GateEvidence:
         """The same evidence with these annotators' labels left out (a policy excluding flagged annotators)."""
         table = self.table[~((self.table["source"] == "human") & self.table["rater"].isin(list(names)))]
         return GateEvidence(table, judge=self.judge, tie_policy=self.tie_policy, level=self.level,
-                            n_resamples=self.n_resamples, seed=self.seed, weighted=self.weighted)
+                            n_resamples=self.n_resamples, seed=self.seed, weighted=self.weighted,
+                            registration=self.registration)
 
 
 def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) -> pd.DataFrame:

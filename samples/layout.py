@@ -237,6 +237,16 @@ class StudyLayout:
         return self.root / "audit" / "preference.json"
 
     @property
+    def preregistration(self) -> Path:
+        """`accord preregister`: policy, judges' calls and sample fixed before the first human label (append-only)."""
+        return self.root / "preregistration.jsonl"
+
+    @property
+    def gate_history(self) -> Path:
+        """Every (human sample, judge, call) the gate has evaluated (append-only): versions tried per sample."""
+        return self.root / "gate" / "history.jsonl"
+
+    @property
     def verdict(self) -> Path:
         return self.root / "gate" / "verdict.json"
 
