@@ -93,3 +93,27 @@ def test_registered_after_labels_is_not_before(tmp_path, capsys):
     assert not body["preregistration"]["policy_registered_before_labels"] and code == 1
     assert "policy was not registered before the human labels" in criteria["preregistration"]["reason"]
     assert main(["preregister", str(study), "--policy", str(policy), "--judge", "nobody"]) == 2
+
+
+def test_a_fresh_sample_leaves_out_the_units_people_labelled(tmp_path, repo, capsys):
+    from samples.jsonl import write_jsonl
+    from tests.agreement.test_study_io import human_label
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "all"\nkinds = ["identify_turn"]\nstrata = ["split"]\nallocation = "fixed"\n'
+                    'n_per_stratum = 50\none_per_trajectory = false\n')
+    first, fresh = tmp_path / "first", tmp_path / "fresh"
+    for study in (first, fresh):
+        assert main(["ingest", str(repo / "data" / "ise_example.jsonl"), "--adapter", "ise", "--study", str(study)]) == 0
+    assert main(["sample", str(first), "--plan", str(plan)]) == 0
+    assert main(["blind", str(first), "--annotators", "a,b"]) == 0
+    key = [json.loads(x) for x in (first / "sealed" / "key.jsonl").read_text().splitlines()]
+    labelled = key[:2]
+    write_jsonl(first / "labels" / "human.jsonl", [human_label(k["task_id"], "a", "yes") for k in labelled])
+    capsys.readouterr()
+    assert main(["sample", str(fresh), "--plan", str(plan), "--exclude-labelled", str(first), "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    sampled = {json.loads(x)["unit_id"] for x in (fresh / "sample" / "sample.jsonl").read_text().splitlines()}
+    assert manifest["excluded_labelled"] == {"study": str(first), "units": 2}
+    assert sampled == {k["unit_id"] for k in key} - {k["unit_id"] for k in labelled} and len(sampled) == len(key) - 2
+    assert main(["sample", str(fresh), "--plan", str(plan), "--exclude-labelled", str(tmp_path / "nowhere")]) == 2
