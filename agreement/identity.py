@@ -67,6 +67,8 @@ def judge_identity(study: Any, judge: str, *, units: set[str] | None = None) -> 
         kinds = kinds[~kinds.index.duplicated()]
     if "fingerprint" not in rows.columns:
         rows = rows.assign(fingerprint="unknown")
+    if "projected_from" in rows.columns:  # a trajectory call read on sampled turns is that trajectory call
+        rows = rows.assign(unit_id=rows["projected_from"].where(rows["projected_from"].notna(), rows["unit_id"]))
     calls = call_identities(rows, kinds, run_parts(layout))
     return {"calls": calls, "sha256": sha256_hex(calls)}
 

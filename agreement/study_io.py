@@ -164,6 +164,49 @@ def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
     return judge
 
 
+def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.DataFrame:
+    """Judge rows plus each trajectory-level Identify call projected onto the sampled turns (ISE D.2).
+
+    The score reads the whole-trajectory call (flag and t*), so that is the call people
+    must validate: a sampled ``identify_turn`` unit a judge did not label itself gets the
+    judge's trajectory verdict read as the turn's label ("yes" only on its first
+    recognition turn, ``samples.sampler.judge_label``, the rule the sampler's judge strata
+    use). ``projected_from`` names the trajectory unit; the row keeps that call's
+    fingerprint, so the verdict's validated call is the one the score uses. A judge with
+    its own per-turn labels (another template) stays a judge of its own.
+    """
+    from samples.sampler import judge_label
+    from samples.units import unit_id
+
+    if not layout.sample.is_file() or judge.empty:
+        return judge.assign(projected_from=None) if "projected_from" not in judge.columns else judge
+    turns = [row for row in read_rows(layout.sample, ("unit_id", "kind", "trajectory_id"))
+             if row["kind"] == "identify_turn"]
+    rows = judge[judge["sample_index"] == 0]
+    extra = []
+    for name, mine in rows.groupby("judge", sort=True):
+        by_unit = mine.set_index("unit_id")
+        if not turns:
+            break
+        whole = {u: (lab if isinstance(lab, str) else "(unscored)", f if isinstance(f, int) else None)
+                 for u, lab, f in zip(mine["unit_id"], mine["label"], mine["first_turn"].map(
+                     lambda v: int(v) if isinstance(v, (int, float)) and v == v else None))}
+        for unit in turns:
+            if unit["unit_id"] in by_unit.index:
+                continue
+            source = unit_id(unit["trajectory_id"], "identify_trajectory", None)
+            if source not in by_unit.index:
+                continue
+            label = judge_label(whole, {**unit, "focus_turn": unit.get("focus_turn")})
+            call = by_unit.loc[source]
+            extra.append({**call.to_dict(), "unit_id": unit["unit_id"], "judge": name, "first_turn": None,
+                          "label": None if label == "(unscored)" else label, "projected_from": source})
+    out = pd.concat([judge, pd.DataFrame(extra)], ignore_index=True) if extra else judge.copy()
+    if "projected_from" not in out.columns:
+        out["projected_from"] = None
+    return out
+
+
 def load_study(root: str | Path) -> Study:
     """Read the sealed key, every backend's human labels and the judge labels of a study folder."""
     layout = StudyLayout.of(root)
@@ -192,6 +235,7 @@ def load_study(root: str | Path) -> Study:
     for column in ("sample_index", "label", "unscored_reason", "first_turn"):
         if column not in judge.columns:
             judge[column] = 0 if column == "sample_index" else None
+    judge = project_trajectory_calls(layout, judge)
     bad = judge[(judge["parse_status"] == "ok") & judge["label"].isna()]
     if len(bad):
         raise InputError(f"{root / bad.iloc[0]['source_file']}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "

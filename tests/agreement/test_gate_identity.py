@@ -65,3 +65,51 @@ def test_report_refuses_an_accepted_score_whose_calls_changed(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"prompt_sha256 '{'a' * 64}' -> '{'b' * 64}'" in err
+
+
+def test_the_trajectory_call_is_validated_on_the_sampled_turns(tmp_path, repo, capsys):
+    """ISE D.2: people label turns; the score reads the whole-trajectory call (flag, t*). The trajectory
+    judge's verdict on each sampled turn is its label there ("yes" only on t*), and the verdict names the
+    trajectory call; a per-turn judge keeps its own labels and its own verdict."""
+    from agreement.study_io import labels_table, load_study
+    from samples.jsonl import write_jsonl
+    from tests.agreement.test_study_io import human_label, judge_label
+
+    study = tmp_path / "study"
+    assert main(["ingest", str(repo / "data" / "ise_example.jsonl"), "--adapter", "ise", "--study", str(study)]) == 0
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "turns"\nkinds = ["identify_turn"]\nstrata = ["split"]\nallocation = "fixed"\n'
+                    'n_per_stratum = 50\none_per_trajectory = false\n')
+    assert main(["sample", str(study), "--plan", str(plan)]) == 0
+    assert main(["blind", str(study), "--annotators", "a,b"]) == 0
+    units = [json.loads(x) for x in (study / "units.jsonl").read_text().splitlines()]
+    turns = [u for u in units if u["kind"] == "identify_turn"]
+    whole = {u["trajectory_id"]: u["unit_id"] for u in units if u["kind"] == "identify_trajectory"}
+    # The trajectory judge: t* = the first turn of each trajectory with a turn unit, flag yes.
+    first = {t: min(u["focus_turn"] for u in turns if u["trajectory_id"] == t) for t in whole}
+    rows = [judge_label(whole[t], "identify@j", "yes", first_turn=first[t]) for t in whole]
+    rows += [judge_label(u["unit_id"], "identify-turn@j", "no") for u in turns]  # the per-turn template
+    write_jsonl(study / "judges" / "labels.jsonl", rows)
+    (study / "judges" / "runs.jsonl").write_text(start_event("fp"))
+    key = [json.loads(x) for x in (study / "sealed" / "key.jsonl").read_text().splitlines()]
+    focus = {u["unit_id"]: u["focus_turn"] for u in turns}
+    expected = {}
+    labels = []
+    for entry in key:
+        unit = next(u for u in turns if u["unit_id"] == entry["unit_id"])
+        expected[entry["unit_id"]] = "yes" if focus[entry["unit_id"]] == first[unit["trajectory_id"]] else "no"
+        labels += [human_label(entry["task_id"], person, expected[entry["unit_id"]]) for person in ("a", "b")]
+    write_jsonl(study / "labels" / "human.jsonl", labels)
+
+    table = labels_table(load_study(study))
+    mine = table[table["rater"] == "identify@j"].set_index("unit")["label"].to_dict()
+    assert mine == expected and "yes" in expected.values() and "no" in expected.values()
+    per_turn = table[table["rater"] == "identify-turn@j"].set_index("unit")["label"].to_dict()
+    assert set(per_turn) == set(expected) and set(per_turn.values()) == {"no"}  # its own labels, untouched
+
+    (tmp_path / "p.toml").write_text(LENIENT)
+    capsys.readouterr()
+    main(["gate", str(study), "--policy", str(tmp_path / "p.toml"), "--json"])
+    verdict = json.loads(capsys.readouterr().out)["judges"]
+    assert [c["unit_kind"] for c in verdict["identify@j"]["judge_identity"]["calls"]] == ["identify_trajectory"]
+    assert [c["unit_kind"] for c in verdict["identify-turn@j"]["judge_identity"]["calls"]] == ["identify_turn"]
