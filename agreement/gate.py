@@ -833,6 +833,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     notes = (SIMULATED_NOTE,) if study.simulated else ()
     verdicts, texts = {}, []
     layout = StudyLayout.of(study.root)
+    gated = []
     for judge in names:
         kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"])
         mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
@@ -848,7 +849,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
         body["judge_identity"] = identity
         body["preregistration"] = registration
-        record_gating(layout, human_sample, judge, identity["sha256"])
+        gated.append((human_sample, judge, identity["sha256"]))
         body["operating_characteristic"] = study_operating_point(policy, evidence)
         body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
@@ -858,6 +859,8 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
                      f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}"
                      f"\n  {registration_sentence(registration)}")
+    for human_sample, judge, identity_sha in gated:  # only once every judge was gated: no half-written history
+        record_gating(layout, human_sample, judge, identity_sha)
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}
