@@ -415,6 +415,22 @@ class JudgeVerdict(_Doc):
     operating_characteristic: OperatingPoint | None = Field(default=None, description="P(ACCEPT) of this design.")
     first_turn_agreement: dict[str, Any] | None = Field(
         default=None, description="Human first recognition turns against the judge's t* (exact, within one, MAD).")
+    judge_identity: dict[str, Any] | None = Field(
+        default=None, description="The exact calls validated (agreement.identity): prompt sha, model, parameters, "
+                                  "parser, unit kind; a score of any other call is refused.")
+    preregistration: dict[str, Any] | None = Field(
+        default=None, description="Whether the policy and this judge's calls were registered before the human "
+                                  "labels, and how many versions of the judge were gated on this human sample.")
+
+
+class Preregistration(_Doc):
+    """One ``accord preregister`` record (a line of ``StudyLayout.preregistration``)."""
+
+    registered_at: str = Field(description="ISO-8601 UTC time of the registration.")
+    policy: dict[str, str] = Field(description="path, sha256 and content of the policy registered.")
+    judges: dict[str, dict[str, Any]] = Field(description="Judge -> its calls (agreement.identity) and their sha256.")
+    sample: dict[str, str] = Field(description="Study-relative sample files (key, sample, units) -> sha256.")
+    human_labels: int = Field(description="Human labels in the study when it was registered (0: before the first).")
 
 
 class VerdictDocument(StageDocument):
@@ -461,6 +477,8 @@ class ScoreDocument(StageDocument):
 
     accepted: bool = Field(description="False when scored with --force past a gate that did not accept.")
     rows: list[ScoreRow] = Field(default_factory=list)
+    judges: dict[str, str] = Field(default_factory=dict, description="Role (identify, escalate, correctness) -> the "
+                                                                     "judge scored, or metadata:FIELD.")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:

@@ -25,7 +25,13 @@ Policy layout::
 Every criterion is a test of what it claims and states it: ``test`` (the
 statistical test), ``value``, the interval (``ci_low``, ``ci_high``, ``ci_level``,
 ``ci_method``) and ``threshold``. Nothing passes on a point estimate alone unless
-the policy says so for that criterion (``point_estimate = true``). Interval methods
+the policy says so for that criterion (``point_estimate = true``).
+
+Every policy carries the built-in criteria ``BUILT_IN``: the judge must beat every
+constant answer, the majority-class rule and any baseline judges the policy names
+(``beats_baselines``), and its Cohen's kappa must be shown above 0 (``tracks_input``).
+A policy's own table of either tightens it (a higher bound, more baselines or
+coefficients); nothing drops or loosens it. Interval methods
 and the sizes below which they are not trusted come from the coverage study
 (``agreement.intervals``).
 
@@ -96,6 +102,8 @@ class Evidence(Protocol):
     def alt_test(self, **settings: Any) -> Any: ...
     def family_audit(self, positive: list[str]) -> Any: ...
     def unscored(self) -> tuple[int, int]: ...
+    def baselines(self, coefficients: tuple[str, ...], reference: str, judges: tuple[str, ...]) -> Any:
+        """An ``agreement.validation.BaselineComparison``: judge minus each baseline, paired bootstrap."""
     def units_per_stratum(self) -> dict[str, int]: ...
 
 
@@ -164,24 +172,30 @@ class AgreementFloor:
         self.name = table.get("name", f"{self.coefficient} vs {self.reference.replace('_', ' ')}, lower bound")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        threshold = f"lower CI bound >= {self.floor}"
-        test = (f"one-sided: the lower bound of the {evidence.level:.0%} interval of {self.coefficient} "
-                f"(judge vs {self.reference.replace('_', ' ')}) at or above the floor")
-        result = evidence.agreement(self.coefficient, self.reference)
-        if result is None or result.undefined_reason or not math.isfinite(result.statistic):
-            reason = getattr(result, "undefined_reason", None) or "no units with both a judge label and a majority"
-            return _fail(self.name, "agreement_floor", test, threshold, reason)
-        small = too_small(self.coefficient, result.n)
-        if small:
-            return _fail(self.name, "agreement_floor", test, threshold, small, value=result.statistic,
-                         n_units=result.n)
-        lo, hi = result.confidence_interval()
-        if not math.isfinite(lo):
-            return _fail(self.name, "agreement_floor", test, threshold, "the interval is undefined",
-                         value=result.statistic)
-        return CriterionResult(name=self.name, type="agreement_floor", test=test, value=result.statistic, ci_low=lo,
-                               ci_high=hi, ci_level=result.level, ci_method=result.method, threshold=threshold,
-                               passed=lo >= self.floor, details={"n_units": result.n})
+        return _lower_bound(evidence, name=self.name, type_name="agreement_floor", coefficient=self.coefficient,
+                            reference=self.reference, bound=self.floor, strict=False)
+
+
+def _lower_bound(evidence: Evidence, *, name: str, type_name: str, coefficient: str, reference: str, bound: float,
+                 strict: bool) -> CriterionResult:
+    """Pass when the lower bound of the judge-vs-reference interval clears ``bound`` (``strict``: exceeds it)."""
+    threshold = f"lower CI bound {'>' if strict else '>='} {bound}"
+    test = (f"one-sided: the lower bound of the {evidence.level:.0%} interval of {coefficient} "
+            f"(judge vs {reference.replace('_', ' ')}) {'above' if strict else 'at or above'} {bound}")
+    result = evidence.agreement(coefficient, reference)
+    if result is None or result.undefined_reason or not math.isfinite(result.statistic):
+        reason = getattr(result, "undefined_reason", None) or "no units with both a judge label and a majority"
+        return _fail(name, type_name, test, threshold, reason)
+    small = too_small(coefficient, result.n)
+    if small:
+        return _fail(name, type_name, test, threshold, small, value=result.statistic, n_units=result.n)
+    lo, hi = result.confidence_interval()
+    if not math.isfinite(lo):
+        return _fail(name, type_name, test, threshold, "the interval is undefined", value=result.statistic)
+    passed = lo > bound if strict else lo >= bound
+    return CriterionResult(name=name, type=type_name, test=test, value=result.statistic, ci_low=lo, ci_high=hi,
+                           ci_level=result.level, ci_method=result.method, threshold=threshold, passed=passed,
+                           details={"n_units": result.n})
 
 
 @register_criterion("human_ceiling")
@@ -403,6 +417,162 @@ class MinUnitsPerStratum:
                                details={"units_per_stratum": counts})
 
 
+_REFERENCE = dict(check=lambda v: v in ("human_majority", "resolved"),
+                  allowed="'human_majority' or 'resolved' (the adjudicated label, else the majority)")
+
+
+@register_criterion("beats_baselines")
+class BeatsBaselines:
+    """Built into every policy: the judge beats every constant answer, the majority-class rule and the
+    policy's named baseline judges, on the same units, in every coefficient the policy's floors use and
+    in accuracy (Aggarwal et al., section 2.1: a score a strategy without understanding can reach is not
+    evidence).
+
+    Each difference (judge minus baseline, both against the reference) has a paired cluster-bootstrap
+    interval (``agreement.panels.baseline_differences``; the interval method and minimum size of the
+    human ceiling, the same kind of paired difference of pair coefficients); every lower bound must
+    exceed ``min_lower_bound`` (0 unless the policy tightens it). A policy may tighten this criterion,
+    never drop or loosen it.
+    """
+
+    def __init__(self, table: dict[str, Any], where: str) -> None:
+        _unknown(table, {"coefficients", "reference", "judges", "min_lower_bound"}, where)
+        self.coefficients = tuple(_param(table, "coefficients", where, list, check=lambda v: all(
+            c in PAIR_COEFFICIENTS for c in v), allowed=f"a list of {list(PAIR_COEFFICIENTS)}"))
+        if "percent_agreement" not in self.coefficients:
+            self.coefficients = (*self.coefficients, "percent_agreement")
+        self.reference = _param(table, "reference", where, str, **_REFERENCE)
+        self.judges = tuple(_param(table, "judges", where, list, check=lambda v: all(isinstance(x, str) for x in v),
+                                   allowed="a list of judge names in the study")) if "judges" in table else ()
+        self.bound = float(_param(table, "min_lower_bound", where, _number, check=lambda v: 0 <= v < 1,
+                                  allowed="a number in [0, 1): a policy may raise the built-in bound 0, not lower it")
+                           ) if "min_lower_bound" in table else 0.0
+        named = f" and {', '.join(self.judges)}" if self.judges else ""
+        self.name = table.get("name", f"beats constant answers{named} ({', '.join(self.coefficients)})")
+
+    def evaluate(self, evidence: Evidence) -> CriterionResult:
+        method = method_for("human_ceiling")
+        threshold = f"every lower CI bound of (judge - baseline) > {self.bound}"
+        test = (f"superiority: {evidence.level:.0%} paired cluster-bootstrap ({method}) interval of the judge's "
+                f"{' and '.join(self.coefficients)} vs {self.reference.replace('_', ' ')} minus each baseline's, "
+                f"on the same units; every lower bound above {self.bound}")
+        comparison = evidence.baselines(self.coefficients, self.reference, self.judges)
+        rows, failing, binding = [], [], None
+        for d in comparison.differences:
+            lo, hi = d.confidence_interval(evidence.level, method) if not d.undefined_reason else (math.nan, math.nan)
+            small = too_small("human_ceiling", d.n) if not d.undefined_reason else None
+            problem = d.undefined_reason or small or (None if math.isfinite(lo) else "the interval is undefined")
+            rows.append({"baseline": d.baseline, "coefficient": d.coefficient, "judge": d.judge_value,
+                         "baseline_value": d.baseline_value, "difference": d.statistic, "ci_low": lo,
+                         "ci_high": hi, "n_units": d.n, "n_clusters": d.n_clusters, "undefined_reason": problem})
+            if problem:
+                failing.append(f"{d.baseline} on {d.coefficient}: {problem}")
+            elif not lo > self.bound:
+                failing.append(f"not shown to beat {d.baseline} on {d.coefficient}: lower bound {lo:.4f} "
+                               f"<= {self.bound}")
+            if not problem and (binding is None or lo < binding[1]):
+                binding = (d, lo, hi)
+        if comparison.undefined_reason:
+            failing.insert(0, comparison.undefined_reason)
+        details = {"baselines": rows, "n_units": max((r["n_units"] for r in rows), default=0)}
+        if binding is None:  # nothing measured: the smallest difference is still reported
+            value = min((d.statistic for d in comparison.differences if math.isfinite(d.statistic)),
+                        default=math.nan)
+            return _fail(self.name, "beats_baselines", test, threshold,
+                         "; ".join(failing) or "no baseline could be compared", value=value, **details)
+        d, lo, hi = binding
+        return CriterionResult(name=self.name, type="beats_baselines", test=test, value=d.statistic, ci_low=lo,
+                               ci_high=hi, ci_level=evidence.level, ci_method=f"paired cluster bootstrap, {method}",
+                               threshold=threshold, passed=not failing,
+                               reason="; ".join(failing) if failing else
+                               f"closest baseline: {d.baseline} on {d.coefficient}",
+                               details=details)
+
+
+@register_criterion("tracks_input")
+class TracksInput:
+    """Built into every policy: chance-corrected evidence that the judge tracks the input, whatever
+    coefficient the floors use: the lower bound of Cohen's kappa against the reference exceeds
+    ``min_lower_bound`` (0 unless the policy tightens it). AC1 and raw agreement reward a constant
+    answer on skewed data; kappa of a constant answer is 0."""
+
+    def __init__(self, table: dict[str, Any], where: str) -> None:
+        _unknown(table, {"reference", "min_lower_bound"}, where)
+        self.reference = _param(table, "reference", where, str, **_REFERENCE)
+        self.bound = float(_param(table, "min_lower_bound", where, _number, check=lambda v: 0 <= v < 1,
+                                  allowed="a number in [0, 1): a policy may raise the built-in bound 0, not lower it")
+                           ) if "min_lower_bound" in table else 0.0
+        self.name = table.get("name", f"tracks the input (cohen_kappa vs {self.reference.replace('_', ' ')} > "
+                                      f"{self.bound})")
+
+    def evaluate(self, evidence: Evidence) -> CriterionResult:
+        return _lower_bound(evidence, name=self.name, type_name="tracks_input", coefficient="cohen_kappa",
+                            reference=self.reference, bound=self.bound, strict=True)
+
+
+@register_criterion("preregistration")
+class Preregistered:
+    """Validation that cannot be tuned on: the policy and the judge's calls registered (``accord preregister``)
+    before the human labels (``required``), and at most ``max_versions_per_sample`` versions of the judge gated
+    on the same human sample (a revised prompt needs a fresh sample: ``accord sample --exclude-labelled``)."""
+
+    def __init__(self, table: dict[str, Any], where: str) -> None:
+        _unknown(table, {"required", "max_versions_per_sample"}, where)
+        if "required" not in table and "max_versions_per_sample" not in table:
+            raise InputError(f"{where}: give required = true and/or max_versions_per_sample")
+        self.required = _param(table, "required", where, bool, allowed="true or false") \
+            if "required" in table else False
+        self.cap = _param(table, "max_versions_per_sample", where, int, check=lambda v: v >= 1,
+                          allowed="an integer >= 1") if "max_versions_per_sample" in table else None
+        self.name = table.get("name", "preregistration")
+
+    def evaluate(self, evidence: Evidence) -> CriterionResult:
+        parts = (["policy and judge registered before the human labels"] if self.required else []) + \
+            ([f"versions gated on this human sample <= {self.cap}"] if self.cap is not None else [])
+        threshold = "; ".join(parts)
+        test = "design record: registrations and the gate history are counted, not estimated (no sampling interval)"
+        status = getattr(evidence, "registration", None)
+        if status is None:
+            return _fail(self.name, "preregistration", test, threshold, "no registration status (gate the study "
+                         "with accord gate)")
+        problems = []
+        if self.required and not status["policy_registered_before_labels"]:
+            problems.append("the policy was not registered before the human labels (accord preregister)")
+        if self.required and not status["judge_registered_before_labels"]:
+            problems.append(f"judge {evidence.judge!r}'s calls were not registered before the human labels")
+        versions = status["versions_gated_on_sample"]
+        if self.cap is not None and versions > self.cap:
+            problems.append(f"{versions} versions of judge {evidence.judge!r} gated on this human sample, above "
+                            f"the policy's cap of {self.cap} (max_versions_per_sample); draw a fresh sample with "
+                            f"accord sample --exclude-labelled")
+        return CriterionResult(name=self.name, type="preregistration", test=test, value=float(versions),
+                               ci_low=math.nan, ci_high=math.nan, ci_level=None, ci_method="", threshold=threshold,
+                               passed=not problems, reason="; ".join(problems) or None, details=dict(status))
+
+
+def registration_sentence(status: dict[str, Any]) -> str:
+    """One line of the text verdict: registered before the labels, and versions gated on the sample."""
+    yes = {True: "yes", False: "no"}
+    return (f"preregistration: policy registered before the human labels: "
+            f"{yes[status['policy_registered_before_labels']]}; judge's calls: "
+            f"{yes[status['judge_registered_before_labels']]}; versions of this judge gated on this human sample: "
+            f"{status['versions_gated_on_sample']}")
+
+
+BUILT_IN = ("beats_baselines", "tracks_input")
+"""Criterion types every policy carries; a policy's own table of one of these tightens it."""
+
+
+def _built_in_defaults(kind: str, criteria: list[Any]) -> dict[str, Any]:
+    """Defaults of a built-in criterion from the policy's floors: their reference and coefficients."""
+    floors = [c for c in criteria if isinstance(c, AgreementFloor)]
+    reference = floors[0].reference if floors else "human_majority"
+    if kind == "tracks_input":
+        return {"reference": reference}
+    coefficients = list(dict.fromkeys([*(f.coefficient for f in floors), "percent_agreement"]))
+    return {"reference": reference, "coefficients": coefficients}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     path: str
@@ -457,13 +627,29 @@ def load_policy(path: str | Path) -> Policy:
     tables = data.get("criteria")
     if not isinstance(tables, list) or not tables:
         raise InputError(f"{path}: no [[criteria]]; a policy must state at least one criterion")
-    criteria = []
+    criteria: list[Any] = []
+    deferred = []
     for index, table in enumerate(tables, start=1):
         where = f"{path} criterion #{index}"
-        kind = table.get("type")
+        kind = table.get("type") if isinstance(table, dict) else None
         if kind not in CRITERIA:
             raise InputError(f"{where}: type = {kind!r}; known criterion types: {sorted(CRITERIA)}")
-        criteria.append(CRITERIA[kind](table, where))
+        if kind in BUILT_IN:
+            deferred.append((len(criteria), kind, table, where))
+            criteria.append(None)
+        else:
+            criteria.append(CRITERIA[kind](table, where))
+    for position, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
+        defaults = _built_in_defaults(kind, criteria)
+        merged = {**defaults, **table}
+        if kind == "beats_baselines":  # tightened, never dropped: the floors' coefficients stay in
+            _param({"coefficients": [], **table}, "coefficients", where, list,
+                   allowed=f"a list of {list(PAIR_COEFFICIENTS)}")
+            merged["coefficients"] = list(dict.fromkeys([*table.get("coefficients", []), *defaults["coefficients"]]))
+        criteria[position] = CRITERIA[kind](merged, where)
+    for kind in BUILT_IN:
+        if kind not in {k for _, k, _, _ in deferred}:
+            criteria.append(CRITERIA[kind](_built_in_defaults(kind, criteria), f"{path} built-in {kind}"))
     extra = sorted(set(data) - {"policy", "criteria", "quality"})
     if extra:
         raise InputError(f"{path}: unknown top-level table(s) {extra}; expected [policy], [[criteria]] and "
@@ -532,7 +718,7 @@ def evaluate(policy: Policy, evidence: Evidence, *, fingerprints: dict[str, str]
                    fingerprints=fingerprints, simulated=simulated, notes=notes)
 
 
-COUNT_CRITERIA = frozenset({"min_units_per_stratum"})
+COUNT_CRITERIA = frozenset({"min_units_per_stratum", "preregistration"})
 """Criterion types whose value is a count of units (printed as an integer)."""
 
 
@@ -607,10 +793,35 @@ def judge_sample_fingerprint(table: Any, judge: str) -> str:
     return sha256_hex([[u, lab if isinstance(lab, str) else None] for u, lab in zip(rows["unit"], rows["label"])])
 
 
+CALL_SHOWN = ("unit_kind", "provider", "model", "prompt_sha256", "rule", "output", "parse_mode", "params",
+              "fingerprint")
+"""Parts of a validated call the text verdict prints (the verdict file keeps all of them)."""
+
+
+def named_labels(criterion: Any) -> tuple[str, ...]:
+    """The labels a criterion names (``labels``, or the audited score's ``positive`` labels)."""
+    return tuple(getattr(criterion, "labels", None) or getattr(criterion, "positive", None) or ())
+
+
+def check_policy_labels(policy: Policy, evidence: Any) -> None:
+    """Every label the policy names is a label of the scheme the judge's units are compared in: a
+    criterion must never pass on a label nobody can give (a case typo turned REJECT into ACCEPT)."""
+    kinds, labels = evidence.kinds, evidence.scheme_labels
+    for index, criterion in enumerate(policy.criteria, start=1):
+        unknown = [x for x in named_labels(criterion) if x not in labels]
+        if unknown:
+            raise InputError(f"{policy.path} criterion #{index} ({criterion.name}): label(s) {unknown} are not in "
+                             f"the labels of unit kind(s) {kinds} that judge {evidence.judge!r} is gated on: "
+                             f"{list(labels)}")
+
+
 def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """Evaluate the policy for each judge of a study; return the verdict document and its text."""
+    from agreement.identity import judge_identity
+    from agreement.preregistration import human_sample_sha256, record_gating, registration_status
     from agreement.study_io import SIMULATED_NOTE, labels_table
     from agreement.validation import GateEvidence
+    from samples.layout import StudyLayout
 
     policy = load_policy(policy_path)
     table = labels_table(study)
@@ -621,18 +832,35 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     s = policy.settings
     notes = (SIMULATED_NOTE,) if study.simulated else ()
     verdicts, texts = {}, []
+    layout = StudyLayout.of(study.root)
+    gated = []
     for judge in names:
+        kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"])
+        mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
+        identity = judge_identity(study, judge, units=set(mine["unit"]))
+        human_sample = human_sample_sha256(mine)
+        registration = registration_status(study, policy, judge, identity, human_sample)
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],
-                                n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"])
+                                n_resamples=s["n_resamples"], seed=s["seed"], weighted=s["weighted"],
+                                registration=registration)
+        check_policy_labels(policy, evidence)
         verdict = evaluate(policy, evidence, fingerprints=study.fingerprints, simulated=study.simulated, notes=notes)
         body = verdict.to_dict()
         body["judge_sample_sha256"] = judge_sample_fingerprint(table, judge)
+        body["judge_identity"] = identity
+        body["preregistration"] = registration
+        gated.append((human_sample, judge, identity["sha256"]))
         body["operating_characteristic"] = study_operating_point(policy, evidence)
         body["first_turn_agreement"] = first_turn_document(study, judge, s)
         verdicts[judge] = body
         oc = body["operating_characteristic"]
+        calls = "; ".join(", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k in CALL_SHOWN)
+                          for c in body["judge_identity"]["calls"])
         texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
-                     f"{oc.get('sentence') or oc.get('undefined_reason')}")
+                     f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}"
+                     f"\n  {registration_sentence(registration)}")
+    for human_sample, judge, identity_sha in gated:  # only once every judge was gated: no half-written history
+        record_gating(layout, human_sample, judge, identity_sha)
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes)}

@@ -723,3 +723,84 @@ def study_first_turns(study: Any, judge: str, **settings: Any) -> FirstTurnAgree
     judge_turn = judge_turn.where(judge_turn >= 0)
     clusters = key.drop_duplicates("unit_id").set_index("unit_id")["trajectory_id"].reindex(units)
     return first_turn_agreement(human_turn.to_numpy(), judge_turn.to_numpy(), clusters.to_numpy(), **settings)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineDifference:
+    """Judge minus a baseline rater, both against the same reference, with a paired cluster bootstrap.
+
+    Both coefficients come from one shared resample draw over the same units (whole
+    clusters), so each replicate is the difference on the same resampled units: a
+    constant rater that matches the reference as often as the judge gives a difference
+    of 0 in every replicate, never a lucky interval.
+    """
+
+    baseline: str
+    coefficient: str
+    statistic: float
+    judge_value: float
+    baseline_value: float
+    n: int
+    """Units both the judge and the baseline labelled that have a reference label."""
+    n_clusters: int
+    bootstrap: np.ndarray
+    jackknife: tuple[np.ndarray, np.ndarray] | None
+    undefined_reason: str | None = None
+
+    def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
+        from agreement.intervals import bootstrap_interval
+
+        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method,
+                                  df=self.n_clusters - 1)
+
+
+def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndarray,
+                         baselines: Mapping[str, np.ndarray], coefficients: Sequence[str], *,
+                         settings: PanelSettings) -> list[BaselineDifference]:
+    """Each baseline against the judge on the units both labelled, every difference on one shared draw.
+
+    ``judge``, ``reference`` and each baseline are code columns over ``data``'s units
+    (-1 = no label; ``data`` gives units, categories, clusters and weights). The judge is
+    restricted to the units each baseline labelled and the baseline to the units the
+    judge labelled, so a rule that abstains more never wins by abstaining.
+    """
+    unknown = [c for c in coefficients if c not in PAIR_COEFFICIENTS]
+    if unknown:
+        raise InputError(f"coefficients={unknown}: baselines are compared on {list(PAIR_COEFFICIENTS)}")
+    names, columns, pairs = ["reference"], [reference], []
+    for i, (name, codes) in enumerate(baselines.items()):
+        both = (judge >= 0) & (codes >= 0)
+        names += [f"judge#{i}", f"baseline#{i}"]
+        columns += [np.where(both, judge, -1), np.where(both, codes, -1)]
+        pairs += [(f"judge#{i}", "reference"), (f"baseline#{i}", "reference")]
+    table = type(data)(units=data.units, raters=tuple(names), categories=data.categories,
+                       codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
+                       source=data.source)
+    found = compare_pairs(table, pairs, settings=settings)
+    out = []
+    for i, name in enumerate(baselines):
+        shared = (table.codes[:, 2 * i + 1] >= 0) & (reference >= 0)
+        for coefficient in coefficients:
+            mine, theirs = found.get((f"judge#{i}", "reference")), found.get((f"baseline#{i}", "reference"))
+            if mine is None or theirs is None or not shared.any():
+                out.append(BaselineDifference(
+                    baseline=name, coefficient=coefficient, statistic=math.nan, judge_value=math.nan,
+                    baseline_value=math.nan, n=0, n_clusters=0, bootstrap=np.zeros(0), jackknife=None,
+                    undefined_reason=f"no unit has a label from the judge, from {name} and from the reference"))
+                continue
+            a, b = mine.results[coefficient], theirs.results[coefficient]
+            reason = a.undefined_reason or b.undefined_reason
+            statistic = a.statistic - b.statistic
+            boot = a.bootstrap - b.bootstrap if a.bootstrap is not None and b.bootstrap is not None \
+                else np.zeros(0)
+            jackknife = None
+            ja, jb = a.details.get("jackknife"), b.details.get("jackknife")
+            if ja is not None and jb is not None and np.shape(ja[0]) == np.shape(jb[0]):
+                jackknife = (ja[0] - jb[0], ja[1])
+            out.append(BaselineDifference(
+                baseline=name, coefficient=coefficient, statistic=float(statistic), judge_value=float(a.statistic),
+                baseline_value=float(b.statistic), n=int(shared.sum()),
+                n_clusters=int(a.details.get("n_clusters", int(shared.sum()))), bootstrap=boot, jackknife=jackknife,
+                undefined_reason=None if math.isfinite(statistic) else
+                (reason or f"{coefficient} is undefined for the judge or {name}")))
+    return out

@@ -46,6 +46,9 @@ NOT_PLANNED = {
     "alt_test": "the alt-test's per-annotator t-tests depend on which annotators label which units; not simulated",
     "family_contrast": "needs the models and families of the benchmark, which a design does not describe",
     "min_units_per_stratum": "a design count: plan the strata's units directly",
+    "beats_baselines": "the built-in baseline comparison is not simulated; a judge that clears the floors by "
+                       "more than the constant answers' scores passes it",
+    "tracks_input": "the built-in kappa > 0 is not simulated (a judge at any planned floor clears it)",
 }
 MAX_UNITS = 5_000
 SIMULATED_UNITS = 2_000

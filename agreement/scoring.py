@@ -446,8 +446,11 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     """The gate verdicts the score rests on; refuses unaccepted judges unless ``force``.
 
     A judge counts as accepted when the verdict says ACCEPT for it, its labels on the
-    sampled units are byte-for-byte those the gate saw, and no input of the verdict has
-    changed since (a stale verdict accepts nothing).
+    sampled units are byte-for-byte those the gate saw, every call its labels come
+    from is a call the verdict validated (``agreement.identity``: prompt, model,
+    parameters, parser, unit kind; any other call is an input error naming the
+    difference), and no input of the verdict has changed since (a stale verdict
+    accepts nothing).
     """
     from agreement.documents import VerdictDocument, read_document, stale_reasons
     from agreement.gate import ACCEPT, judge_sample_fingerprint
@@ -458,6 +461,7 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     layout = StudyLayout.of(study.root)
     path = layout.verdict
     problems: list[str] = []
+    wrong_call: list[str] = []
     document = read_document(VerdictDocument, layout)
     if document is not None:
         problems += stale_reasons(document, layout)
@@ -470,8 +474,15 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
                 problems.append(f"judge {judge!r} was rejected by policy {document.policy.name!r}")
             elif getattr(verdict, "judge_sample_sha256", None) != judge_sample_fingerprint(table, judge):
                 problems.append(f"judge {judge!r}'s labels on the sample changed since the gate ran")
+            else:
+                wrong_call += other_calls(study, verdict, judge)
     else:
         problems.append(f"no gate verdict at {path} (run accord gate first)")
+    if wrong_call and not force:
+        from samples.errors import InputError
+
+        raise InputError(f"{path}: " + "; ".join(wrong_call) + "; gate this call, or --force to score it UNACCEPTED")
+    problems += wrong_call
     if problems and not force:
         raise GateRefusal("; ".join(problems))
     return {
@@ -479,6 +490,37 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
         "verdict_file_sha256": file_sha256(path) if path.is_file() else None,
         "policy": {"name": document.policy.name, "sha256": document.policy.sha256} if document else None,
     }
+
+
+def other_calls(study: Any, verdict: Any, judge: str) -> list[str]:
+    """How the calls behind ``judge``'s labels differ from those its verdict validated (empty: the same)."""
+    from agreement.identity import call_differences, judge_identity
+
+    validated = (verdict.judge_identity or {}).get("calls")
+    if validated is None:
+        return [f"judge {judge!r}: the verdict names no validated call (gated before calls were recorded; "
+                f"rerun accord gate)"]
+    used = judge_identity(study, judge)["calls"]
+    return [f"judge {judge!r}: the ACCEPT is for another call ({d})" for d in call_differences(validated, used)]
+
+
+def refuse_other_calls(study_root: Any) -> None:
+    """An accepted score whose judges' labels now come from calls the verdict did not validate is an input
+    error naming the difference (``accord report``); a score forced UNACCEPTED says so itself."""
+    from agreement.documents import ScoreDocument, VerdictDocument, read_document
+    from agreement.study_io import load_study
+    from samples.errors import InputError
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout.of(study_root)
+    score, verdict = read_document(ScoreDocument, layout), read_document(VerdictDocument, layout)
+    if score is None or verdict is None or not score.accepted:
+        return
+    study = load_study(layout.root)
+    names = [j for j in score.judges.values() if not j.startswith("metadata:")]
+    wrong = [d for j in names if j in verdict.judges for d in other_calls(study, verdict.judges[j], j)]
+    if wrong:
+        raise InputError(f"{layout.score}: " + "; ".join(wrong) + "; gate this call and rerun accord score")
 
 
 class GateRefusal(Exception):

@@ -76,6 +76,8 @@ class Study:
     human: pd.DataFrame
     judge: pd.DataFrame
     fingerprints: dict[str, str] = field(default_factory=dict)
+    label_maps: tuple[dict[str, Any], ...] = ()
+    """The study file's ``[[label_map]]`` tables (``StudyLayout.label_map``): kind, from_scheme, to_scheme, labels."""
 
     @property
     def simulated(self) -> bool:
@@ -164,6 +166,49 @@ def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
     return judge
 
 
+def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.DataFrame:
+    """Judge rows plus each trajectory-level Identify call projected onto the sampled turns (ISE D.2).
+
+    The score reads the whole-trajectory call (flag and t*), so that is the call people
+    must validate: a sampled ``identify_turn`` unit a judge did not label itself gets the
+    judge's trajectory verdict read as the turn's label ("yes" only on its first
+    recognition turn, ``samples.sampler.judge_label``, the rule the sampler's judge strata
+    use). ``projected_from`` names the trajectory unit; the row keeps that call's
+    fingerprint, so the verdict's validated call is the one the score uses. A judge with
+    its own per-turn labels (another template) stays a judge of its own.
+    """
+    from samples.sampler import judge_label
+    from samples.units import unit_id
+
+    if not layout.sample.is_file() or judge.empty:
+        return judge.assign(projected_from=None) if "projected_from" not in judge.columns else judge
+    turns = [row for row in read_rows(layout.sample, ("unit_id", "kind", "trajectory_id"))
+             if row["kind"] == "identify_turn"]
+    rows = judge[judge["sample_index"] == 0]
+    extra = []
+    for name, mine in rows.groupby("judge", sort=True):
+        by_unit = mine.set_index("unit_id")
+        if not turns:
+            break
+        whole = {u: (lab if isinstance(lab, str) else "(unscored)", f if isinstance(f, int) else None)
+                 for u, lab, f in zip(mine["unit_id"], mine["label"], mine["first_turn"].map(
+                     lambda v: int(v) if isinstance(v, (int, float)) and v == v else None))}
+        for unit in turns:
+            if unit["unit_id"] in by_unit.index:
+                continue
+            source = unit_id(unit["trajectory_id"], "identify_trajectory", None)
+            if source not in by_unit.index:
+                continue
+            label = judge_label(whole, {**unit, "focus_turn": unit.get("focus_turn")})
+            call = by_unit.loc[source]
+            extra.append({**call.to_dict(), "unit_id": unit["unit_id"], "judge": name, "first_turn": None,
+                          "label": None if label == "(unscored)" else label, "projected_from": source})
+    out = pd.concat([judge, pd.DataFrame(extra)], ignore_index=True) if extra else judge.copy()
+    if "projected_from" not in out.columns:
+        out["projected_from"] = None
+    return out
+
+
 def load_study(root: str | Path) -> Study:
     """Read the sealed key, every backend's human labels and the judge labels of a study folder."""
     layout = StudyLayout.of(root)
@@ -192,13 +237,16 @@ def load_study(root: str | Path) -> Study:
     for column in ("sample_index", "label", "unscored_reason", "first_turn"):
         if column not in judge.columns:
             judge[column] = 0 if column == "sample_index" else None
+    judge = project_trajectory_calls(layout, judge)
     bad = judge[(judge["parse_status"] == "ok") & judge["label"].isna()]
     if len(bad):
         raise InputError(f"{root / bad.iloc[0]['source_file']}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "
                          f"(an unscored row must say parse_status 'unscored')")
-    inputs = (layout.key, *layout.human_label_files(), *judge_files, layout.sample, layout.units, layout.trajectories)
+    inputs = (layout.key, *layout.human_label_files(), *judge_files, layout.sample, layout.units, layout.trajectories,
+              layout.label_map)
     prints = {layout.relative(path): file_sha256(path) for path in inputs if path.is_file()}
-    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints)
+    maps = tuple(json.loads(layout.label_map.read_text(encoding="utf-8"))) if layout.label_map.is_file() else ()
+    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps)
 
 
 def strata_columns(key: pd.DataFrame) -> pd.DataFrame:
@@ -271,7 +319,61 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     table["weight"] = 1.0 / table["inclusion_prob"].astype(float)
     if kinds is not None:
         table = table[table["kind"].isin(list(kinds))]
-    return table.reset_index(drop=True)
+    return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root))
+
+
+def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:
+    """The scheme whose labels hold ``labels``: ``preferred`` when it does, else the first that does."""
+    from samples.schemes import SCHEMES
+
+    if preferred in SCHEMES and labels <= set(SCHEMES[preferred].labels):
+        return preferred
+    return next((name for name, scheme in SCHEMES.items() if labels and labels <= set(scheme.labels)), None)
+
+
+def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]], *, where: str) -> pd.DataFrame:
+    """Judge and human labels of each unit kind in one scheme, through the study's label maps.
+
+    A rater group (the people, or one judge) whose labels are all in a map's ``from_scheme``
+    has them read as the map's ``to_scheme`` labels (the adjudicated labels with the people's).
+    Then every judge's labels must lie in the scheme of the people's labels of that kind; a judge
+    in another scheme stops here, naming both, instead of validating to kappa 0. People whose
+    labels fit no scheme (imported as found, scheme "any") are compared as found.
+    """
+    from samples.schemes import DEFAULT_SCHEME, SCHEMES
+
+    table = table.copy()
+    maps = list(label_maps)
+    for kind in sorted(set(table["kind"].dropna())):
+        in_kind = table["kind"] == kind
+        groups = [("the human labels", in_kind & (table["source"] == "human"))]
+        groups += [(f"judge {name!r}", in_kind & (table["source"] == "judge") & (table["rater"] == name))
+                   for name in sorted(set(table.loc[in_kind & (table["source"] == "judge"), "rater"]))]
+        for mapping in (m for m in maps if m["kind"] == kind):
+            source = set(SCHEMES[mapping["from_scheme"]].labels)
+            for who, mask in groups:
+                labels = set(table.loc[mask, "label"].dropna().astype(str))
+                if labels and labels <= source and not labels <= set(SCHEMES[mapping["to_scheme"]].labels):
+                    table.loc[mask, "label"] = table.loc[mask, "label"].map(
+                        lambda v, m=mapping: m["labels"].get(v, v) if isinstance(v, str) else v)
+                    if who == "the human labels":
+                        table.loc[in_kind, "adjudicated"] = table.loc[in_kind, "adjudicated"].map(
+                            lambda v, m=mapping: m["labels"].get(v, v) if isinstance(v, str) else v)
+        human = set(table.loc[groups[0][1], "label"].dropna().astype(str))
+        scheme = _fitting_scheme(human, DEFAULT_SCHEME.get(kind))
+        if scheme is None:
+            continue
+        allowed = set(SCHEMES[scheme].labels)
+        for who, mask in groups[1:]:
+            labels = set(table.loc[mask, "label"].dropna().astype(str))
+            if labels <= allowed:
+                continue
+            theirs = _fitting_scheme(labels, None)
+            named = f"scheme {theirs!r} {list(SCHEMES[theirs].labels)}" if theirs else f"labels {sorted(labels)}"
+            raise InputError(f"{where}: unit kind {kind!r}: {who} labels in {named} but the human labels are in "
+                             f"scheme {scheme!r} {list(SCHEMES[scheme].labels)}; judge under the people's scheme, "
+                             f"or declare a [[label_map]] (kind, from_scheme, to_scheme, labels) in the study file")
+    return table
 
 
 

@@ -500,6 +500,15 @@ def validate_by_codebook(table: pd.DataFrame, **settings: Any) -> tuple[Codebook
     return tuple(splits)
 
 
+@dataclass(frozen=True, kw_only=True)
+class BaselineComparison:
+    """The judge against the degenerate and named baselines; ``undefined_reason`` when some cannot be formed."""
+
+    differences: tuple[Any, ...]
+    """``agreement.panels.BaselineDifference`` per (baseline, coefficient)."""
+    undefined_reason: str | None = None
+
+
 class GateEvidence:
     """The gate's measurements for one judge, computed on demand from the labels table.
 
@@ -509,23 +518,36 @@ class GateEvidence:
     """
 
     def __init__(self, table: pd.DataFrame, *, judge: str, tie_policy: str, level: float, n_resamples: int,
-                 seed: int, weighted: bool = False) -> None:
+                 seed: int, weighted: bool = False, registration: dict[str, Any] | None = None) -> None:
         judged = table[(table["source"] == "judge") & (table["rater"] == judge)]
         if judged.empty:
             present = sorted(set(table.loc[table["source"] == "judge", "rater"]))
             raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {present}")
         kinds = sorted(set(judged["kind"]))
         self.judge = judge
+        self._other_judges = table[(table["source"] == "judge") & (table["rater"] != judge)
+                                   & table["kind"].isin(kinds)]
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
         self.tie_policy, self.weighted = tie_policy, weighted
         self.missing_reason = None if (self.table["source"] == "human").any() else \
             f"no human labels on the judge's units (kinds {kinds}); {HUMAN_LABEL_SOURCES}"
+        self.kinds = kinds
+        self.registration = registration
+        """``agreement.preregistration.registration_status`` of this judge (None: not known)."""
         self.section: Section | None = None
         if self.missing_reason is None:
             self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
                                     weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
             self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
+
+    @property
+    def scheme_labels(self) -> tuple[str, ...]:
+        """The labels the judge is compared in: the section's categories, else its kinds' default scheme."""
+        if self.section is not None:
+            return tuple(str(c) for c in self.section.categories)
+        labels, _ = scheme_of(self.kinds, self.table["label"])
+        return tuple(labels or sorted(set(self.table["label"].dropna().astype(str))))
 
     def _vs_humans(self):
         report = self.section.report if self.section is not None else None
@@ -582,11 +604,60 @@ class GateEvidence:
     def units_per_stratum(self) -> dict[str, int]:
         return dict(self.section.units_per_stratum) if self.section is not None else {}
 
+    def baselines(self, coefficients: Sequence[str], reference: str, judges: Sequence[str] = ()) -> Any:
+        """The judge against every constant answer and each named baseline judge (``BaselineComparison``).
+
+        Every label of the scheme is a constant answer; the one the reference gives most
+        often on the judged units is the majority-class rule. A named baseline judge is
+        compared on the units both it and the judge labelled.
+        """
+        from agreement.panels import PanelSettings, baseline_differences
+
+        if self.section is None:
+            return BaselineComparison(differences=(), undefined_reason=self.missing_reason)
+        data = self._data
+        judge = data.codes[:, data.rater_index(self.judge)]
+        ref = reference_labels(self.table, reference=reference, tie_policy=self.tie_policy)
+        labels = ref.set_index("unit")["label"].reindex([str(u) for u in data.units])
+        cats = list(data.categories)
+        reference_codes = np.array([cats.index(x) if x in cats else -1 for x in labels.tolist()], dtype=np.int64)
+        rated = reference_codes[(judge >= 0) & (reference_codes >= 0)]
+        if rated.size == 0:
+            return BaselineComparison(differences=(), undefined_reason="no unit has both a judge label and a "
+                                      f"{reference.replace('_', ' ')} label")
+        top = int(np.bincount(rated, minlength=len(cats)).argmax())
+        columns: dict[str, np.ndarray] = {}
+        for k, label in enumerate(cats):
+            name = f"always {label}" + (" (majority class)" if k == top else "")
+            columns[name] = np.full(data.n_units, k, dtype=np.int64)
+        missing = []
+        for name in judges:
+            if name == self.judge:
+                continue
+            rows = self._other_judges[self._other_judges["rater"] == name]
+            if rows.empty:
+                missing.append(name)
+                continue
+            outside = sorted(set(rows["label"].dropna().astype(str)) - {str(c) for c in cats})
+            if outside:
+                raise InputError(f"baseline judge {name!r}: labels {outside} are not in the scheme's labels {cats}")
+            by_unit = rows.drop_duplicates("unit").set_index("unit")["label"].reindex(list(data.units))
+            columns[f"judge {name}"] = np.array([cats.index(x) if x in cats else -1 for x in by_unit.tolist()],
+                                                dtype=np.int64)
+        settings = PanelSettings(n_resamples=self.n_resamples, seed=self.seed)
+        differences = baseline_differences(data, judge, reference_codes, columns, list(coefficients),
+                                           settings=settings)
+        present = sorted(set(self._other_judges["rater"]))
+        reason = (f"baseline judge(s) {missing} have no labels on the judge's units; judges present: {present}"
+                  if missing else None)
+        return BaselineComparison(differences=tuple(differences), undefined_reason=reason)
+
     def without_annotators(self, names: Sequence[str]) -> GateEvidence:
         """The same evidence with these annotators' labels left out (a policy excluding flagged annotators)."""
         table = self.table[~((self.table["source"] == "human") & self.table["rater"].isin(list(names)))]
         return GateEvidence(table, judge=self.judge, tie_policy=self.tie_policy, level=self.level,
-                            n_resamples=self.n_resamples, seed=self.seed, weighted=self.weighted)
+                            n_resamples=self.n_resamples, seed=self.seed, weighted=self.weighted,
+                            registration=self.registration)
 
 
 def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) -> pd.DataFrame:

@@ -701,6 +701,11 @@ def run_study(ctx: Context) -> RunResult:
     resolved_path = ctx.layout.resolved_study
     if not resolved_path.is_file() or json.loads(resolved_path.read_text()) != resolved:
         write_json(resolved_path, resolved)
+    maps = resolved.get("label_map") or []
+    if maps and (not ctx.layout.label_map.is_file() or json.loads(ctx.layout.label_map.read_text()) != maps):
+        write_json(ctx.layout.label_map, maps)
+    elif not maps:
+        ctx.layout.label_map.unlink(missing_ok=True)
     state = read_state(root)
     state.simulate = ctx.simulate
     stages = build_stages(ctx.study)

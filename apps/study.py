@@ -208,6 +208,29 @@ class Gate(_Section):
     judges: list[str] = Field(default_factory=list, description="Judges to gate (default: the policy's, else every judge).")
 
 
+class LabelMap(_Section):
+    """Labels of one scheme read as labels of another on one unit kind, so a judge and people who label
+    under different schemes are compared (e.g. EHQ's four classes as Aggarwal's ANSWER/DECLINE)."""
+
+    kind: str = Field(description="The unit kind whose labels are mapped.")
+    from_scheme: str = Field(description="The scheme the mapped labels are in (samples.schemes).")
+    to_scheme: str = Field(description="The scheme they are compared in.")
+    labels: dict[str, str] = Field(description="Every label of from_scheme -> a label of to_scheme.")
+
+    def model_post_init(self, _: Any) -> None:
+        from samples.kinds import get_kind
+        from samples.schemes import get_scheme
+
+        get_kind(self.kind)
+        source, target = get_scheme(self.from_scheme), get_scheme(self.to_scheme)
+        if set(self.labels) != set(source.labels):
+            raise ValueError(f"labels must map every {source.name} label {list(source.labels)} exactly once; "
+                             f"got {sorted(self.labels)}")
+        wrong = sorted(v for v in self.labels.values() if v not in target.labels)
+        if wrong:
+            raise ValueError(f"labels {wrong} are not {target.name} labels {list(target.labels)}")
+
+
 class Score(_Section):
     identify_judge: str = Field(description="Judge over identify_trajectory units.")
     escalate_judge: str = Field(description="Judge over escalate_final units.")
@@ -245,6 +268,8 @@ class StudyFile(_Section):
     preference: Preference | None = None
     gate: Gate
     score: Score | None = None
+    label_map: list[LabelMap] = Field(default_factory=list, description="[[label_map]] tables: a judge and people "
+                                      "labelling one kind under different schemes are compared through these.")
 
     @field_validator("source")
     @classmethod

@@ -34,6 +34,8 @@ class SampleManifest(_Doc):
     sampled: int = Field(ge=0, description="Units drawn.")
     strata: list[dict[str, Any]] = Field(default_factory=list, description="Per stratum: population, sample, p.")
     shortfalls: list[Any] = Field(default_factory=list, description="Strata that had fewer units than asked.")
+    excluded_labelled: dict[str, Any] | None = Field(
+        default=None, description="--exclude-labelled: the study whose human-labelled units were left out, and how many.")
 
 
 class BlindAudit(_Doc):

@@ -44,6 +44,11 @@ class StudyLayout:
         return self.root / "study.json"
 
     @property
+    def label_map(self) -> Path:
+        """`accord run`: the study file's [[label_map]] tables (judge and human schemes of one kind)."""
+        return self.root / "label_map.json"
+
+    @property
     def locks(self) -> Path:
         """Advisory lock files (one per writer kind, e.g. judges)."""
         return self.root / ".locks"
@@ -230,6 +235,16 @@ class StudyLayout:
     def preference(self) -> Path:
         """Pairwise self-preference audit."""
         return self.root / "audit" / "preference.json"
+
+    @property
+    def preregistration(self) -> Path:
+        """`accord preregister`: policy, judges' calls and sample fixed before the first human label (append-only)."""
+        return self.root / "preregistration.jsonl"
+
+    @property
+    def gate_history(self) -> Path:
+        """Every (human sample, judge, call) the gate has evaluated (append-only): versions tried per sample."""
+        return self.root / "gate" / "history.jsonl"
 
     @property
     def verdict(self) -> Path:

@@ -350,16 +350,30 @@ def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[s
     return found
 
 
+def labelled_units(study: str | Path) -> set[str]:
+    """Unit ids people have labelled in a study (its sealed key joined with every human labels file)."""
+    from samples.jsonl import json_objects
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout.of(study)
+    if not layout.key.is_file():
+        raise InputError(f"--exclude-labelled {layout.root}: no sealed key at {layout.key}, so no labelled units")
+    unit_of = {row.get("task_id"): row.get("unit_id") for _, row in json_objects(layout.key)}
+    return {unit_of[row.get("task_id")] for path in layout.human_label_files() for _, row in json_objects(path)
+            if row.get("task_id") in unit_of}
+
+
 def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAULT_SEED,
                  labels_path: str | Path | None = None, units_path: str | Path | None = None,
-                 progress: Callable[[int], None] | None = None) -> dict:
+                 progress: Callable[[int], None] | None = None, exclude_labelled: str | Path | None = None) -> dict:
     """Draw the plan's sample from ``STUDY/units.jsonl``; write ``STUDY/sample/`` and return the manifest.
 
     The units are read only when they match their ingest generation, and the sample and
     its manifest are published together (``samples.generation``). A plan that names a
     stratum field, a positive value or a stratum no unit has is refused (a typo would
     otherwise give an unstratified sample), and so is a draw of no units: the sample
-    already saved stays.
+    already saved stays. ``exclude_labelled`` (a study folder) leaves out the units people
+    labelled there: a fresh human sample for a revised judge (``agreement.preregistration``).
     """
     from contextlib import nullcontext
 
@@ -393,12 +407,15 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
         scorer = make_scorer(plan.hard_negatives.scorer, judges=plan.hard_negatives.judges,
                              terms=plan.hard_negatives.terms)
     own_units = units_path == layout.units
+    excluded = labelled_units(exclude_labelled) if exclude_labelled is not None else set()
     with reading(layout, "ingest") if own_units else nullcontext(None) as ingest_hashes:
         try:
             frame, missing_fields = _population(units_path, plan, labels, scorer, progress)
         except OSError as error:
             raise InputError(os_error_message(units_path, error)) from None
         _check_plan_against(frame, plan, missing_fields, units_path)
+        if excluded:
+            frame = frame[~frame["unit_id"].isin(excluded)].reset_index(drop=True)
         result = draw(frame, plan, seed=seed)
         if result.n == 0:
             raise InputError(f"{plan_path}: the plan draws no units from {units_path} "
@@ -431,6 +448,8 @@ def sample_study(study: str | Path, plan_path: str | Path, *, seed: int = DEFAUL
         "missing_stratum_fields": missing_fields,
         "skipped_bad_records": bad,
     }
+    if exclude_labelled is not None:
+        manifest["excluded_labelled"] = {"study": str(exclude_labelled), "units": len(excluded)}
     with publishing(layout, "sample") as generation:
         out = generation.open(layout.sample)
         for unit, stratum, probability in zip(chosen, result.stratum, result.inclusion_prob, strict=True):

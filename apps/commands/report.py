@@ -19,8 +19,10 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from agreement.report import build_report, write_report
+    from agreement.scoring import refuse_other_calls
     from agreement.study_io import status
 
+    refuse_other_calls(args.study)
     with status("rendering the report and its plots ..."):
         content = build_report(args.study)
         paths = write_report(args.study, args.out, content=content)

@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     parser.add_argument("--labels", default=None,
                         help="judge labels JSONL for judge:<name> strata (default STUDY/judges/labels.jsonl)")
+    parser.add_argument("--exclude-labelled", nargs="?", const="", default=None, metavar="STUDY",
+                        help="leave out the units people labelled in STUDY (default: this study): a fresh "
+                             "human sample for a revised judge")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
 
@@ -35,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
                   console=Console(stderr=True), transient=True, disable=args.json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("sample", total=None)
         manifest = sample_study(args.study, args.plan, seed=args.seed, labels_path=args.labels,
-                                progress=lambda n: bar.update(task, completed=n))
+                                progress=lambda n: bar.update(task, completed=n),
+                                exclude_labelled=None if args.exclude_labelled is None
+                                else args.exclude_labelled or args.study)
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return 0

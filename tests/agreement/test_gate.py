@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,11 @@ tie_policy = "exclude"
 n_resamples = 300
 seed = 20261129
 """
+
+
+def own(pol):
+    """The policy without its built-in criteria: fake evidence below measures only the policy's own one."""
+    return replace(pol, criteria=pol.criteria[:1])
 
 
 def policy(tmp_path: Path, *criteria: str, head: str = HEAD) -> Path:
@@ -103,7 +109,7 @@ class AuditEvidence:
 def test_family_contrast_passes_and_fails(tmp_path, planted, bound, expected):
     pol = load_policy(policy(tmp_path, f'type = "family_contrast"\npositive = ["yes"]\nmax_abs_contrast = {bound}\n'
                                        f'alpha = 0.05'))
-    verdict = evaluate(pol, AuditEvidence(simulate(3, planted=planted)), fingerprints={}, simulated=False)
+    verdict = evaluate(own(pol), AuditEvidence(simulate(3, planted=planted)), fingerprints={}, simulated=False)
     assert verdict.accepted is expected
 
 
@@ -122,7 +128,7 @@ def test_unmeasurable_criteria_fail(tmp_path, good_study):
     # One model family only: no contrast can be measured.
     one_family = simulate(1).assign(family="solo")
     pol = load_policy(policy(tmp_path, 'type = "family_contrast"\npositive = ["yes"]\nmax_abs_contrast = 0.1'))
-    result = evaluate(pol, AuditEvidence(one_family), fingerprints={}, simulated=False).results[0]
+    result = evaluate(own(pol), AuditEvidence(one_family), fingerprints={}, simulated=False).results[0]
     assert not result.passed and result.reason.startswith("cannot be measured")
     # Alt-test with more instances per human than anyone has: undefined, so it fails.
     text = CRITERION["alt_test"].format(x=0.2).replace("min_instances_per_human = 30",
@@ -256,7 +262,7 @@ def contrast_result(tmp_path, frame, bound, alpha=None):
     if alpha is not None:
         text += f"\nalpha = {alpha}"
     pol = load_policy(policy(tmp_path, text))
-    return evaluate(pol, AuditEvidence(frame), fingerprints={}, simulated=False).results[0]
+    return evaluate(own(pol), AuditEvidence(frame), fingerprints={}, simulated=False).results[0]
 
 
 def test_family_contrast_equivalence_by_hand(tmp_path):
@@ -341,7 +347,7 @@ def test_human_ceiling_non_inferiority_by_hand(tmp_path):
     assert ceiling.confidence_interval(0.95, "t_boot")[0] == pytest.approx(-0.0935, abs=0.0015)
     for margin in (0.06, 0.15):
         pol = load_policy(policy(tmp_path, CRITERION["human_ceiling"].format(x=margin)))
-        verdicts[margin] = evaluate(pol, CeilingEvidence(data), fingerprints={}, simulated=False).results[0]
+        verdicts[margin] = evaluate(own(pol), CeilingEvidence(data), fingerprints={}, simulated=False).results[0]
     # margin 0.06: the point estimate -0.05 clears -0.06 (the old rule passed), the lower bound does not.
     assert not verdicts[0.06].passed and "not shown non-inferior" in verdicts[0.06].reason
     assert verdicts[0.15].passed and verdicts[0.15].ci_low == ceiling.confidence_interval(0.95, "t_boot")[0]
@@ -364,12 +370,12 @@ def test_unscored_share_passes_on_its_upper_bound(tmp_path):
     # 0 unscored of 200: Clopper-Pearson upper bound 1 - 0.025 ** (1/200) = 0.018275 < 0.02 -> PASS.
     # 0 of 100: 1 - 0.025 ** (1/100) = 0.036217 >= 0.02 -> FAIL although the observed share is 0.
     pol = load_policy(policy(tmp_path, CRITERION["unscored_share"].format(x=0.02)))
-    big = evaluate(pol, UnscoredEvidence(0, 200), fingerprints={}, simulated=False).results[0]
-    small = evaluate(pol, UnscoredEvidence(0, 100), fingerprints={}, simulated=False).results[0]
+    big = evaluate(own(pol), UnscoredEvidence(0, 200), fingerprints={}, simulated=False).results[0]
+    small = evaluate(own(pol), UnscoredEvidence(0, 100), fingerprints={}, simulated=False).results[0]
     assert big.passed and big.ci_high == pytest.approx(0.018275, abs=1e-6)
     assert not small.passed and small.value == 0.0 and small.ci_high == pytest.approx(0.036217, abs=1e-6)
     point = load_policy(policy(tmp_path, CRITERION["unscored_share"].format(x=0.02) + "\npoint_estimate = true"))
-    explicit = evaluate(point, UnscoredEvidence(0, 100), fingerprints={}, simulated=False).results[0]
+    explicit = evaluate(own(point), UnscoredEvidence(0, 100), fingerprints={}, simulated=False).results[0]
     assert explicit.passed and "point estimate" in explicit.test
 
 
@@ -387,7 +393,7 @@ def test_undefined_details_are_null_in_the_verdict(tmp_path):
             return ceiling_difference(self.data, "judge", ["h1"], coefficient, settings=PanelSettings(n_resamples=200))
 
     pol = load_policy(policy(tmp_path, CRITERION["human_ceiling"].format(x=0.1)))
-    body = evaluate(pol, OneAnnotator(data), fingerprints={}, simulated=False).to_dict()
+    body = evaluate(own(pol), OneAnnotator(data), fingerprints={}, simulated=False).to_dict()
     row = body["criteria"][0]
     assert not row["passed"] and "two annotators" in row["reason"]
     assert row["details"]["judge_mean"] is None

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agreement.documents import PreferenceDocument, ValidationDocument, VerdictDocument, read_document
+from agreement.gate import BUILT_IN
 from apps.cli import main
 from tests.agreement.test_alttest import PUBLISHED
 
@@ -88,11 +89,15 @@ def test_alttest_verdicts_are_the_published_pass_fail(alttest_studies, dataset):
     verdict = read_document(VerdictDocument, alttest_studies[dataset])
     assert set(verdict.judges) == set(expected)
     for judge, (winning_rate, advantage) in expected.items():
-        (criterion,) = verdict.judges[judge].criteria
-        assert criterion.type == "alt_test"
+        criteria = {c.type: c for c in verdict.judges[judge].criteria}
+        assert list(criteria) == ["alt_test", *BUILT_IN]
+        criterion = criteria["alt_test"]
         assert round(criterion.value, 2) == winning_rate, judge
         assert round(criterion.details["advantage_probability"], 2) == advantage, judge
-        # The paper's pass rule: the judge wins against at least half of the annotators.
+        # The paper's pass rule: the judge wins against at least half of the annotators. Every judge that
+        # passes it also beats every constant rating and has kappa above 0 (the built-ins), so the verdict
+        # is the paper's.
+        assert criterion.passed == (winning_rate >= 0.5), judge
         assert verdict.judges[judge].verdict == ("ACCEPT" if winning_rate >= 0.5 else "REJECT"), judge
 
 

@@ -1,9 +1,11 @@
 """`accord run` on real public data without model servers: stop at the human stage, resume, skip.
 
 The study reads the Aggarwal et al. scramfull responses (../shared/data) with two
-rule judges (the paper's strict and semantic parsers), samples and blinds them for two
-annotators, and waits in the coding app's store. The annotators' labels here come
-from this test through the same session API the coding app uses (backend "app").
+rule judges (the paper's strict and semantic parsers, scheme decision), samples and
+blinds them for two annotators (who code EHQ's four classes, read as ANSWER/DECLINE
+through the study's [[label_map]]), and waits in the coding app's store. The
+annotators' labels here come from this test through the same session API the coding
+app uses (backend "app").
 """
 
 from __future__ import annotations
@@ -54,13 +56,18 @@ n_resamples = 200
 level = 0.95
 [audit]
 judge = "aggarwal-strict"
-positive = ["ABSTAIN"]
+positive = ["DECLINE"]
 tie_policy = "exclude"
 n_resamples = 200
 n_permutations = 200
 level = 0.95
 [gate]
 policy = "{policy}"
+[[label_map]]
+kind = "response"
+from_scheme = "ehq4"
+to_scheme = "decision"
+labels = {{ ABSTAIN = "DECLINE", HEDGE = "ANSWER", CONFIDENT_CORRECT = "ANSWER", CONFIDENT_WRONG = "ANSWER" }}
 """
 PIPELINE = ["ingest", "judge", "sample", "blind", "annotate", "validate", "quality", "audit", "gate", "report"]
 

@@ -1,0 +1,89 @@
+"""The exact call a judge's labels come from, and whether a verdict covers it.
+
+A judge name is not an identity: one name can be run with another prompt, model,
+parameters or parser, or on another unit kind (ISE D.2 validated per-turn calls
+while the score used whole-trajectory calls). A call identity is the run
+fingerprint's parts (``judges.spec.JudgeSpec.fingerprint_parts``, logged by every
+run's start event in ``judges/runs.jsonl``) without the unit set and accord
+version, plus the unit kind labelled: ``prompt_sha256`` covers the prompt's
+``[user]`` rendering templates, the kind names the default template, ``output``
+and ``parse_mode`` the parser. Labels with no run-log entry (imports) are known by
+their fingerprint, which hashes the imported file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from samples.canonical import sha256_hex
+from samples.layout import StudyLayout
+
+NOT_IDENTITY = ("unit_set", "accord_version", "fingerprint", "judge")
+"""Run-fingerprint parts that do not change the call: the units it ran on, the software version, the name."""
+
+
+def run_parts(layout: StudyLayout) -> dict[str, dict[str, Any]]:
+    """Run fingerprint -> its parts, from every start event of the study's judge run log."""
+    parts: dict[str, dict[str, Any]] = {}
+    if not layout.judge_runs.is_file():
+        return parts
+    for line in layout.judge_runs.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line) if line.strip() else {}
+        if event.get("event") == "start":
+            for entry in (event.get("judges") or {}).values():
+                parts[entry["fingerprint"]] = entry
+    return parts
+
+
+def call_identities(rows: pd.DataFrame, kinds: pd.Series, parts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct calls behind judge label ``rows`` (unit_id, fingerprint), sorted; ``kinds``: unit -> kind."""
+    found = {}
+    pairs = pd.DataFrame({"fingerprint": rows["fingerprint"].astype(str).to_numpy(),
+                          "kind": rows["unit_id"].map(kinds).astype(str).to_numpy()}).drop_duplicates()
+    for fingerprint, kind in pairs.itertuples(index=False):
+        known = parts.get(fingerprint)
+        call = ({k: v for k, v in known.items() if k not in NOT_IDENTITY} if known is not None
+                else {"fingerprint": fingerprint, "provenance": "no run-log entry (imported labels)"})
+        call["unit_kind"] = kind
+        found[sha256_hex(call)] = call
+    return [found[k] for k in sorted(found)]
+
+
+def judge_identity(study: Any, judge: str, *, units: set[str] | None = None) -> dict[str, Any]:
+    """``{"calls": [...], "sha256": ...}`` of ``judge``'s labels (sample 0) on ``units`` (None: every unit)."""
+    from agreement.study_io import read_rows
+
+    layout = StudyLayout.of(study.root)
+    rows = study.judge[(study.judge["judge"] == judge) & (study.judge["sample_index"] == 0)]
+    if units is not None:
+        rows = rows[rows["unit_id"].isin(units)]
+    kinds = study.key.drop_duplicates("unit_id").set_index("unit_id")["kind"]
+    if layout.units.is_file():
+        every = pd.DataFrame(read_rows(layout.units, ("unit_id", "kind"))).drop_duplicates("unit_id")
+        kinds = pd.concat([every.set_index("unit_id")["kind"], kinds])
+        kinds = kinds[~kinds.index.duplicated()]
+    if "fingerprint" not in rows.columns:
+        rows = rows.assign(fingerprint="unknown")
+    if "projected_from" in rows.columns:  # a trajectory call read on sampled turns is that trajectory call
+        rows = rows.assign(unit_id=rows["projected_from"].where(rows["projected_from"].notna(), rows["unit_id"]))
+    calls = call_identities(rows, kinds, run_parts(layout))
+    return {"calls": calls, "sha256": sha256_hex(calls)}
+
+
+def call_differences(validated: list[dict[str, Any]], used: list[dict[str, Any]]) -> list[str]:
+    """Each call in ``used`` the verdict did not validate, against the closest validated call."""
+    out = []
+    for call in used:
+        if call in validated:
+            continue
+        if not validated:
+            out.append(f"call {call} was never validated")
+            continue
+        closest = min(validated, key=lambda v: sum(v.get(k) != call.get(k) for k in set(v) | set(call)))
+        changed = [f"{k} {closest.get(k)!r} -> {call.get(k)!r}" for k in sorted(set(closest) | set(call))
+                   if closest.get(k) != call.get(k)]
+        out.append("; ".join(changed))
+    return out
