@@ -563,11 +563,11 @@ class GateEvidence:
             result = replace(result, undefined_reason=self.missing_reason)
         return result
 
-    def family_audit(self, positive: list[str]):
+    def family_audit(self, positive: list[str], *, reference: str = "resolved"):
         from agreement.audit import audit
 
-        frame = audit_frame(self.table, self.section, self.judge) if self.section is not None else \
-            _judge_rows(self.table, self.judge, human=None)
+        frame = audit_frame(self.table, self.section, self.judge, reference=reference) \
+            if self.section is not None else _judge_rows(self.table, self.judge, human=None)
         result = audit(frame, positive=positive, n_resamples=self.n_resamples, seed=self.seed, level=self.level,
                        judge=self.judge)
         return result if self.section is not None else replace(result, note=f"{self.missing_reason}. {result.note}")
@@ -629,14 +629,25 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
     return pd.concat(frames, ignore_index=True)
 
 
-def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone") -> pd.DataFrame:
-    """One row per unit the judge saw: its label, the human majority label, model, family, cluster."""
+def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone",
+                reference: str = "human_majority") -> pd.DataFrame:
+    """One row per unit the judge saw: its label, the reference label, model, family, cluster.
+
+    ``reference`` "human_majority" is the independent majority; "resolved" the
+    adjudicated label where one exists, else that majority (a two-coder tie that was
+    adjudicated stays in the audit instead of dropping out)."""
+    if reference not in REFERENCES:
+        raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
     report = section.report if section is not None else None
     if report is None or report.majority is None:
         raise InputError("family audit: no human labels, so no human reference")
-    majority = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
-                         index=list(section.units))
-    return _judge_rows(table, judge, human=majority, model_field=model_field)
+    if reference == "resolved":
+        resolved = reference_labels(table, reference="resolved", tie_policy=report.majority.tie_policy)
+        labels = pd.Series(resolved["label"].to_numpy(dtype=object), index=resolved["unit"].astype(str))
+    else:
+        labels = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
+                           index=list(section.units))
+    return _judge_rows(table, judge, human=labels, model_field=model_field)
 
 
 def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,

@@ -1,10 +1,12 @@
 """Family-bias audit: does a judge err differently on responses from different model families?
 
-Per evaluated model: the score from judge labels and from the human majority on the
-same units and bias = judge - human (cluster-bootstrap CIs); per family: the bias
-contrast with an exact (or 20,000-permutation) p over models, Holm-adjusted, and
-partial correlations; rank preservation; a judge-family x response-family error
-matrix. Reads a study (STUDY/audit/audit.json is written) or a --table with columns
+Per evaluated model: the score from judge labels and from the human reference (the
+resolved reference by default: the adjudicated label where one exists, else the
+majority) on the same units and bias = judge - human (cluster-bootstrap CIs); per
+family: the bias contrast, raw and adjusted for each model's reference positive rate,
+with t intervals over models, an exact (or 20,000-permutation) p, Holm-adjusted, and
+partial correlations; rank preservation; an error matrix of every judge (with its
+family) x response family. Reads a study (STUDY/audit/audit.json is written) or a --table with columns
 unit, cluster, model, family, judge, human [, judge_name, weight]. Observational.
 """
 
@@ -23,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
     parser.add_argument("--tie-policy", default="exclude", help="human-majority ties (default exclude)")
+    parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
+                        help="the human reference: resolved (the adjudicated label where one exists, else the "
+                             "majority; the default) or human_majority (independent labels only)")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
     parser.add_argument("--n-permutations", type=int, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
@@ -68,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             study = load_study(args.study)
             result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
-                                       model_field=args.model_field, **settings)
+                                       model_field=args.model_field, reference=args.reference, **settings)
             out = StudyLayout.of(study.root).audit
     from agreement.documents import AuditDocument
 

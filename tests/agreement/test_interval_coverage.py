@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from agreement import RatingData, compute
-from agreement.intervals import METHOD, MIN_UNITS, pooled_t_contrast
+from agreement.intervals import METHOD, MIN_UNITS, model_contrast
 from agreement.panels import PanelSettings, ceiling_difference
 from agreement.quantiles import t_quantile
 from tests.agreement.test_coverage import agreement_truth
@@ -145,7 +145,8 @@ def family_cell(n: int, rate: float, studies: int, start: int = 0) -> dict:
             j = np.where(y, rng.random(per_model) >= 0.1, rng.random(per_model) < fp)
             bias[m] = j.mean() - y.mean()
         mask = families == 0
-        _, lo, hi, _ = pooled_t_contrast(bias, mask, LEVEL)
+        contrast = model_contrast(bias, mask, LEVEL)
+        lo, hi = contrast.ci_low, contrast.ci_high
         tally(hits, "family_contrast", "pooled_t", (lo, hi), truth)
         tally(hits, "family_contrast", "welch", welch(bias, mask), truth)
     return hits
