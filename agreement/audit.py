@@ -278,6 +278,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     data["j"] = data["judge"].isin(pos).astype(float)
     data["h"] = data["human"].isin(pos).astype(float)
     data["w"] = data["weight"].astype(float) if "weight" in data.columns else 1.0
+    data["cluster"] = pd.factorize(data["cluster"], sort=True)[0]  # integer codes: each bootstrap's np.unique is cheap
     if "judge_name" not in data.columns:
         data["judge_name"] = judge or "judge"
     names = sorted(data["judge_name"].unique())
@@ -348,7 +349,8 @@ def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamp
                  level: float) -> list[ErrorCell]:
     """False positive / negative rates of each judge (with its family) on each response family."""
     scored = data[data["judge_scored"]].copy()
-    scored["judge_family"] = scored["judge_name"].map(lambda j: judge_families.get(j, "unknown"))
+    names = scored["judge_name"].unique()
+    scored["judge_family"] = scored["judge_name"].map({n: judge_families.get(n, "unknown") for n in names})
     cells: list[ErrorCell] = []
     keys = ["judge_name", "judge_family", "family"]
     for index, ((judge, jf, rf), group) in enumerate(scored.groupby(keys, sort=True)):

@@ -307,6 +307,10 @@ class FamilyContrast(_Doc):
     partial_r_family: float | None = None
     partial_r_human: float | None = None
     undefined_reason: str | None = None
+    raw: dict[str, Any] | None = Field(default=None, description="The contrast with its pooled-variance t interval "
+                                       "over models (agreement.intervals.ModelContrast).")
+    adjusted: dict[str, Any] | None = Field(default=None, description="The contrast adjusted for each model's "
+                                            "reference positive rate (ANCOVA t over models).")
 
 
 class Ranks(_Doc):
@@ -321,6 +325,7 @@ class Ranks(_Doc):
 
 
 class ErrorCell(_Doc):
+    judge: str = ""
     judge_family: str
     response_family: str
     false_positive_rate: Interval
@@ -333,6 +338,8 @@ class AuditDocument(StageDocument):
     COMMAND: ClassVar[str] = "accord audit"
 
     positive: list[str] | str = Field(default_factory=list, description="Labels counted as the judged score.")
+    reference: str = Field(default="", description="The human reference: human majority or resolved.")
+    adjudicated_units: int = Field(default=0, description="Units whose resolved reference is an adjudication.")
     note: str = ""
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)

@@ -94,10 +94,14 @@ def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, fl
 
 def proportion_estimate(successes: int, n: int, *, n_resamples: int, seed: int, level: float,
                         empty_reason: str) -> Estimate:
-    """Share of successes with a percentile bootstrap interval (iid items)."""
+    """Share of successes with a percentile bootstrap interval (iid items); Clopper-Pearson at 0/n and n/n."""
     level = check_level(level)
     if n == 0:
         return undefined(empty_reason, level=level, method="percentile bootstrap")
+    if successes in (0, n):
+        lo, hi = zero_one_interval(successes / n, n, level)
+        return Estimate(statistic=successes / n, n=int(n), ci_low=lo, ci_high=hi, level=level,
+                        method="Clopper-Pearson (a share of 0 or 1)", details={"successes": int(successes)})
     rng = np.random.default_rng(seed)
     p = successes / n
     replicates = rng.binomial(n, p, size=check_resamples(n_resamples)) / n
@@ -139,6 +143,45 @@ def cluster_weights(n_clusters: int, n_resamples: int, rng: np.random.Generator)
         yield np.bincount(flat, minlength=size * n_clusters).reshape(size, n_clusters).astype(float)
 
 
+def cluster_totals(values: np.ndarray, n_resamples: int, rng: np.random.Generator):
+    """Yield chunks of bootstrap totals (resamples x columns) of per-cluster ``values`` (clusters x columns).
+
+    Clusters with equal rows are interchangeable, so resampling C clusters is
+    Multinomial(C, share of each distinct row) over the distinct rows: the same law
+    at a cost that grows with the distinct rows instead of the clusters (0/1 labels
+    in small clusters have a handful: a 100,000-unit audit draws 12 numbers per
+    resample instead of 100,000). With many distinct rows the uniform cluster picks
+    of ``cluster_weights`` are cheaper.
+    """
+    n_clusters = values.shape[0]
+    key = np.zeros(n_clusters, dtype=np.int64)
+    for column in values.T:  # one integer key per distinct row (np.unique(axis=0) sorts rows as bytes, slowly)
+        levels, codes = np.unique(column, return_inverse=True)
+        key = key * levels.size + codes
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    if keys.size * 8 > n_clusters:
+        for block in cluster_weights(n_clusters, n_resamples, rng):
+            yield block @ values
+        return
+    distinct = values[first]
+    shares = np.bincount(inverse.ravel(), minlength=keys.size) / n_clusters
+    for start in range(0, n_resamples, _CHUNK):
+        size = min(_CHUNK, n_resamples - start)
+        yield rng.multinomial(n_clusters, shares, size=size).astype(float) @ distinct
+
+
+def zero_one_interval(statistic: float, n_effective: float, level: float) -> tuple[float, float]:
+    """Clopper-Pearson interval of a share observed at 0 or 1 on ``n_effective`` independent items.
+
+    At x = 0 the exact upper bound solves P(X = 0) = (1 - level) / 2, i.e.
+    1 - ((1 - level) / 2) ** (1 / n); at x = n the mirror image. A bootstrap of an
+    all-0 or all-1 sample has no spread and would claim certainty.
+    """
+    tail = (1.0 - level) / 2.0
+    edge = 1.0 - tail ** (1.0 / n_effective)
+    return (0.0, edge) if statistic == 0.0 else (1.0 - edge, 1.0)
+
+
 def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clusters: np.ndarray, *,
                            n_resamples: int, seed: int, level: float, empty_reason: str,
                            weights: np.ndarray | None = None) -> Estimate:
@@ -146,7 +189,11 @@ def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clust
 
     Items are e.g. turns (denominator 1 when the turn counts, numerator its 0/1
     label); clusters are trajectories. ``weights`` are design weights (1/inclusion
-    probability); resampling is over whole clusters.
+    probability); resampling is over whole clusters. A share (0 <= num <= den per
+    item) observed at exactly 0 or 1 gets the Clopper-Pearson interval on the
+    effective number of clusters (Kish, from the clusters' weights in the
+    denominator): clusters are the independent draws, so this is the design effect
+    at its largest (every item of a cluster alike), and the interval keeps its width.
     """
     level = check_level(level)
     num = np.asarray(numerator, dtype=float)
@@ -159,15 +206,21 @@ def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clust
     n_items = int(np.count_nonzero(den))
     if total <= 0:
         return undefined(empty_reason, level=level, method="cluster percentile bootstrap")
+    statistic = float(num_c.sum() / total)
+    details = {"n_clusters": int(codes.size), "n_resamples": int(n_resamples)}
+    share = bool(np.all((num >= 0) & (num <= den)))
+    if share and statistic in (0.0, 1.0):
+        n_effective = float(total ** 2 / (den_c ** 2).sum())
+        lo, hi = zero_one_interval(statistic, n_effective, level)
+        return Estimate(statistic=statistic, n=n_items, ci_low=lo, ci_high=hi, level=level,
+                        method="Clopper-Pearson on the effective number of clusters (a share of 0 or 1)",
+                        details={**details, "n_effective": n_effective})
     rng = np.random.default_rng(seed)
     parts = []
-    for block in cluster_weights(codes.size, check_resamples(n_resamples), rng):
-        d = block @ den_c
+    for block in cluster_totals(np.column_stack([num_c, den_c]), check_resamples(n_resamples), rng):
         with np.errstate(invalid="ignore", divide="ignore"):
-            parts.append(np.where(d > 0, (block @ num_c) / d, np.nan))
+            parts.append(np.where(block[:, 1] > 0, block[:, 0] / block[:, 1], np.nan))
     replicates = np.concatenate(parts)
     lo, hi, dropped = percentile_interval(replicates, level)
-    return Estimate(statistic=float(num_c.sum() / total), n=n_items, ci_low=lo, ci_high=hi, level=level,
-                    method="cluster percentile bootstrap",
-                    details={"n_clusters": int(codes.size), "n_resamples": int(n_resamples),
-                             "undefined_resamples": dropped})
+    return Estimate(statistic=statistic, n=n_items, ci_low=lo, ci_high=hi, level=level,
+                    method="cluster percentile bootstrap", details={**details, "undefined_resamples": dropped})

@@ -1,0 +1,62 @@
+"""Intervals that never collapse (issue #22): 0/n and n/n keep their width; the type-aggregated bootstrap
+draws from the same law as resampling clusters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from agreement.estimate import cluster_ratio_estimate, cluster_totals, cluster_weights, proportion_estimate
+
+
+@pytest.mark.parametrize("n", [20, 40, 100])
+def test_zero_and_all_have_clopper_pearson_width(n):
+    # Clopper-Pearson from scipy's beta quantiles: x = 0 -> [0, Beta(0.975; 1, n)], x = n -> [Beta(0.025; n, 1), 1].
+    zero = proportion_estimate(0, n, n_resamples=500, seed=1, level=0.95, empty_reason="-")
+    full = proportion_estimate(n, n, n_resamples=500, seed=1, level=0.95, empty_reason="-")
+    assert zero.statistic == 0.0 and zero.ci_low == 0.0
+    assert zero.ci_high == pytest.approx(beta.ppf(0.975, 1, n), rel=1e-12)
+    assert full.ci_low == pytest.approx(beta.ppf(0.025, n, 1), rel=1e-12) and full.ci_high == 1.0
+    assert "Clopper-Pearson" in zero.method
+    if n == 40:  # the issue's case: 0/40 was [0, 0]; the published CP upper bound is 0.0881
+        assert zero.ci_high == pytest.approx(0.0881, abs=5e-5)
+
+
+def test_clustered_zero_uses_the_effective_number_of_clusters():
+    # 90 turns in 30 trajectories of 3, none positive: the clusters are the independent draws, so the
+    # interval is Clopper-Pearson on 30 (Kish n_eff = (sum W_c)^2 / sum W_c^2 = 90^2 / (30 * 9) = 30).
+    clusters = np.repeat(np.arange(30), 3)
+    est = cluster_ratio_estimate(np.zeros(90), np.ones(90), clusters, n_resamples=200, seed=1, level=0.95,
+                                 empty_reason="-")
+    assert est.statistic == 0.0 and est.n == 90 and est.details["n_effective"] == pytest.approx(30.0)
+    assert (est.ci_low, est.ci_high) == pytest.approx((0.0, beta.ppf(0.975, 1, 30)), rel=1e-12)
+    # A rate that is not a share (a difference in [-1, 1]) is bootstrapped, not given a share's interval.
+    signed = cluster_ratio_estimate(np.r_[np.zeros(89), -1.0], np.ones(90), clusters, n_resamples=200, seed=1,
+                                    level=0.95, empty_reason="-")
+    assert signed.method == "cluster percentile bootstrap"
+
+
+def test_type_aggregated_bootstrap_has_the_cluster_bootstrap_law():
+    # 3,000 clusters of 1-3 items with 0/1 labels: few distinct (successes, size) rows, so cluster_totals
+    # draws multinomially over them. Its replicates must match resampling clusters (cluster_weights):
+    # same mean (the estimate) and the same SD to Monte Carlo error, and the analytic linearised SE
+    # sqrt(sum (y_c - p m_c)^2) / sum m_c (with-replacement resampling of C clusters, no C/(C-1)).
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 4, 3000)
+    successes = rng.binomial(sizes, 0.3)
+    values = np.column_stack([successes, sizes]).astype(float)
+    draws = 20_000
+
+    def ratios(blocks):
+        return np.concatenate([b[:, 0] / b[:, 1] for b in blocks])
+
+    aggregated = ratios(cluster_totals(values, draws, np.random.default_rng(1)))
+    direct = ratios(block @ values for block in cluster_weights(values.shape[0], draws, np.random.default_rng(2)))
+    p = successes.sum() / sizes.sum()
+    analytic = math.sqrt(((successes - p * sizes) ** 2).sum()) / sizes.sum()
+    for replicates in (aggregated, direct):
+        assert replicates.mean() == pytest.approx(p, abs=3 * analytic / math.sqrt(draws))
+        assert replicates.std() == pytest.approx(analytic, rel=0.03)  # SD of an SD estimate ~ 1/sqrt(2 draws)
