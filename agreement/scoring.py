@@ -487,8 +487,12 @@ class GateRefusal(Exception):
 
 def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, correctness_judge: str | None = None,
                 correctness_field: str | None = None, force: bool = False, tie_policy: str | None = None,
-                n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95) -> dict[str, Any]:
-    """The judge-scored benchmark table with bias-corrected rates and its provenance."""
+                n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95,
+                reference: str = "resolved") -> dict[str, Any]:
+    """The judge-scored benchmark table with bias-corrected rates and its provenance.
+
+    The corrections read each judge's errors against ``reference`` ("resolved": the
+    adjudicated label where one exists, else the majority; or "human_majority")."""
     from pathlib import Path
 
     from agreement.study_io import SIMULATED_NOTE, labels_table, load_study
@@ -513,7 +517,7 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
     validation: dict[str, pd.DataFrame | None] = {}
     for judge in judges:
         try:
-            validation[judge] = validated_units(table, judge, tie_policy=ties)
+            validation[judge] = validated_units(table, judge, tie_policy=ties, reference=reference)
         except InputError as error:
             validation[judge] = None
             notes.append(f"no bias correction for {judge!r}: {error}")

@@ -729,18 +729,19 @@ def _pair_lines(tables: Sequence[JudgePairTable], level: float) -> list[str]:
     return lines
 
 
-def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str) -> pd.DataFrame:
-    """The judge's validation sample as 0/1 values: unit, judge, human (majority), weight, cluster.
+def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str, reference: str = "resolved") -> pd.DataFrame:
+    """The judge's validation sample as 0/1 values: unit, judge, human (the reference), weight, cluster.
 
-    Only units with a scored judge label and a human majority; the positive label is
-    the scheme's (yes, correct).
+    Only units with a scored judge label and a reference label (``reference``
+    "resolved": the adjudicated label where one exists, else the majority; or
+    "human_majority"); the positive label is the scheme's (yes, correct).
     """
     evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=0.95, n_resamples=0, seed=DEFAULT_SEED)
     section = evidence.section
     if section.positive is None:
         raise InputError(f"judge {judge!r}: labels {list(section.categories)} are not a binary scheme; "
                          f"a rate correction needs a positive label")
-    frame = audit_frame(evidence.table, section, judge)
+    frame = audit_frame(evidence.table, section, judge, reference=reference)
     frame = frame[frame["judge"].notna() & frame["human"].notna()]
     return pd.DataFrame({"unit": frame["unit"], "cluster": frame["cluster"], "weight": frame["weight"],
                          "judge": (frame["judge"] == section.positive).astype(float),

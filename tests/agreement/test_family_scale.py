@@ -156,6 +156,7 @@ def write_table(sim: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", [0.0, PLANTED])
 def test_100000_units_through_accord_gate(tmp_path, capsys, planted):
     """The issue's case through the CLI: import a 100,000-unit table, gate both judges on the family criterion."""
