@@ -469,6 +469,7 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
         raise InputError(f"audit of {judge!r}: {error}") from None
     result = replace(result, reference=reference.replace("_", " "))
     return result, {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints,
+                    "cluster": study.cluster,
                     "adjudicated_units": int(labels["adjudicated"].sum()) if reference == "resolved" else 0}
 
 

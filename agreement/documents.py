@@ -75,6 +75,8 @@ class StageDocument(_Doc):
         default_factory=dict, description="Study-relative input path -> sha256 of its bytes when this was written.")
     simulated: bool = Field(default=False, description="Some 'human' labels came from the simulator.")
     notes: list[str] = Field(default_factory=list, description="Notes every reader shows.")
+    cluster: str = Field(default="trajectory", description="What the bootstrap resampled: trajectory, case or a "
+                                                           "unit field (agreement.study_io.load_study).")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:

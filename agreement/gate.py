@@ -677,5 +677,5 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
                      f"{oc.get('sentence') or oc.get('undefined_reason')}")
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
-                "simulated": study.simulated, "notes": list(notes)}
+                "simulated": study.simulated, "notes": list(notes), "cluster": study.cluster}
     return document, "\n\n".join(texts)

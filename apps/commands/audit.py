@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
     parser.add_argument("--tie-policy", default="exclude", help="human-majority ties (default exclude)")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case (one item across models: "
+                             "the part of the trajectory id after '::') or a unit field, e.g. item_id")
     parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
                         help="the human reference: resolved (the adjudicated label where one exists, else the "
                              "majority; the default) or human_majority (independent labels only)")
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(str(error)) from None
             body, out = {**result.to_dict(), "simulated": False}, Path(args.table).with_suffix(".audit.json")
         else:
-            study = load_study(args.study)
+            study = load_study(args.study, cluster=args.cluster)
             result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
                                        model_field=args.model_field, reference=args.reference, **settings)
             out = StudyLayout.of(study.root).audit

@@ -22,14 +22,15 @@ MODELS = {"m1": "fa", "m2": "fa", "m3": "fb", "m4": "fb"}
 def write_ehq_study(root):
     """Per model 10 units: coders agree on u0-u5 (c1 = c2 = the judge's label on u0-u2 'yes', u3-u5 'no') and
     disagree on u6-u9, where the adjudicator says 'yes' on u6, u7 and 'no' on u8, u9; the judge says 'yes' on
-    u6-u9. A second judge ('other', family fb) says 'no' everywhere."""
+    u6-u9. A second judge ('other', family fb) says 'no' everywhere. Trajectory ids are the ``responses``
+    adapter's ``<model>::<item>``: the same 10 items answered by 4 models."""
     layout = StudyLayout.of(root)
     key, app, ls, judge = [], [], [], []
     for model, family in MODELS.items():
         for u in range(10):
             unit = f"{model}-u{u}"
             task = f"t_{unit}"
-            key.append(dict(task_id=task, unit_id=unit, trajectory_id=f"traj-{unit}", kind="escalate_final",
+            key.append(dict(task_id=task, unit_id=unit, trajectory_id=f"{model}::item{u}", kind="escalate_final",
                             strata=dict(agent="A", backbone=model, family=family, dataset="d", setting="controlled",
                                         split="none"), stratum="all", inclusion_prob=1.0))
             if u < 6:
@@ -97,3 +98,21 @@ def test_family_criterion_reads_the_resolved_reference(tmp_path, capsys):
         # 40 (or 24) units is below the 100 the interval needs: measured, then failed as too small.
         assert result["details"]["models_per_family"] == {"fa": 2, "fb": 2}
         assert f"{units} units is too small" in result["reason"]
+
+
+def test_the_cluster_key_is_a_study_setting(tmp_path, capsys):
+    root = write_ehq_study(tmp_path)
+    # Default: every trajectory (model::item) is a cluster, 40; by case the 10 items answered by 4 models
+    # are 10 draws; by a unit field (backbone) 4. The pooled difference is bootstrapped over those clusters.
+    for cluster, count in (("trajectory", 40), ("case", 10), ("backbone", 4)):
+        body = run_audit(root, capsys, "--cluster", cluster)
+        assert body["cluster"] == cluster
+        assert body["pooled_difference"]["details"]["n_clusters"] == count
+    assert main(["audit", str(root), "--judge", "esc@j", "--positive", "yes", "--cluster", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "cluster 'nope': not a unit field" in err and "backbone" in err and "Traceback" not in err
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[policy]\nname = "t"\ndescription = "t"\nlevel = 0.95\ntie_policy = "exclude"\n'
+                      'n_resamples = 200\nseed = 20261129\n\n[[criteria]]\ntype = "unscored_share"\nmax_share = 0.5\n')
+    assert main(["gate", str(root), "--policy", str(policy), "--judge", "esc@j", "--cluster", "case", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cluster"] == "case"
