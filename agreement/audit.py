@@ -425,6 +425,47 @@ def format_audit(result: AuditResult, *, simulated: bool = False) -> str:
     return "\n".join(lines)
 
 
+def bias_summary(frame: pd.DataFrame, *, positive: Sequence[str], judge: str, level: float) -> dict[str, Any]:
+    """Per-model bias (point estimates) and each family's raw and adjusted contrast, without resampling.
+
+    What a second reference changes, shown beside the audit (the resolved reference's
+    audit lists the independent majority's numbers this way)."""
+    pos = set(positive)
+    rows = frame[(frame["judge_name"] == judge) if "judge_name" in frame else slice(None)]
+    rows = rows[rows["human"].notna() & rows["judge"].notna()]
+    w = rows["weight"].astype(float) if "weight" in rows else pd.Series(1.0, index=rows.index)
+    rows = rows.assign(d=(rows["judge"].isin(pos).astype(float) - rows["human"].isin(pos).astype(float)) * w,
+                       h=rows["human"].isin(pos).astype(float) * w, w=w)
+    per = rows.groupby(["model", "family"], sort=True)[["d", "h", "w"]].sum().reset_index()
+    per = per.assign(n=rows.groupby(["model", "family"], sort=True).size().to_numpy())
+    bias, human = (per["d"] / per["w"]).to_numpy(), (per["h"] / per["w"]).to_numpy()
+    families = per["family"].astype(str).to_numpy()
+    return {
+        "models": [{"model": str(m), "family": str(f), "n": int(n), "bias": float(b), "human_score": float(h)}
+                   for m, f, n, b, h in zip(per["model"], families, per["n"], bias, human)],
+        "contrasts": [{"family": f, "raw": model_contrast(bias, families == f, level).to_dict(),
+                       "adjusted": model_contrast(bias, families == f, level, covariate=human,
+                                                  covariate_name=REFERENCE_RATE).to_dict()}
+                      for f in sorted(set(families))],
+    }
+
+
+def format_versus_majority(summary: dict[str, Any]) -> str:
+    """The independent majority's per-model bias and family contrasts, beside a resolved-reference audit."""
+    def show(x: dict[str, Any]) -> str:
+        if x["contrast"] is None:
+            return f"-- ({x['undefined_reason']})"
+        interval = f" [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]" if x["ci_low"] is not None \
+            else f" ({x['undefined_reason']})"
+        return f"{x['contrast']:+.3f}{interval}"
+
+    lines = ["\nthe same judge vs the independent human majority (adjudications not applied; point estimates):"]
+    lines += [f"  {m['model'][:36]:<36} {m['family'][:12]:<12} n {m['n']:>5}  bias {m['bias']:+.3f}"
+              for m in summary["models"]]
+    lines += [f"  {c['family']}: raw {show(c['raw'])}, adjusted {show(c['adjusted'])}" for c in summary["contrasts"]]
+    return "\n".join(lines)
+
+
 def _contrast_interval(contrast: ModelContrast | None, *, value: bool = False) -> str:
     if contrast is None or contrast.undefined_reason:
         return f"-- ({contrast.undefined_reason if contrast else 'not computed'})"
@@ -468,9 +509,15 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
     except ValueError as error:
         raise InputError(f"audit of {judge!r}: {error}") from None
     result = replace(result, reference=reference.replace("_", " "))
-    return result, {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints,
-                    "cluster": study.cluster,
-                    "adjudicated_units": int(labels["adjudicated"].sum()) if reference == "resolved" else 0}
+    adjudicated = int(labels["adjudicated"].sum()) if reference == "resolved" else 0
+    body = {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints,
+            "cluster": study.cluster, "adjudicated_units": adjudicated}
+    if adjudicated:  # both references side by side: what the adjudications changed
+        majority = reference_labels(table, reference="human_majority", tie_policy=tie_policy)
+        rows = _judge_rows(table, judge, human=pd.Series(majority["label"].to_numpy(dtype=object),
+                                                          index=majority["unit"].astype(str)), model_field=model_field)
+        body["versus_majority"] = bias_summary(rows, positive=positive, judge=judge, level=level)
+    return result, body
 
 
 def _check_positive(table: pd.DataFrame, judge: str, positive: Sequence[str]) -> None:

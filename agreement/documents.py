@@ -342,6 +342,9 @@ class AuditDocument(StageDocument):
     positive: list[str] | str = Field(default_factory=list, description="Labels counted as the judged score.")
     reference: str = Field(default="", description="The human reference: human majority or resolved.")
     adjudicated_units: int = Field(default=0, description="Units whose resolved reference is an adjudication.")
+    versus_majority: dict[str, Any] | None = Field(
+        default=None, description="With adjudications: per-model bias and family contrasts against the independent "
+                                  "majority, beside the resolved reference's (agreement.audit.bias_summary).")
     note: str = ""
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)

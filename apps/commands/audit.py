@@ -54,7 +54,7 @@ def _families(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.audit import audit, audit_study, format_audit, read_audit_table
+    from agreement.audit import audit, audit_study, format_audit, format_versus_majority, read_audit_table
     from agreement.study_io import load_study, publish, status
     from samples.errors import InputError
     from samples.layout import StudyLayout
@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             out = StudyLayout.of(study.root).audit
     from agreement.documents import AuditDocument
 
-    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=body["simulated"]),
-            model=None if args.table else AuditDocument)
+    def text(_: object) -> str:
+        extra = format_versus_majority(body["versus_majority"]) if body.get("versus_majority") else ""
+        return format_audit(result, simulated=body["simulated"]) + extra
+
+    publish(out, body, as_json=args.json, text=text, model=None if args.table else AuditDocument)
     return 0

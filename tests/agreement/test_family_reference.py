@@ -67,9 +67,15 @@ def test_two_coders_and_an_adjudicator_lose_no_disagreement(tmp_path, capsys):
         assert model["human_score"]["statistic"] == pytest.approx(0.5)
         assert model["bias"]["statistic"] == pytest.approx(0.2)
     # Against the independent majority the 4 disagreements per model are ties and drop out: 6 units,
-    # judge = human on all of them, bias 0.
+    # judge = human on all of them, bias 0. The resolved audit shows that beside its own numbers.
+    beside = resolved["versus_majority"]
+    assert [(m["n"], m["bias"]) for m in beside["models"]] == [(6, 0.0)] * 4
+    assert [c["raw"]["contrast"] for c in beside["contrasts"]] == [0.0, 0.0]
     majority = run_audit(root, capsys, "--reference", "human_majority")
-    assert majority["reference"] == "human majority"
+    assert majority["reference"] == "human majority" and "versus_majority" not in majority
+    assert main(["audit", str(root), "--judge", "esc@j", "--positive", "yes", "--n-resamples", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "the same judge vs the independent human majority" in text and "fa: raw +0.000" in text
     assert [m["n"] for m in majority["models"]] == [6, 6, 6, 6]
     assert all(m["bias"]["statistic"] == 0.0 for m in majority["models"])
     # The error matrix covers every judge of the study: esc@j (family fa) and other (family unknown).
