@@ -475,12 +475,15 @@ def _contrast_interval(contrast: ModelContrast | None, *, value: bool = False) -
 
 def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_policy: str, model_field: str,
                 n_resamples: int, n_permutations: int, seed: int, level: float,
-                judge_families: dict[str, str] | None, reference: str = "resolved") -> tuple[AuditResult, dict[str, Any]]:
+                judge_families: dict[str, str] | None, reference: str = "resolved",
+                model_families: dict[str, str] | None = None) -> tuple[AuditResult, dict[str, Any]]:
     """Audit one judge of a study folder (``agreement.study_io.Study``); return the result and its document.
 
     The judge's bias and family contrasts are against ``reference`` ("human_majority"
     or "resolved": the adjudicated label where one exists, else the majority); the
-    error matrix covers every judge of the study on the same reference. The document
+    error matrix covers every judge of the study on the same reference.
+    ``model_families`` (evaluated model -> family) overrides the units' family
+    stratum, which an import may leave "unknown". The document
     carries the study's input fingerprints, so a later reader can tell when the labels
     it was computed from have changed.
     """
@@ -503,6 +506,12 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
     human = pd.Series(labels["label"].to_numpy(dtype=object), index=labels["unit"].astype(str))
     frame = pd.concat([_judge_rows(table, name, human=human, model_field=model_field) for name in judges],
                       ignore_index=True)
+    if model_families:
+        unknown = sorted(set(model_families) - set(frame["model"]))
+        if unknown:
+            raise InputError(f"model families: model(s) {unknown} are not models of the study's units "
+                             f"({model_field}); models: {sorted(set(frame['model']))}")
+        frame["family"] = frame["model"].map(model_families).fillna(frame["family"]).astype(str)
     try:
         result = audit(frame, positive=positive, n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
                        level=level, judge=judge, judge_families=judge_families or None)

@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-field", default="backbone", help="stratum naming the evaluated model (default backbone)")
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
+    parser.add_argument("--model-family", action="append", default=[], metavar="MODEL=FAMILY",
+                        help="family of an evaluated model (repeatable); default: the study file's [preference] "
+                             "model_families (STUDY/study.json), else the units' family stratum")
     parser.add_argument("--tie-policy", default="exclude", help="human-majority ties (default exclude)")
     parser.add_argument("--cluster", default="trajectory",
                         help="what the bootstrap resamples: trajectory (default), case (one item across models: "
@@ -39,16 +42,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 
-def _families(pairs: list[str]) -> dict[str, str]:
+def _families(pairs: list[str], option: str = "--judge-family", name: str = "JUDGE") -> dict[str, str]:
     from samples.errors import InputError
 
     out = {}
     for pair in pairs:
-        judge, sep, family = pair.partition("=")
-        if not sep or not judge or not family:
-            raise InputError(f"--judge-family {pair!r}: expected JUDGE=FAMILY")
-        out[judge] = family
+        key, sep, family = pair.partition("=")
+        if not sep or not key or not family:
+            raise InputError(f"{option} {pair!r}: expected {name}=FAMILY")
+        out[key] = family
     return out
+
+
+def _study_model_families(study, args: argparse.Namespace) -> dict[str, str]:
+    """The ``[preference] model_families`` of the study file ``accord run`` resolved into the folder (if any),
+    for the models the units name (the compared models of pairwise units may be others)."""
+    import json
+
+    from agreement.study_io import strata_columns
+    from samples.layout import StudyLayout
+
+    path = StudyLayout.of(study.root).resolved_study
+    if not path.is_file():
+        return {}
+    preference = json.loads(path.read_text(encoding="utf-8")).get("preference") or {}
+    strata = strata_columns(study.key)
+    present = set(strata[args.model_field]) if args.model_field in strata else set()
+    return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
             body, out = {**result.to_dict(), "simulated": False}, Path(args.table).with_suffix(".audit.json")
         else:
             study = load_study(args.study, cluster=args.cluster)
+            models = _families(args.model_family, "--model-family", "MODEL") or _study_model_families(study, args)
             result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
-                                       model_field=args.model_field, reference=args.reference, **settings)
+                                       model_field=args.model_field, reference=args.reference,
+                                       model_families=models or None, **settings)
             out = StudyLayout.of(study.root).audit
     from agreement.documents import AuditDocument
 

@@ -122,3 +122,16 @@ def test_the_cluster_key_is_a_study_setting(tmp_path, capsys):
                       'n_resamples = 200\nseed = 20261129\n\n[[criteria]]\ntype = "unscored_share"\nmax_share = 0.5\n')
     assert main(["gate", str(root), "--policy", str(policy), "--judge", "esc@j", "--cluster", "case", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cluster"] == "case"
+
+
+def test_model_families_from_the_command_line(tmp_path, capsys):
+    root = write_ehq_study(tmp_path)
+    # Regroup: m1 and m3 in family x, m2 and m4 in y (the units' strata say fa, fa, fb, fb).
+    body = run_audit(root, capsys, "--model-family", "m1=x", "--model-family", "m3=x", "--model-family", "m2=y",
+                     "--model-family", "m4=y")
+    assert {m["model"]: m["family"] for m in body["models"]} == {"m1": "x", "m2": "y", "m3": "x", "m4": "y"}
+    assert {c["family"] for c in body["contrasts"]} == {"x", "y"}
+    assert main(["audit", str(root), "--judge", "esc@j", "--positive", "yes", "--model-family", "m9=x"]) == 2
+    assert "model(s) ['m9'] are not models of the study's units (backbone)" in capsys.readouterr().err
+    assert main(["audit", str(root), "--judge", "esc@j", "--positive", "yes", "--model-family", "m1"]) == 2
+    assert "--model-family 'm1': expected MODEL=FAMILY" in capsys.readouterr().err
