@@ -40,6 +40,7 @@ from agreement.estimate import (
     percentile_interval,
     proportion_estimate,
     undefined,
+    zero_one_interval,
 )
 from samples.canonical import canonical_json
 
@@ -133,7 +134,16 @@ def identify_estimates(flag: np.ndarray, conflict: np.ndarray, *, n_resamples: i
             out[name] = undefined(reason, n=denom, level=level, method=method, **counts)
             continue
         lo, hi, dropped = percentile_interval(reps[name], level)
-        out[name] = Estimate(statistic=value, n=denom, ci_low=lo, ci_high=hi, level=level, method=method,
+        used = method
+        if value in (0.0, 1.0):
+            # The bootstrap of 0 or 1 has no spread. Precision and recall are shares of their denominators;
+            # F1 = 2q / (1 + q) with q = tp / (tp + fp + fn), increasing in q: Clopper-Pearson on q, mapped.
+            m = denom if name != "f1" else tp + fp + fn
+            lo, hi = zero_one_interval(value, m, level)
+            if name == "f1":
+                lo, hi = 2 * lo / (1 + lo), 2 * hi / (1 + hi)
+            used = "Clopper-Pearson (a share of 0 or 1)"
+        out[name] = Estimate(statistic=value, n=denom, ci_low=lo, ci_high=hi, level=level, method=used,
                              details={**counts, "undefined_resamples": dropped, "n_resamples": n_resamples})
     return out
 

@@ -60,3 +60,23 @@ def test_type_aggregated_bootstrap_has_the_cluster_bootstrap_law():
     for replicates in (aggregated, direct):
         assert replicates.mean() == pytest.approx(p, abs=3 * analytic / math.sqrt(draws))
         assert replicates.std() == pytest.approx(analytic, rel=0.03)  # SD of an SD estimate ~ 1/sqrt(2 draws)
+
+
+def test_identify_precision_recall_f1_at_0_and_1_keep_their_width():
+    from agreement.scoring import identify_estimates
+
+    # A judge that flags nothing: 10 conflict instances (tp 0, fn 10), 10 controls (tn 10). Recall 0/10:
+    # Clopper-Pearson [0, 1 - 0.025^(1/10)] = [0, 0.30850]; precision 0/0 undefined; F1 = 0 = 2q/(1+q) at
+    # q = tp / (tp + fp + fn) = 0/10, so its upper bound is 2(0.308497)/(1.308497) = 0.471529.
+    none = identify_estimates(np.zeros(20), np.r_[np.ones(10), np.zeros(10)].astype(bool), n_resamples=500, seed=1,
+                              level=0.95)
+    assert none["recall"].statistic == 0.0
+    assert (none["recall"].ci_low, none["recall"].ci_high) == pytest.approx((0.0, 0.308497), abs=1e-6)
+    assert (none["f1"].ci_low, none["f1"].ci_high) == pytest.approx((0.0, 0.471529), abs=1e-6)
+    assert not none["precision"].defined
+    # A perfect judge on the same instances: precision 10/10, recall 10/10, F1 1: lower bounds 0.025^(1/10) = 0.69150,
+    # F1's 2(0.69150)/(1.69150) = 0.81762.
+    perfect = identify_estimates(np.r_[np.ones(10), np.zeros(10)], np.r_[np.ones(10), np.zeros(10)].astype(bool),
+                                 n_resamples=500, seed=1, level=0.95)
+    assert perfect["precision"].ci_low == pytest.approx(0.691503, abs=1e-6) and perfect["precision"].ci_high == 1.0
+    assert perfect["f1"].ci_low == pytest.approx(0.817619, abs=1e-6) and perfect["f1"].ci_high == 1.0
