@@ -300,7 +300,8 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
             model=str(model), family=str(family), n=len(scored), unscored=int((~group["judge_scored"]).sum()),
             judge_score=cluster_ratio_estimate(scored["j"].to_numpy(float), ones, empty_reason=reason, **args),
             human_score=cluster_ratio_estimate(scored["h"].to_numpy(float), ones, empty_reason=reason, **args),
-            bias=cluster_ratio_estimate((scored["j"] - scored["h"]).to_numpy(float), ones, empty_reason=reason, **args),
+            bias=cluster_ratio_estimate((scored["j"] - scored["h"]).to_numpy(float), ones, empty_reason=reason,
+                                        difference=True, **args),
         ))
 
     defined = [m for m in models if m.bias.defined]
@@ -337,6 +338,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     scored = primary[primary["judge_scored"]]
     pooled = cluster_ratio_estimate(
         (scored["j"] - scored["h"]).to_numpy(float), np.ones(len(scored)), clusters=scored["cluster"].to_numpy(),
+        difference=True,
         weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level,
         seed=int(np.random.SeedSequence([seed, 13]).generate_state(1)[0]),
         empty_reason=f"judge {judge!r} has no unit with both a judge and a human label")

@@ -215,15 +215,17 @@ def share_interval(num_c: np.ndarray, den_c: np.ndarray, n_items: int, level: fl
 
 def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clusters: np.ndarray, *,
                            n_resamples: int, seed: int, level: float, empty_reason: str,
-                           weights: np.ndarray | None = None) -> Estimate:
+                           weights: np.ndarray | None = None, difference: bool = False) -> Estimate:
     """Ratio sum(w*num)/sum(w*den) over items nested in clusters, with an interval that follows the clusters.
 
     Items are e.g. turns (denominator 1 when the turn counts, numerator its 0/1
     label); clusters are trajectories. ``weights`` are design weights (1/inclusion
     probability). A share (0 <= num <= den per item) gets ``share_interval``
     (Wilson on the effective sample size; Clopper-Pearson on the effective clusters
-    at 0 and 1), which never has zero width; any other ratio (a difference such as
-    judge - human) a percentile bootstrap over whole clusters.
+    at 0 and 1), which never has zero width; any other ratio a percentile bootstrap
+    over whole clusters. ``difference``: the ratio is a difference of two shares
+    (|num| <= den per item, e.g. judge - human), never a share; 0 on every item gives
+    +/- the Clopper-Pearson bound of a discordant share of 0.
     """
     level = check_level(level)
     num = np.asarray(numerator, dtype=float)
@@ -238,11 +240,19 @@ def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clust
         return undefined(empty_reason, level=level, method="cluster percentile bootstrap")
     statistic = float(num_c.sum() / total)
     details = {"n_clusters": int(codes.size), "n_resamples": int(n_resamples)}
-    if bool(np.all((num >= 0) & (num <= den))):
+    if not difference and bool(np.all((num >= 0) & (num <= den))):
         lo, hi, used = share_interval(num_c, den_c, n_items, level)
         return Estimate(statistic=statistic, n=n_items, ci_low=lo, ci_high=hi, level=level,
                         method=f"{used.pop('interval')} (clusters: {codes.size})",
                         details={"n_clusters": int(codes.size), **used})
+    if difference and not num.any():
+        # A difference (|num| <= den, e.g. judge - human) that is 0 on every item: no discordant item, so
+        # |difference| <= the discordant share, whose Clopper-Pearson upper bound at 0 bounds it both ways.
+        n_effective = float(total ** 2 / (den_c ** 2).sum())
+        edge = zero_one_interval(0.0, n_effective, level)[1]
+        return Estimate(statistic=0.0, n=n_items, ci_low=-edge, ci_high=edge, level=level,
+                        method=f"+/- the Clopper-Pearson bound of a discordant share of 0 (clusters: {codes.size})",
+                        details={"n_clusters": int(codes.size), "n_effective": n_effective})
     rng = np.random.default_rng(seed)
     parts = []
     for block in cluster_totals(np.column_stack([num_c, den_c]), check_resamples(n_resamples), rng):

@@ -35,7 +35,7 @@ def test_clustered_zero_uses_the_effective_number_of_clusters():
     assert (est.ci_low, est.ci_high) == pytest.approx((0.0, beta.ppf(0.975, 1, 30)), rel=1e-12)
     # A rate that is not a share (a difference in [-1, 1]) is bootstrapped, not given a share's interval.
     signed = cluster_ratio_estimate(np.r_[np.zeros(89), -1.0], np.ones(90), clusters, n_resamples=200, seed=1,
-                                    level=0.95, empty_reason="-")
+                                    level=0.95, empty_reason="-", difference=True)
     assert signed.method == "cluster percentile bootstrap"
 
 
@@ -80,3 +80,12 @@ def test_identify_precision_recall_f1_at_0_and_1_keep_their_width():
                                  n_resamples=500, seed=1, level=0.95)
     assert perfect["precision"].ci_low == pytest.approx(0.691503, abs=1e-6) and perfect["precision"].ci_high == 1.0
     assert perfect["f1"].ci_low == pytest.approx(0.817619, abs=1e-6) and perfect["f1"].ci_high == 1.0
+
+
+def test_a_difference_that_is_zero_everywhere_keeps_its_width():
+    # judge - human on 40 singleton units, all 0 (the judge agrees everywhere): no discordant unit, the
+    # discordant share's Clopper-Pearson upper bound is 1 - 0.025^(1/40) = 0.088097, and |bias| <= it.
+    est = cluster_ratio_estimate(np.zeros(40), np.ones(40), np.arange(40), n_resamples=200, seed=1, level=0.95,
+                                 empty_reason="-", difference=True)
+    assert est.statistic == 0.0
+    assert (est.ci_low, est.ci_high) == pytest.approx((-0.088097, 0.088097), abs=1e-6)
