@@ -262,8 +262,9 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
 
     ``frame`` has one row per (unit, judge): unit, cluster (trajectory), model,
     family (of the evaluated model), judge (label; None/NaN = unscored), human
-    (reference label; rows without one are not used), optional ``judge_name`` and
-    ``weight`` (1/inclusion probability). ``positive``: the labels the score counts.
+    (reference label; rows without one are not used), optional ``judge_name``,
+    ``weight`` (1/inclusion probability) and ``stratum`` (the sampling stratum:
+    a stratified sample is resampled within its strata). ``positive``: the labels the score counts.
     Per-model bias and family contrasts use the rows of ``judge`` (needed when
     ``judge_name`` holds several judges); the error matrix uses every judge's rows,
     with ``judge_families`` mapping judge_name -> family.
@@ -293,7 +294,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
         scored = group[group["judge_scored"]]
         seed_m = int(np.random.SeedSequence([seed, len(models)]).generate_state(1)[0])
         args = dict(clusters=scored["cluster"].to_numpy(), weights=scored["w"].to_numpy(float),
-                    n_resamples=n_resamples, seed=seed_m, level=level)
+                    n_resamples=n_resamples, seed=seed_m, level=level, strata=_strata(scored))
         ones = np.ones(len(scored))
         reason = f"model {model!r} has no unit with both a judge and a human label"
         models.append(ModelBias(
@@ -339,12 +340,19 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     pooled = cluster_ratio_estimate(
         (scored["j"] - scored["h"]).to_numpy(float), np.ones(len(scored)), clusters=scored["cluster"].to_numpy(),
         difference=True,
-        weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level,
+        weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level, strata=_strata(scored),
         seed=int(np.random.SeedSequence([seed, 13]).generate_state(1)[0]),
         empty_reason=f"judge {judge!r} has no unit with both a judge and a human label")
     return AuditResult(positive=tuple(positive), models=tuple(models), contrasts=tuple(contrasts), ranks=ranks,
                        error_matrix=tuple(matrix), unscored=int((~primary["judge_scored"]).sum()),
                        pooled_difference=pooled)
+
+
+def _strata(rows: pd.DataFrame) -> np.ndarray | None:
+    """The sampling strata of the rows when the sample was stratified (an optional ``stratum`` column)."""
+    if "stratum" not in rows.columns or rows["stratum"].nunique() < 2:
+        return None
+    return rows["stratum"].astype(str).to_numpy()
 
 
 def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamples: int, seed: int,
@@ -358,7 +366,7 @@ def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamp
     for index, ((judge, jf, rf), group) in enumerate(scored.groupby(keys, sort=True)):
         j, h = group["j"].to_numpy(float), group["h"].to_numpy(float)
         args = dict(clusters=group["cluster"].to_numpy(), weights=group["w"].to_numpy(float),
-                    n_resamples=n_resamples, level=level)
+                    n_resamples=n_resamples, level=level, strata=_strata(group))
         s = int(np.random.SeedSequence([seed, 11, index]).generate_state(1)[0])
         cells.append(ErrorCell(
             judge=str(judge), judge_family=str(jf), response_family=str(rf), self_family=(jf == rf and jf != "unknown"),

@@ -143,7 +143,8 @@ def cluster_weights(n_clusters: int, n_resamples: int, rng: np.random.Generator)
         yield np.bincount(flat, minlength=size * n_clusters).reshape(size, n_clusters).astype(float)
 
 
-def cluster_totals(values: np.ndarray, n_resamples: int, rng: np.random.Generator):
+def cluster_totals(values: np.ndarray, n_resamples: int, rng: np.random.Generator,
+                   strata: np.ndarray | None = None):
     """Yield chunks of bootstrap totals (resamples x columns) of per-cluster ``values`` (clusters x columns).
 
     Clusters with equal rows are interchangeable, so resampling C clusters is
@@ -151,8 +152,18 @@ def cluster_totals(values: np.ndarray, n_resamples: int, rng: np.random.Generato
     at a cost that grows with the distinct rows instead of the clusters (0/1 labels
     in small clusters have a handful: a 100,000-unit audit draws 12 numbers per
     resample instead of 100,000). With many distinct rows the uniform cluster picks
-    of ``cluster_weights`` are cheaper.
+    of ``cluster_weights`` are cheaper. ``strata`` (one per cluster): a stratified
+    sample is resampled within each stratum, keeping its clusters' count.
     """
+    if strata is None:
+        yield from _totals(values, n_resamples, rng)
+        return
+    streams = [_totals(values[strata == s], n_resamples, rng) for s in np.unique(strata)]
+    for parts in zip(*streams):
+        yield sum(parts)
+
+
+def _totals(values: np.ndarray, n_resamples: int, rng: np.random.Generator):
     n_clusters = values.shape[0]
     key = np.zeros(n_clusters, dtype=np.int64)
     for column in values.T:  # one integer key per distinct row (np.unique(axis=0) sorts rows as bytes, slowly)
@@ -182,13 +193,15 @@ def zero_one_interval(statistic: float, n_effective: float, level: float) -> tup
     return (0.0, edge) if statistic == 0.0 else (1.0 - edge, 1.0)
 
 
-def share_interval(num_c: np.ndarray, den_c: np.ndarray, n_items: int, level: float) -> tuple[float, float, dict]:
+def share_interval(num_c: np.ndarray, den_c: np.ndarray, n_items: int, level: float,
+                   strata: np.ndarray | None = None) -> tuple[float, float, dict]:
     """Interval of the share sum(num_c) / sum(den_c) over independent clusters, and what it used.
 
     Wilson's score interval on the effective sample size n / design effect, the
     design effect being the clustered (linearised, with-replacement) variance of the
-    ratio over the binomial one, C/(C-1) sum_c (num_c - p den_c)^2 / (sum den_c)^2;
-    the effective size is capped at the items. At a share of 0 or 1 that variance is
+    ratio over the binomial one, C/(C-1) sum_c (num_c - p den_c)^2 / (sum den_c)^2
+    (with ``strata``, one per cluster: that sum within each stratum around its own
+    mean, C_s/(C_s-1) per stratum); the effective size is capped at the items. At a share of 0 or 1 that variance is
     0 and says nothing about clustering, so the interval is Clopper-Pearson on the
     effective number of clusters (Kish, from the clusters' denominators): clusters
     are the independent draws, the design effect at its largest. Neither collapses.
@@ -199,12 +212,14 @@ def share_interval(num_c: np.ndarray, den_c: np.ndarray, n_items: int, level: fl
 
     total = den_c.sum()
     p = float(num_c.sum() / total)
-    clusters = int(np.count_nonzero(den_c))
     if p in (0.0, 1.0):
         n_effective = float(total ** 2 / (den_c ** 2).sum())
         lo, hi = zero_one_interval(p, n_effective, level)
         return lo, hi, {"n_effective": n_effective, "interval": "Clopper-Pearson on the effective number of clusters"}
-    variance = clusters / max(clusters - 1, 1) * float(((num_c - p * den_c) ** 2).sum()) / total ** 2
+    residual = num_c - p * den_c
+    groups = [np.ones(num_c.size, dtype=bool)] if strata is None else [strata == s for s in np.unique(strata)]
+    variance = sum(int(g.sum()) / max(int(g.sum()) - 1, 1) * float(((residual[g] - residual[g].mean()) ** 2).sum())
+                   for g in groups) / total ** 2
     n_effective = min(float(n_items), p * (1 - p) / variance) if variance > 0 else float(n_items)
     z = normal_quantile(1.0 - (1.0 - level) / 2.0)
     centre = (p + z * z / (2 * n_effective)) / (1 + z * z / n_effective)
@@ -215,8 +230,9 @@ def share_interval(num_c: np.ndarray, den_c: np.ndarray, n_items: int, level: fl
 
 def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clusters: np.ndarray, *,
                            n_resamples: int, seed: int, level: float, empty_reason: str,
-                           weights: np.ndarray | None = None, difference: bool = False) -> Estimate:
-    """Ratio sum(w*num)/sum(w*den) over items nested in clusters, with an interval that follows the clusters.
+                           weights: np.ndarray | None = None, difference: bool = False,
+                           strata: np.ndarray | None = None) -> Estimate:
+    """Ratio sum(w*num)/sum(w*den) over items nested in clusters, with an interval that follows the design.
 
     Items are e.g. turns (denominator 1 when the turn counts, numerator its 0/1
     label); clusters are trajectories. ``weights`` are design weights (1/inclusion
@@ -225,7 +241,10 @@ def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clust
     at 0 and 1), which never has zero width; any other ratio a percentile bootstrap
     over whole clusters. ``difference``: the ratio is a difference of two shares
     (|num| <= den per item, e.g. judge - human), never a share; 0 on every item gives
-    +/- the Clopper-Pearson bound of a discordant share of 0.
+    +/- the Clopper-Pearson bound of a discordant share of 0. ``strata`` (one per
+    item): a stratified sample's variance and resamples stay within each stratum
+    (when clusters are nested in strata; otherwise the method says they were not
+    used). The method names the clusters and strata used.
     """
     level = check_level(level)
     num = np.asarray(numerator, dtype=float)
@@ -239,26 +258,38 @@ def cluster_ratio_estimate(numerator: np.ndarray, denominator: np.ndarray, clust
     if total <= 0:
         return undefined(empty_reason, level=level, method="cluster percentile bootstrap")
     statistic = float(num_c.sum() / total)
-    details = {"n_clusters": int(codes.size), "n_resamples": int(n_resamples)}
+    cluster_strata, design = None, f"clusters: {codes.size}"
+    if strata is not None:
+        item_strata = np.asarray(strata).astype(str)
+        first = np.zeros(codes.size, dtype=np.intp)
+        first[inverse[::-1]] = np.arange(inverse.size)[::-1]  # each cluster's first item
+        if np.any(item_strata[first][inverse] != item_strata):
+            design += ", strata not used: a cluster spans several strata"
+        else:
+            cluster_strata = item_strata[first]
+            design += f", within {np.unique(cluster_strata).size} strata"
+    n_strata = 1 if cluster_strata is None else int(np.unique(cluster_strata).size)
+    details = {"n_clusters": int(codes.size), "n_strata": n_strata}
     if not difference and bool(np.all((num >= 0) & (num <= den))):
-        lo, hi, used = share_interval(num_c, den_c, n_items, level)
+        lo, hi, used = share_interval(num_c, den_c, n_items, level, strata=cluster_strata)
         return Estimate(statistic=statistic, n=n_items, ci_low=lo, ci_high=hi, level=level,
-                        method=f"{used.pop('interval')} (clusters: {codes.size})",
-                        details={"n_clusters": int(codes.size), **used})
+                        method=f"{used.pop('interval')} ({design})", details={**details, **used})
     if difference and not num.any():
         # A difference (|num| <= den, e.g. judge - human) that is 0 on every item: no discordant item, so
         # |difference| <= the discordant share, whose Clopper-Pearson upper bound at 0 bounds it both ways.
         n_effective = float(total ** 2 / (den_c ** 2).sum())
         edge = zero_one_interval(0.0, n_effective, level)[1]
         return Estimate(statistic=0.0, n=n_items, ci_low=-edge, ci_high=edge, level=level,
-                        method=f"+/- the Clopper-Pearson bound of a discordant share of 0 (clusters: {codes.size})",
-                        details={"n_clusters": int(codes.size), "n_effective": n_effective})
+                        method=f"+/- the Clopper-Pearson bound of a discordant share of 0 ({design})",
+                        details={**details, "n_effective": n_effective})
     rng = np.random.default_rng(seed)
     parts = []
-    for block in cluster_totals(np.column_stack([num_c, den_c]), check_resamples(n_resamples), rng):
+    for block in cluster_totals(np.column_stack([num_c, den_c]), check_resamples(n_resamples), rng,
+                                strata=cluster_strata):
         with np.errstate(invalid="ignore", divide="ignore"):
             parts.append(np.where(block[:, 1] > 0, block[:, 0] / block[:, 1], np.nan))
     replicates = np.concatenate(parts)
     lo, hi, dropped = percentile_interval(replicates, level)
     return Estimate(statistic=statistic, n=n_items, ci_low=lo, ci_high=hi, level=level,
-                    method="cluster percentile bootstrap", details={**details, "undefined_resamples": dropped})
+                    method=f"cluster percentile bootstrap ({design})",
+                    details={**details, "n_resamples": int(n_resamples), "undefined_resamples": dropped})

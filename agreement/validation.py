@@ -658,7 +658,7 @@ def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
         "unit": rows["unit"].to_numpy(), "cluster": rows["cluster"].to_numpy(),
         "model": rows[model_field].astype(str).to_numpy(), "family": rows["family"].astype(str).to_numpy(),
         "judge": rows["label"].to_numpy(dtype=object), "human": labels,
-        "weight": rows["weight"].to_numpy(float), "judge_name": judge,
+        "weight": rows["weight"].to_numpy(float), "judge_name": judge, "stratum": rows["stratum"].astype(str).to_numpy(),
     })
 
 

@@ -36,7 +36,7 @@ def test_clustered_zero_uses_the_effective_number_of_clusters():
     # A rate that is not a share (a difference in [-1, 1]) is bootstrapped, not given a share's interval.
     signed = cluster_ratio_estimate(np.r_[np.zeros(89), -1.0], np.ones(90), clusters, n_resamples=200, seed=1,
                                     level=0.95, empty_reason="-", difference=True)
-    assert signed.method == "cluster percentile bootstrap"
+    assert signed.method == "cluster percentile bootstrap (clusters: 30)"
 
 
 def test_type_aggregated_bootstrap_has_the_cluster_bootstrap_law():
@@ -89,3 +89,37 @@ def test_a_difference_that_is_zero_everywhere_keeps_its_width():
                                  empty_reason="-", difference=True)
     assert est.statistic == 0.0
     assert (est.ci_low, est.ci_high) == pytest.approx((-0.088097, 0.088097), abs=1e-6)
+
+
+def test_a_stratified_sample_is_resampled_within_its_strata():
+    # Two strata of 50 singleton units: judge - human is +1 on every unit of stratum A and 0 on B. Resampled
+    # within strata every replicate keeps 50 A units: the pooled difference is 0.5 in every resample (no
+    # sampling variance: the strata's sizes are fixed by the design). Resampled ignoring the strata, the count
+    # of A units is Binomial(100, 1/2): SD sqrt(0.25 / 100) = 0.05, a 95% interval of about +/- 0.098.
+    values = np.r_[np.ones(50), np.zeros(50)]
+    strata = np.r_[np.full(50, "A"), np.full(50, "B")]
+    args = dict(n_resamples=2000, seed=3, level=0.95, empty_reason="-", difference=True)
+    within = cluster_ratio_estimate(values, np.ones(100), np.arange(100), strata=strata, **args)
+    ignored = cluster_ratio_estimate(values, np.ones(100), np.arange(100), **args)
+    assert (within.ci_low, within.ci_high) == (0.5, 0.5) and "within 2 strata" in within.method
+    assert within.details["n_strata"] == 2
+    assert ignored.ci_high - ignored.ci_low == pytest.approx(2 * 0.098, abs=0.03)
+    # A share's design effect is computed within strata too: the same 0/1 values as a share (50 of 100),
+    # stratified: no within-stratum variance, so the effective size is capped at the 100 units (Wilson on 100).
+    share = cluster_ratio_estimate(values, np.ones(100), np.arange(100), strata=strata, **{**args, "difference": False})
+    assert share.details["n_effective"] == 100.0 and "within 2 strata" in share.method
+    # Clusters that span strata cannot be resampled within them: the method says the strata were not used.
+    spanning = cluster_ratio_estimate(values, np.ones(100), np.arange(100) % 10, strata=strata, **args)
+    assert "strata not used: a cluster spans several strata" in spanning.method
+
+
+def test_the_audit_resamples_a_stratified_sample_within_its_strata():
+    from agreement.audit import audit
+    from tests.agreement.test_audit import simulate
+
+    frame = simulate(4)
+    frame["stratum"] = np.where(frame["family"].isin(["a", "b"]), "s1", "s2")  # clusters (model-u//3) nest in them
+    result = audit(frame, positive=["yes"], n_resamples=200)
+    assert "within 2 strata" in result.pooled_difference.method
+    assert result.pooled_difference.details["n_strata"] == 2
+    assert all("clusters:" in m.judge_score.method for m in result.models)
