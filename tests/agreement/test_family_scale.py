@@ -100,11 +100,13 @@ def criterion(tmp_path: Path, frame: pd.DataFrame, extra: str = ""):
 
 
 def expected_half_width(n: int) -> float:
-    """Rough 95% half width of family a's adjusted contrast (hand formula, not the code under test):
-    per-unit variance of (judge - majority) at most 0.35 here, n / 12 units per model, so per-model
-    SD sqrt(0.35 * 12 / n); the contrast of 3 vs 9 models has SE SD sqrt(1/3 + 1/9), inflated by the
-    collinearity of family a with the positive rate (variance inflation about 3 for RATES), t(9) 2.26."""
-    return 2.262 * math.sqrt(0.35 * 12 / n) * math.sqrt(1 / 3 + 1 / 9) * math.sqrt(3.0)
+    """Rough 95% half width of family a's adjusted contrast (hand formula, not the code under test): the
+    per-unit variance of (judge - majority) is at most 0.25 here (P(they differ) <= 0.25), n / 12 units
+    per model, so a model's bias has SD sqrt(0.25 * 12 / n); the contrast of 3 vs 9 models has SE
+    SD sqrt(1/3 + 1/9); t(0.975, 9) = 2.262. Measured half widths (seeds 0-19): 0.134-0.148 at 300 units,
+    0.081-0.089 at 1,000, 0.046-0.058 at 3,000, 0.023-0.028 at 10,000, 0.008-0.012 at 100,000; this gives
+    0.151, 0.083, 0.048, 0.026, 0.008."""
+    return 2.262 * math.sqrt(0.25 * 12 / n) * math.sqrt(1 / 3 + 1 / 9)
 
 
 @pytest.mark.parametrize("n,replicates", [(300, 20), (1_000, 20), (3_000, 12), (10_000, 8), (100_000, 2)])
@@ -130,7 +132,11 @@ def test_no_family_bias_passes_and_planted_bias_fails_at_every_n(tmp_path, n, re
     runs = 2 * replicates
     if measured:  # the interval covers the true (zero) adjusted contrast at about its level
         assert covered / measured >= 0.95 - 2.6 * math.sqrt(0.05 * 0.95 / measured) - 1 / measured
-    if expected_half_width(n) < BOUND / 2:  # where the design can show equivalence, it does
+    # Where the design can show equivalence (a third of the bound left on each side: the estimate would have
+    # to stray 4 SEs), it does every time. Measured passes without family bias: 2 and 0 of 20 at 300 units
+    # (the interval is wider than the bound), 6-7 of 20 at 1,000, 11-12 of 12 at 3,000, all from 10,000 on;
+    # with the planted bias none at any n.
+    if expected_half_width(n) < BOUND / 3:
         assert passes == runs, (n, passes, runs)
 
 
