@@ -5,8 +5,12 @@ Follows the EHQ paper's classifier validation (sections 5.3 and 6.1, Table 4):
 - per evaluated model, the score from judge labels and from human reference labels
   on the same units (the share of units whose label is in ``positive``), and the
   bias = judge - human, each with a cluster bootstrap interval;
-- per family, the contrast (mean bias of the family's models minus the rest's),
-  an exact permutation p over models (every assignment enumerated when there are
+- per family, the contrast (mean bias of the family's models minus the rest's)
+  with a pooled-variance t interval over models, and the same contrast adjusted for
+  each model's reference positive rate (``agreement.intervals.model_contrast``: a
+  judge whose errors depend on the class makes every model's bias follow its
+  positive rate, which a raw contrast would read as family bias), an exact
+  permutation p over models (every assignment enumerated when there are
   at most ``exact_limit`` of them, else ``n_permutations`` seeded permutations with
   the plus-one correction), Holm-adjusted across families; partial correlations of
   bias with family given the human score, and with the human score given family;
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -35,6 +39,7 @@ from scipy import stats
 
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate, check_level, cluster_ratio_estimate
+from agreement.intervals import ModelContrast, model_contrast
 from samples.errors import InputError
 
 OBSERVATIONAL_NOTE = (
@@ -45,6 +50,7 @@ OBSERVATIONAL_NOTE = (
 # else 20,000 deterministic permutations).
 EXACT_LIMIT = 20_000
 AUDIT_COLUMNS = ("unit", "cluster", "model", "family", "judge", "human")
+REFERENCE_RATE = "model's reference positive rate"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,11 +85,14 @@ class FamilyContrast:
     """Partial correlation of bias with the family indicator given the human score."""
     partial_r_human: float
     """Partial correlation of bias with the human score given the family indicator."""
+    raw: ModelContrast | None = None
+    """The contrast with its pooled-variance t interval over models."""
+    adjusted: ModelContrast | None = None
+    """The contrast at a common reference positive rate (ANCOVA on the models' human scores)."""
     undefined_reason: str | None = None
 
     def confidence_interval(self) -> tuple[float, float]:
-        """A permutation test gives a p-value, not an interval."""
-        return (math.nan, math.nan)
+        return (self.raw.ci_low, self.raw.ci_high) if self.raw is not None else (math.nan, math.nan)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +109,7 @@ class RankPreservation:
 
 @dataclass(frozen=True, kw_only=True)
 class ErrorCell:
+    judge: str
     judge_family: str
     response_family: str
     false_positive_rate: Estimate
@@ -118,26 +128,30 @@ class AuditResult:
     pooled_difference: Estimate
     """Judge-scored minus human-scored rate pooled over every audited unit of the judge."""
     note: str = OBSERVATIONAL_NOTE
+    reference: str = "human reference"
+    """What the ``human`` column holds (a study's audit: the human majority or the resolved reference)."""
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
             return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
         return {
-            "positive": list(self.positive), "note": self.note, "unscored": self.unscored,
+            "positive": list(self.positive), "note": self.note, "unscored": self.unscored, "reference": self.reference,
             "models": [{"model": m.model, "family": m.family, "n": m.n, "unscored": m.unscored,
                         "judge_score": m.judge_score.to_dict(), "human_score": m.human_score.to_dict(),
                         "bias": m.bias.to_dict()} for m in self.models],
             "contrasts": [{"family": c.family, "n_models": c.n_models, "contrast": clean(c.statistic),
                            "p_value": clean(c.p_value), "p_holm": clean(c.p_holm), "method": c.method,
                            "n_assignments": c.n_assignments, "partial_r_family": clean(c.partial_r_family),
-                           "partial_r_human": clean(c.partial_r_human), "undefined_reason": c.undefined_reason}
+                           "partial_r_human": clean(c.partial_r_human), "undefined_reason": c.undefined_reason,
+                           "raw": c.raw.to_dict() if c.raw else None,
+                           "adjusted": c.adjusted.to_dict() if c.adjusted else None}
                           for c in self.contrasts],
             "pooled_difference": self.pooled_difference.to_dict(),
             "ranks": {"n": self.ranks.n, "pearson": clean(self.ranks.pearson), "spearman": clean(self.ranks.spearman), "kendall": clean(self.ranks.kendall),
                       "max_rank_shift": clean(self.ranks.max_rank_shift), "ratio_judge": clean(self.ranks.ratio_judge),
                       "ratio_human": clean(self.ranks.ratio_human), "reasons": self.ranks.reasons},
-            "error_matrix": [{"judge_family": e.judge_family, "response_family": e.response_family,
+            "error_matrix": [{"judge": e.judge, "judge_family": e.judge_family, "response_family": e.response_family,
                               "self_family": e.self_family, "false_positive_rate": e.false_positive_rate.to_dict(),
                               "false_negative_rate": e.false_negative_rate.to_dict()} for e in self.error_matrix],
         }
@@ -248,8 +262,9 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
 
     ``frame`` has one row per (unit, judge): unit, cluster (trajectory), model,
     family (of the evaluated model), judge (label; None/NaN = unscored), human
-    (reference label; rows without one are not used), optional ``judge_name`` and
-    ``weight`` (1/inclusion probability). ``positive``: the labels the score counts.
+    (reference label; rows without one are not used), optional ``judge_name``,
+    ``weight`` (1/inclusion probability) and ``stratum`` (the sampling stratum:
+    a stratified sample is resampled within its strata). ``positive``: the labels the score counts.
     Per-model bias and family contrasts use the rows of ``judge`` (needed when
     ``judge_name`` holds several judges); the error matrix uses every judge's rows,
     with ``judge_families`` mapping judge_name -> family.
@@ -264,6 +279,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     data["j"] = data["judge"].isin(pos).astype(float)
     data["h"] = data["human"].isin(pos).astype(float)
     data["w"] = data["weight"].astype(float) if "weight" in data.columns else 1.0
+    data["cluster"] = pd.factorize(data["cluster"], sort=True)[0]  # integer codes: each bootstrap's np.unique is cheap
     if "judge_name" not in data.columns:
         data["judge_name"] = judge or "judge"
     names = sorted(data["judge_name"].unique())
@@ -278,14 +294,15 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
         scored = group[group["judge_scored"]]
         seed_m = int(np.random.SeedSequence([seed, len(models)]).generate_state(1)[0])
         args = dict(clusters=scored["cluster"].to_numpy(), weights=scored["w"].to_numpy(float),
-                    n_resamples=n_resamples, seed=seed_m, level=level)
+                    n_resamples=n_resamples, seed=seed_m, level=level, strata=_strata(scored))
         ones = np.ones(len(scored))
         reason = f"model {model!r} has no unit with both a judge and a human label"
         models.append(ModelBias(
             model=str(model), family=str(family), n=len(scored), unscored=int((~group["judge_scored"]).sum()),
             judge_score=cluster_ratio_estimate(scored["j"].to_numpy(float), ones, empty_reason=reason, **args),
             human_score=cluster_ratio_estimate(scored["h"].to_numpy(float), ones, empty_reason=reason, **args),
-            bias=cluster_ratio_estimate((scored["j"] - scored["h"]).to_numpy(float), ones, empty_reason=reason, **args),
+            bias=cluster_ratio_estimate((scored["j"] - scored["h"]).to_numpy(float), ones, empty_reason=reason,
+                                        difference=True, **args),
         ))
 
     defined = [m for m in models if m.bias.defined]
@@ -309,7 +326,8 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
         enough = families.size >= 4
         contrasts.append(FamilyContrast(
             family=str(family), n_models=k, statistic=stat, p_value=p, p_holm=math.nan, method=method,
-            n_assignments=n_assign,
+            n_assignments=n_assign, raw=model_contrast(bias, mask, level),
+            adjusted=model_contrast(bias, mask, level, covariate=human, covariate_name=REFERENCE_RATE),
             partial_r_family=partial_correlation(bias, x, human) if enough else math.nan,
             partial_r_human=partial_correlation(bias, human, x) if enough else math.nan))
     adjusted = holm([c.p_value for c in contrasts])
@@ -321,7 +339,8 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
     scored = primary[primary["judge_scored"]]
     pooled = cluster_ratio_estimate(
         (scored["j"] - scored["h"]).to_numpy(float), np.ones(len(scored)), clusters=scored["cluster"].to_numpy(),
-        weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level,
+        difference=True,
+        weights=scored["w"].to_numpy(float), n_resamples=n_resamples, level=level, strata=_strata(scored),
         seed=int(np.random.SeedSequence([seed, 13]).generate_state(1)[0]),
         empty_reason=f"judge {judge!r} has no unit with both a judge and a human label")
     return AuditResult(positive=tuple(positive), models=tuple(models), contrasts=tuple(contrasts), ranks=ranks,
@@ -329,19 +348,28 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
                        pooled_difference=pooled)
 
 
+def _strata(rows: pd.DataFrame) -> np.ndarray | None:
+    """The sampling strata of the rows when the sample was stratified (an optional ``stratum`` column)."""
+    if "stratum" not in rows.columns or rows["stratum"].nunique() < 2:
+        return None
+    return rows["stratum"].astype(str).to_numpy()
+
+
 def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamples: int, seed: int,
                  level: float) -> list[ErrorCell]:
-    """False positive / negative rates of each judge family on each response family."""
+    """False positive / negative rates of each judge (with its family) on each response family."""
     scored = data[data["judge_scored"]].copy()
-    scored["judge_family"] = scored["judge_name"].map(lambda j: judge_families.get(j, "unknown"))
+    names = scored["judge_name"].unique()
+    scored["judge_family"] = scored["judge_name"].map({n: judge_families.get(n, "unknown") for n in names})
     cells: list[ErrorCell] = []
-    for index, ((jf, rf), group) in enumerate(scored.groupby(["judge_family", "family"], sort=True)):
+    keys = ["judge_name", "judge_family", "family"]
+    for index, ((judge, jf, rf), group) in enumerate(scored.groupby(keys, sort=True)):
         j, h = group["j"].to_numpy(float), group["h"].to_numpy(float)
         args = dict(clusters=group["cluster"].to_numpy(), weights=group["w"].to_numpy(float),
-                    n_resamples=n_resamples, level=level)
+                    n_resamples=n_resamples, level=level, strata=_strata(group))
         s = int(np.random.SeedSequence([seed, 11, index]).generate_state(1)[0])
         cells.append(ErrorCell(
-            judge_family=str(jf), response_family=str(rf), self_family=(jf == rf and jf != "unknown"),
+            judge=str(judge), judge_family=str(jf), response_family=str(rf), self_family=(jf == rf and jf != "unknown"),
             false_positive_rate=cluster_ratio_estimate(j * (1 - h), 1 - h, seed=s, **args,
                                                        empty_reason="no human-negative unit in this cell"),
             false_negative_rate=cluster_ratio_estimate((1 - j) * h, h, seed=s + 1, **args,
@@ -388,48 +416,127 @@ def format_audit(result: AuditResult, *, simulated: bool = False) -> str:
         partial = (f"partial r(bias, family | human) = {c.partial_r_family:.3f}, r(bias, human | family) = "
                    f"{c.partial_r_human:.3f}" if math.isfinite(c.partial_r_family)
                    else "partial correlations undefined (need >= 4 models and non-constant residuals)")
-        lines.append(f"  {c.family} ({c.n_models} models): {c.statistic:+.3f}, p = {c.p_value:.4g}, Holm p = "
-                     f"{c.p_holm:.4g} [{c.method}]; {partial}")
+        lines.append(f"  {c.family} ({c.n_models} models): {c.statistic:+.3f} {_contrast_interval(c.raw)}, adjusted "
+                     f"for the {REFERENCE_RATE} {_contrast_interval(c.adjusted, value=True)}; p = {c.p_value:.4g}, "
+                     f"Holm p = {c.p_holm:.4g} [{c.method}]; {partial}")
     lines.append(f"\npooled score difference (judge - human, all units): {result.pooled_difference.format()}")
     r = result.ranks
     lines.append(f"rank preservation over {r.n} models: Pearson {r.pearson:.3f}, Spearman {r.spearman:.3f}, "
                  f"Kendall {r.kendall:.3f}, max rank shift {r.max_rank_shift:g}, max/min ratio judge {r.ratio_judge:.3g} vs human "
                  f"{r.ratio_human:.3g}" + (f" ({'; '.join(sorted(set(r.reasons.values())))})" if r.reasons else ""))
     if result.error_matrix:
-        lines.append("\njudge family x response family (false positive / false negative rate):")
+        lines.append(f"\njudge (family) x response family (false positive / false negative rate vs the "
+                     f"{result.reference}):")
         for e in result.error_matrix:
             flag = "  <- self-family" if e.self_family else ""
-            lines.append(f"  {e.judge_family} on {e.response_family}: FP {e.false_positive_rate.format()}, "
+            lines.append(f"  {e.judge} ({e.judge_family}) on {e.response_family}: FP {e.false_positive_rate.format()}, "
                          f"FN {e.false_negative_rate.format()}{flag}")
     lines.append(f"\n{result.note}")
     return "\n".join(lines)
 
 
+def bias_summary(frame: pd.DataFrame, *, positive: Sequence[str], judge: str, level: float) -> dict[str, Any]:
+    """Per-model bias (point estimates) and each family's raw and adjusted contrast, without resampling.
+
+    What a second reference changes, shown beside the audit (the resolved reference's
+    audit lists the independent majority's numbers this way)."""
+    pos = set(positive)
+    rows = frame[(frame["judge_name"] == judge) if "judge_name" in frame else slice(None)]
+    rows = rows[rows["human"].notna() & rows["judge"].notna()]
+    w = rows["weight"].astype(float) if "weight" in rows else pd.Series(1.0, index=rows.index)
+    rows = rows.assign(d=(rows["judge"].isin(pos).astype(float) - rows["human"].isin(pos).astype(float)) * w,
+                       h=rows["human"].isin(pos).astype(float) * w, w=w)
+    per = rows.groupby(["model", "family"], sort=True)[["d", "h", "w"]].sum().reset_index()
+    per = per.assign(n=rows.groupby(["model", "family"], sort=True).size().to_numpy())
+    bias, human = (per["d"] / per["w"]).to_numpy(), (per["h"] / per["w"]).to_numpy()
+    families = per["family"].astype(str).to_numpy()
+    return {
+        "models": [{"model": str(m), "family": str(f), "n": int(n), "bias": float(b), "human_score": float(h)}
+                   for m, f, n, b, h in zip(per["model"], families, per["n"], bias, human)],
+        "contrasts": [{"family": f, "raw": model_contrast(bias, families == f, level).to_dict(),
+                       "adjusted": model_contrast(bias, families == f, level, covariate=human,
+                                                  covariate_name=REFERENCE_RATE).to_dict()}
+                      for f in sorted(set(families))],
+    }
+
+
+def format_versus_majority(summary: dict[str, Any]) -> str:
+    """The independent majority's per-model bias and family contrasts, beside a resolved-reference audit."""
+    def show(x: dict[str, Any]) -> str:
+        if x["contrast"] is None:
+            return f"-- ({x['undefined_reason']})"
+        interval = f" [{x['ci_low']:+.3f}, {x['ci_high']:+.3f}]" if x["ci_low"] is not None \
+            else f" ({x['undefined_reason']})"
+        return f"{x['contrast']:+.3f}{interval}"
+
+    lines = ["\nthe same judge vs the independent human majority (adjudications not applied; point estimates):"]
+    lines += [f"  {m['model'][:36]:<36} {m['family'][:12]:<12} n {m['n']:>5}  bias {m['bias']:+.3f}"
+              for m in summary["models"]]
+    lines += [f"  {c['family']}: raw {show(c['raw'])}, adjusted {show(c['adjusted'])}" for c in summary["contrasts"]]
+    return "\n".join(lines)
+
+
+def _contrast_interval(contrast: ModelContrast | None, *, value: bool = False) -> str:
+    if contrast is None or contrast.undefined_reason:
+        return f"-- ({contrast.undefined_reason if contrast else 'not computed'})"
+    head = f"{contrast.statistic:+.3f} " if value else ""
+    return f"{head}[{contrast.ci_low:+.3f}, {contrast.ci_high:+.3f}]"
+
+
 def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_policy: str, model_field: str,
                 n_resamples: int, n_permutations: int, seed: int, level: float,
-                judge_families: dict[str, str] | None) -> tuple[AuditResult, dict[str, Any]]:
+                judge_families: dict[str, str] | None, reference: str = "resolved",
+                model_families: dict[str, str] | None = None) -> tuple[AuditResult, dict[str, Any]]:
     """Audit one judge of a study folder (``agreement.study_io.Study``); return the result and its document.
 
-    The document carries the study's input fingerprints, so a later reader can tell
-    when the labels it was computed from have changed.
+    The judge's bias and family contrasts are against ``reference`` ("human_majority"
+    or "resolved": the adjudicated label where one exists, else the majority); the
+    error matrix covers every judge of the study on the same reference.
+    ``model_families`` (evaluated model -> family) overrides the units' family
+    stratum, which an import may leave "unknown". The document
+    carries the study's input fingerprints, so a later reader can tell when the labels
+    it was computed from have changed.
     """
     from agreement.study_io import labels_table
-    from agreement.validation import GateEvidence, audit_frame
+    from agreement.validation import REFERENCES, _judge_rows, reference_labels
 
+    if reference not in REFERENCES:
+        raise InputError(f"--reference {reference!r}: expected one of {list(REFERENCES)}")
     table = labels_table(study)
     judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
     if judge is None and len(judges) != 1:
         raise InputError(f"--judge: the study has judges {judges}; name the one to audit")
     judge = judge or judges[0]
+    if judge not in judges:
+        raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {judges}")
     _check_positive(table, judge, positive)
-    evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=level, n_resamples=0, seed=seed)
-    frame = audit_frame(evidence.table, evidence.section, judge, model_field=model_field)
+    labels = reference_labels(table, reference=reference, tie_policy=tie_policy)
+    if labels.empty:
+        raise InputError("family audit: no human labels, so no human reference")
+    human = pd.Series(labels["label"].to_numpy(dtype=object), index=labels["unit"].astype(str))
+    frame = pd.concat([_judge_rows(table, name, human=human, model_field=model_field) for name in judges],
+                      ignore_index=True)
+    if model_families:
+        unknown = sorted(set(model_families) - set(frame["model"]))
+        if unknown:
+            raise InputError(f"model families: model(s) {unknown} are not models of the study's units "
+                             f"({model_field}); models: {sorted(set(frame['model']))}")
+        frame["family"] = frame["model"].map(model_families).fillna(frame["family"]).astype(str)
     try:
         result = audit(frame, positive=positive, n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
                        level=level, judge=judge, judge_families=judge_families or None)
     except ValueError as error:
         raise InputError(f"audit of {judge!r}: {error}") from None
-    return result, {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints}
+    result = replace(result, reference=reference.replace("_", " "))
+    adjudicated = int(labels["adjudicated"].sum()) if reference == "resolved" else 0
+    body = {**result.to_dict(), "simulated": study.simulated, "fingerprints": study.fingerprints,
+            "cluster": study.cluster, "adjudicated_units": adjudicated}
+    if adjudicated:  # both references side by side: what the adjudications changed
+        majority = reference_labels(table, reference="human_majority", tie_policy=tie_policy)
+        rows = _judge_rows(table, judge, human=pd.Series(majority["label"].to_numpy(dtype=object),
+                                                          index=majority["unit"].astype(str)), model_field=model_field)
+        body["versus_majority"] = bias_summary(rows, positive=positive, judge=judge, level=level)
+    return result, body
 
 
 def _check_positive(table: pd.DataFrame, judge: str, positive: Sequence[str]) -> None:

@@ -75,6 +75,8 @@ class StageDocument(_Doc):
         default_factory=dict, description="Study-relative input path -> sha256 of its bytes when this was written.")
     simulated: bool = Field(default=False, description="Some 'human' labels came from the simulator.")
     notes: list[str] = Field(default_factory=list, description="Notes every reader shows.")
+    cluster: str = Field(default="trajectory", description="What the bootstrap resampled: trajectory, case or a "
+                                                           "unit field (agreement.study_io.load_study).")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:
@@ -307,6 +309,10 @@ class FamilyContrast(_Doc):
     partial_r_family: float | None = None
     partial_r_human: float | None = None
     undefined_reason: str | None = None
+    raw: dict[str, Any] | None = Field(default=None, description="The contrast with its pooled-variance t interval "
+                                       "over models (agreement.intervals.ModelContrast).")
+    adjusted: dict[str, Any] | None = Field(default=None, description="The contrast adjusted for each model's "
+                                            "reference positive rate (ANCOVA t over models).")
 
 
 class Ranks(_Doc):
@@ -321,6 +327,7 @@ class Ranks(_Doc):
 
 
 class ErrorCell(_Doc):
+    judge: str = ""
     judge_family: str
     response_family: str
     false_positive_rate: Interval
@@ -333,6 +340,11 @@ class AuditDocument(StageDocument):
     COMMAND: ClassVar[str] = "accord audit"
 
     positive: list[str] | str = Field(default_factory=list, description="Labels counted as the judged score.")
+    reference: str = Field(default="", description="The human reference: human majority or resolved.")
+    adjudicated_units: int = Field(default=0, description="Units whose resolved reference is an adjudication.")
+    versus_majority: dict[str, Any] | None = Field(
+        default=None, description="With adjudications: per-model bias and family contrasts against the independent "
+                                  "majority, beside the resolved reference's (agreement.audit.bias_summary).")
     note: str = ""
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)

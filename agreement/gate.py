@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agreement.intervals import method_for, pooled_t_contrast, too_small
+from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -100,7 +100,7 @@ class Evidence(Protocol):
     def human_ceiling(self, coefficient: str) -> Any:
         """An ``agreement.panels.CeilingDifference`` (paired cluster bootstrap)."""
     def alt_test(self, **settings: Any) -> Any: ...
-    def family_audit(self, positive: list[str]) -> Any: ...
+    def family_audit(self, positive: list[str], *, reference: str = "resolved") -> Any: ...
     def unscored(self) -> tuple[int, int]: ...
     def baselines(self, coefficients: tuple[str, ...], reference: str, judges: tuple[str, ...]) -> Any:
         """An ``agreement.validation.BaselineComparison``: judge minus each baseline, paired bootstrap."""
@@ -287,20 +287,28 @@ class AltTest:
 class FamilyContrastBound:
     """Equivalence: every family's bias contrast has an interval inside [-bound, +bound].
 
-    The contrast of a family is the mean bias (judge - human score) of its models
-    minus that of the other models; its interval (pooled-variance t over the models'
-    biases, ``agreement.intervals``) treats models as the replicates, so it needs at
-    least 3 models with a defined bias. Inside the bound at the policy's level is two
-    one-sided tests (TOST) at (1 - level) / 2 each; requiring it of every family is an
-    intersection-union test, which needs no multiplicity correction. A significant
-    contrast fails: its interval excludes 0, or (with ``alpha``) its permutation p is
-    at or below alpha. A non-significant contrast never passes by itself.
+    The contrast of a family is the mean bias (judge - reference score) of its models
+    minus that of the other models, by default adjusted for each model's reference
+    positive rate (``contrast = "adjusted"``: a judge whose errors differ by class
+    makes every model's bias follow its positive rate, which is not family bias;
+    ``"raw"`` takes the difference of means). Its t interval over models
+    (``agreement.intervals.model_contrast``) treats models as the replicates. Inside
+    the bound at the policy's level is two one-sided tests (TOST) at (1 - level) / 2
+    each; requiring it of every family is an intersection-union test, which needs no
+    multiplicity correction. A significant contrast inside the bound passes and is
+    reported as a finding: a larger study detects ever smaller contrasts, so failing
+    on significance would reject better studies of the same judge more often. A
+    policy that wants any detectable contrast to fail says ``fail_on_significant =
+    true`` (significant: the interval excludes 0, or with ``alpha`` the family's p is
+    at or below it).
     """
 
     MIN_MODELS = 3
+    CONTRASTS = ("adjusted", "raw")
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
-        _unknown(table, {"positive", "max_abs_contrast", "alpha", "adjusted"}, where)
+        _unknown(table, {"positive", "max_abs_contrast", "alpha", "adjusted", "contrast", "fail_on_significant",
+                         "reference"}, where)
         self.positive = _param(table, "positive", where, list, check=lambda v: len(v) > 0 and all(
             isinstance(x, str) for x in v), allowed="a non-empty list of labels the audited score counts")
         self.bound = float(_param(table, "max_abs_contrast", where, _number, check=lambda v: 0 < v <= 1,
@@ -308,19 +316,34 @@ class FamilyContrastBound:
         self.alpha = None
         if "alpha" in table:
             self.alpha = float(_param(table, "alpha", where, _number, check=lambda v: 0 < v < 1,
-                                      allowed="a level in (0, 1): a permutation p at or below it fails"))
+                                      allowed="a level in (0, 1): a family's p at or below it is significant"))
         self.adjusted = _param(table, "adjusted", where, bool, allowed="true (Holm p) or false (raw p)") \
             if "adjusted" in table else True
+        self.contrast = _param(table, "contrast", where, str, check=lambda v: v in self.CONTRASTS,
+                               allowed="'adjusted' (for each model's reference positive rate) or 'raw'") \
+            if "contrast" in table else "adjusted"
+        self.fail_on_significant = _param(table, "fail_on_significant", where, bool, allowed=(
+            "true (a contrast detectably different from 0 fails, even inside the bound) or false")) \
+            if "fail_on_significant" in table else False
+        self.reference = _param(table, "reference", where, str, check=lambda v: v in ("human_majority", "resolved"),
+                                allowed="'human_majority' or 'resolved' (the adjudicated label, else the majority)") \
+            if "reference" in table else "resolved"
         self.name = table.get("name", "family contrast")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
+        from agreement.audit import holm
+
         level = evidence.level
-        threshold = f"every family's interval inside [-{self.bound}, {self.bound}] and not significant"
-        test = (f"equivalence (TOST): the {level:.0%} pooled-t interval over models of each family's contrast inside "
-                f"the bound; a contrast whose interval excludes 0"
-                + (f" or whose {'Holm ' if self.adjusted else ''}permutation p <= {self.alpha}" if self.alpha else "")
-                + " fails")
-        result = evidence.family_audit(list(self.positive))
+        tolerance = f"inside [-{self.bound}, {self.bound}]"
+        threshold = f"every family's {self.contrast} contrast interval {tolerance}" + (
+            " and not significant" if self.fail_on_significant else "")
+        significance = "its interval excludes 0" + (
+            f" or its {'Holm ' if self.adjusted else ''}p <= {self.alpha}" if self.alpha else "")
+        test = (f"equivalence (TOST): the {level:.0%} t interval over models of each family's {self.contrast} "
+                f"contrast (vs the {self.reference.replace('_', ' ')} reference) inside the bound; a significant "
+                f"contrast ({significance}) "
+                + ("fails (fail_on_significant)" if self.fail_on_significant else "inside the bound is a finding"))
+        result = evidence.family_audit(list(self.positive), reference=self.reference)
         models = [m for m in result.models if m.bias.defined]
         families = sorted({m.family for m in models})
         counts = {f: sum(m.family == f for m in models) for f in families}
@@ -333,33 +356,52 @@ class FamilyContrastBound:
         small = too_small("family_contrast", n_units)
         if small:
             return _fail(self.name, "family_contrast", test, threshold, small, models_per_family=counts)
-        bias = np.array([m.bias.statistic for m in models])
-        labels = np.array([m.family for m in models])
-        p_of = {c.family: (c.p_holm if self.adjusted else c.p_value) for c in result.contrasts}
-        per_family, failures, worst = {}, [], None
+        chosen = {c.family: getattr(c, self.contrast) for c in result.contrasts if c.family in counts}
+        if self.contrast == "raw":
+            p_of = {c.family: (c.p_holm if self.adjusted else c.p_value) for c in result.contrasts}
+        else:
+            names = sorted(chosen)
+            ps = [chosen[f].p_value for f in names]
+            p_of = dict(zip(names, holm(ps) if self.adjusted else ps))
+        per_family, failures, findings, worst = {}, [], [], None
         for family in families:
-            contrast, lo, hi, df = pooled_t_contrast(bias, labels == family, level)
-            p = p_of.get(family, math.nan)
-            inside = lo >= -self.bound and hi <= self.bound
-            significant = lo > 0 or hi < 0 or (self.alpha is not None and math.isfinite(p) and p <= self.alpha)
-            per_family[family] = {"contrast": contrast, "ci_low": lo, "ci_high": hi, "df": df, "p": p,
+            c = chosen[family]
+            raw = next(x.raw for x in result.contrasts if x.family == family)
+            p = float(p_of.get(family, math.nan))
+            lo, hi = c.ci_low, c.ci_high
+            measured = math.isfinite(lo) and math.isfinite(hi)
+            inside = measured and lo >= -self.bound and hi <= self.bound
+            significant = measured and (lo > 0 or hi < 0 or (self.alpha is not None and math.isfinite(p)
+                                                             and p <= self.alpha))
+            per_family[family] = {"contrast": c.statistic, "ci_low": lo, "ci_high": hi, "df": c.df, "p": p,
                                   "n_models": counts[family], "equivalent": bool(inside),
-                                  "significant": bool(significant)}
-            if not inside or significant:
-                failures.append(family)
-            if worst is None or max(abs(lo), abs(hi)) > max(abs(worst[1]), abs(worst[2])):
-                worst = (contrast, lo, hi)
-        reason = None
-        if failures:
-            reason = "; ".join(
-                f"{f}: {per_family[f]['contrast']:+.3f} "
-                f"[{per_family[f]['ci_low']:+.3f}, {per_family[f]['ci_high']:+.3f}]"
-                + (" significant" if per_family[f]["significant"] else " not inside the bound") for f in failures)
+                                  "significant": bool(significant), "undefined_reason": c.undefined_reason,
+                                  "raw": raw.to_dict(), "adjusted": next(
+                                      x.adjusted for x in result.contrasts if x.family == family).to_dict()}
+            text = f"{family}: {c.statistic:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+            if not measured:
+                failures.append(f"{family}: no interval ({c.undefined_reason})")
+            elif not inside:
+                failures.append(f"{text} not inside the bound")
+            elif significant and self.fail_on_significant:
+                failures.append(f"{text} significant (fail_on_significant)")
+            elif significant:
+                findings.append(f"{text} detectable, below the policy's tolerance of {self.bound}")
+            if measured and (worst is None or max(abs(lo), abs(hi)) > max(abs(worst[1]), abs(worst[2]))):
+                worst = (c.statistic, lo, hi, c)
+        worst = worst or (math.nan, math.nan, math.nan, None)
+        reason = "; ".join(failures) if failures else ("finding: " + "; ".join(findings) if findings else None)
+        if worst[3] is not None and worst[3].adjusted_for:
+            method = f"ANCOVA t over models, adjusted for each {worst[3].adjusted_for} (df = models - 3)"
+        else:
+            method = "pooled-variance t over models (df = models - 2)" + (
+                "; every model's reference positive rate is equal, so nothing to adjust for"
+                if self.contrast == "adjusted" else "")
         return CriterionResult(
             name=self.name, type="family_contrast", test=test, value=worst[0], ci_low=worst[1], ci_high=worst[2],
-            ci_level=level, ci_method="pooled-variance t over models (df = models - 2)", threshold=threshold,
-            passed=not failures, reason=reason,
-            details={"contrasts": per_family, "models_per_family": counts, "n_units": n_units, "note": result.note})
+            ci_level=level, ci_method=method, threshold=threshold, passed=not failures, reason=reason,
+            details={"contrasts": per_family, "contrast": self.contrast, "reference": self.reference,
+                     "findings": findings, "models_per_family": counts, "n_units": n_units, "note": result.note})
 
 
 @register_criterion("unscored_share")
@@ -863,5 +905,5 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         record_gating(layout, human_sample, judge, identity_sha)
     overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
-                "simulated": study.simulated, "notes": list(notes)}
+                "simulated": study.simulated, "notes": list(notes), "cluster": study.cluster}
     return document, "\n\n".join(texts)

@@ -17,6 +17,7 @@ an interval that is too narrow.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -101,24 +102,79 @@ def agreement_interval(result: Any, level: float) -> tuple[tuple[float, float], 
     return bounds, METHOD_NAMES.get(method, method)
 
 
-def pooled_t_contrast(values: np.ndarray, in_group: np.ndarray, level: float) -> tuple[float, float, float, float]:
-    """Difference of group means with a pooled-variance t interval: (difference, low, high, df).
+@dataclass(frozen=True, kw_only=True)
+class ModelContrast:
+    """A family contrast over models (models are the replicates) with its t interval and two-sided p."""
+
+    statistic: float
+    ci_low: float
+    ci_high: float
+    df: float
+    p_value: float
+    adjusted_for: str | None = None
+    """The covariate the contrast is conditioned on (None: the raw difference of family means)."""
+    undefined_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {"contrast": clean(self.statistic), "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
+                "df": clean(self.df), "p_value": clean(self.p_value), "adjusted_for": self.adjusted_for,
+                "undefined_reason": self.undefined_reason}
+
+
+def model_contrast(values: np.ndarray, in_group: np.ndarray, level: float, *,
+                   covariate: np.ndarray | None = None, covariate_name: str = "covariate") -> ModelContrast:
+    """The group coefficient of OLS ``values ~ 1 + in_group (+ covariate)`` with its t interval.
 
     The values are per-model biases, so the interval counts models as the replicates
     (their spread holds both the between-model variation and each model's sampling
-    error). It needs a variance estimate: at least 3 models with at least one on each
-    side (df = models - 2 >= 1); otherwise the bounds are NaN.
+    error). Without a covariate the coefficient is the difference of group means and
+    the interval the pooled-variance two-sample t (df = models - 2). With one
+    (ANCOVA, df = models - 3) it is that difference at a common covariate value: a
+    bias that follows each model's reference positive rate is not read as a family's.
+    A covariate equal on every model adjusts nothing and is dropped (``adjusted_for``
+    None). Too few models
+    for a variance estimate, or a group collinear with the covariate: NaN bounds and
+    the reason.
     """
-    values = np.asarray(values, dtype=float)
-    mask = np.asarray(in_group, dtype=bool)
-    k, m = int(mask.sum()), int(values.size)
+    from scipy.stats import t as student_t
+
+    y = np.asarray(values, dtype=float)
+    x = np.asarray(in_group, dtype=bool).astype(float)
+    k, m = int(x.sum()), int(y.size)
+    name = covariate_name if covariate is not None else None
+
+    def undefined(reason: str, statistic: float = math.nan, df: float = math.nan) -> ModelContrast:
+        return ModelContrast(statistic=statistic, ci_low=math.nan, ci_high=math.nan, df=df, p_value=math.nan,
+                             adjusted_for=name, undefined_reason=reason)
+
     if k == 0 or k == m:
-        return (math.nan, math.nan, math.nan, math.nan)
-    inside, outside = values[mask], values[~mask]
-    difference = float(inside.mean() - outside.mean())
-    df = m - 2
+        return undefined("every audited model is on one side: no other models to contrast with")
+    columns = [np.ones(m), x]
+    if covariate is not None:
+        z = np.asarray(covariate, dtype=float)
+        if np.ptp(z) > 1e-12:
+            columns.append(z - z.mean())
+        else:
+            name = None  # every model has the same value: nothing to adjust for
+    design = np.column_stack(columns)
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        return undefined(f"the family indicator is collinear with the {covariate_name}: the adjusted contrast "
+                         f"is not identified")
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    statistic = float(coef[1])
+    df = m - design.shape[1]
     if df < 1:
-        return (difference, math.nan, math.nan, math.nan)
-    pooled = (((inside - inside.mean()) ** 2).sum() + ((outside - outside.mean()) ** 2).sum()) / df
-    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(pooled * (1.0 / k + 1.0 / (m - k)))
-    return (difference, difference - half, difference + half, float(df))
+        return undefined(f"{m} models: an interval needs at least {design.shape[1] + 1} (df = models - "
+                         f"{design.shape[1]})", statistic)
+    residual = y - design @ coef
+    se = math.sqrt(float(residual @ residual) / df * float(np.linalg.inv(design.T @ design)[1, 1]))
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * se
+    if se > 0:
+        p = float(2.0 * student_t.sf(abs(statistic) / se, df))
+    else:
+        p = 0.0 if statistic != 0 else 1.0
+    return ModelContrast(statistic=statistic, ci_low=statistic - half, ci_high=statistic + half, df=float(df),
+                         p_value=p, adjusted_for=name)

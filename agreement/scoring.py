@@ -40,6 +40,7 @@ from agreement.estimate import (
     percentile_interval,
     proportion_estimate,
     undefined,
+    zero_one_interval,
 )
 from samples.canonical import canonical_json
 
@@ -133,7 +134,16 @@ def identify_estimates(flag: np.ndarray, conflict: np.ndarray, *, n_resamples: i
             out[name] = undefined(reason, n=denom, level=level, method=method, **counts)
             continue
         lo, hi, dropped = percentile_interval(reps[name], level)
-        out[name] = Estimate(statistic=value, n=denom, ci_low=lo, ci_high=hi, level=level, method=method,
+        used = method
+        if value in (0.0, 1.0):
+            # The bootstrap of 0 or 1 has no spread. Precision and recall are shares of their denominators;
+            # F1 = 2q / (1 + q) with q = tp / (tp + fp + fn), increasing in q: Clopper-Pearson on q, mapped.
+            m = denom if name != "f1" else tp + fp + fn
+            lo, hi = zero_one_interval(value, m, level)
+            if name == "f1":
+                lo, hi = 2 * lo / (1 + lo), 2 * hi / (1 + hi)
+            used = "Clopper-Pearson (a share of 0 or 1)"
+        out[name] = Estimate(statistic=value, n=denom, ci_low=lo, ci_high=hi, level=level, method=used,
                              details={**counts, "undefined_resamples": dropped, "n_resamples": n_resamples})
     return out
 
@@ -529,8 +539,12 @@ class GateRefusal(Exception):
 
 def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, correctness_judge: str | None = None,
                 correctness_field: str | None = None, force: bool = False, tie_policy: str | None = None,
-                n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95) -> dict[str, Any]:
-    """The judge-scored benchmark table with bias-corrected rates and its provenance."""
+                n_resamples: int = 10_000, seed: int = DEFAULT_SEED, level: float = 0.95,
+                reference: str = "resolved") -> dict[str, Any]:
+    """The judge-scored benchmark table with bias-corrected rates and its provenance.
+
+    The corrections read each judge's errors against ``reference`` ("resolved": the
+    adjudicated label where one exists, else the majority; or "human_majority")."""
     from pathlib import Path
 
     from agreement.study_io import SIMULATED_NOTE, labels_table, load_study
@@ -555,7 +569,7 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
     validation: dict[str, pd.DataFrame | None] = {}
     for judge in judges:
         try:
-            validation[judge] = validated_units(table, judge, tie_policy=ties)
+            validation[judge] = validated_units(table, judge, tie_policy=ties, reference=reference)
         except InputError as error:
             validation[judge] = None
             notes.append(f"no bias correction for {judge!r}: {error}")

@@ -78,6 +78,8 @@ class Study:
     fingerprints: dict[str, str] = field(default_factory=dict)
     label_maps: tuple[dict[str, Any], ...] = ()
     """The study file's ``[[label_map]]`` tables (``StudyLayout.label_map``): kind, from_scheme, to_scheme, labels."""
+    cluster: str = "trajectory"
+    """What the bootstrap resamples (``CLUSTERS``): whole trajectories, cases, or any unit field."""
 
     @property
     def simulated(self) -> bool:
@@ -209,8 +211,19 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
     return out
 
 
-def load_study(root: str | Path) -> Study:
-    """Read the sealed key, every backend's human labels and the judge labels of a study folder."""
+CLUSTERS = ("trajectory", "case")
+"""Named cluster keys; any other value names a unit field (a stratum, e.g. ``item_id`` or ``backbone``)."""
+
+
+def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
+    """Read the sealed key, every backend's human labels and the judge labels of a study folder.
+
+    ``cluster`` is the study's resampling unit (``CLUSTERS``): ``trajectory`` (the
+    default: turns of one trajectory move together), ``case`` (the trajectory id's
+    case, the part after the last ``::``: the ``responses`` adapter names a response
+    ``<model>::<item>``, so one item answered by 12 models is one draw, not 12), or
+    the name of a unit field.
+    """
     layout = StudyLayout.of(root)
     root = layout.root
     if not root.is_dir():
@@ -245,8 +258,10 @@ def load_study(root: str | Path) -> Study:
     inputs = (layout.key, *layout.human_label_files(), *judge_files, layout.sample, layout.units, layout.trajectories,
               layout.label_map)
     prints = {layout.relative(path): file_sha256(path) for path in inputs if path.is_file()}
+    if not cluster or not isinstance(cluster, str):
+        raise InputError(f"cluster {cluster!r}: expected one of {list(CLUSTERS)} or a unit field name")
     maps = tuple(json.loads(layout.label_map.read_text(encoding="utf-8"))) if layout.label_map.is_file() else ()
-    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps)
+    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps, cluster=cluster)
 
 
 def strata_columns(key: pd.DataFrame) -> pd.DataFrame:
@@ -316,10 +331,24 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     table = table.join(info, on="unit")
     table["adjudicated"] = table["adjudicated"].astype(object).where(table["adjudicated"].notna(), None)
     table = table.rename(columns={"trajectory_id": "cluster"})
+    table["cluster"] = _cluster_key(table, study)
     table["weight"] = 1.0 / table["inclusion_prob"].astype(float)
     if kinds is not None:
         table = table[table["kind"].isin(list(kinds))]
     return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root))
+
+
+def _cluster_key(table: pd.DataFrame, study: Study) -> pd.Series:
+    """The bootstrap cluster of each row under the study's ``cluster`` setting (``load_study``)."""
+    if study.cluster == "trajectory":
+        return table["cluster"]
+    if study.cluster == "case":
+        return table["cluster"].astype(str).str.rsplit("::", n=1).str[-1]
+    fields = sorted(set(strata_columns(study.key).columns) | {"stratum"})
+    if study.cluster not in fields:
+        raise InputError(f"cluster {study.cluster!r}: not a unit field of {study.root}; expected one of "
+                         f"{list(CLUSTERS)} or a unit field: {fields}")
+    return table[study.cluster].astype(str)
 
 
 def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:

@@ -585,11 +585,11 @@ class GateEvidence:
             result = replace(result, undefined_reason=self.missing_reason)
         return result
 
-    def family_audit(self, positive: list[str]):
+    def family_audit(self, positive: list[str], *, reference: str = "resolved"):
         from agreement.audit import audit
 
-        frame = audit_frame(self.table, self.section, self.judge) if self.section is not None else \
-            _judge_rows(self.table, self.judge, human=None)
+        frame = audit_frame(self.table, self.section, self.judge, reference=reference) \
+            if self.section is not None else _judge_rows(self.table, self.judge, human=None)
         result = audit(frame, positive=positive, n_resamples=self.n_resamples, seed=self.seed, level=self.level,
                        judge=self.judge)
         return result if self.section is not None else replace(result, note=f"{self.missing_reason}. {result.note}")
@@ -700,14 +700,25 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
     return pd.concat(frames, ignore_index=True)
 
 
-def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone") -> pd.DataFrame:
-    """One row per unit the judge saw: its label, the human majority label, model, family, cluster."""
+def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone",
+                reference: str = "human_majority") -> pd.DataFrame:
+    """One row per unit the judge saw: its label, the reference label, model, family, cluster.
+
+    ``reference`` "human_majority" is the independent majority; "resolved" the
+    adjudicated label where one exists, else that majority (a two-coder tie that was
+    adjudicated stays in the audit instead of dropping out)."""
+    if reference not in REFERENCES:
+        raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
     report = section.report if section is not None else None
     if report is None or report.majority is None:
         raise InputError("family audit: no human labels, so no human reference")
-    majority = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
-                         index=list(section.units))
-    return _judge_rows(table, judge, human=majority, model_field=model_field)
+    if reference == "resolved":
+        resolved = reference_labels(table, reference="resolved", tie_policy=report.majority.tie_policy)
+        labels = pd.Series(resolved["label"].to_numpy(dtype=object), index=resolved["unit"].astype(str))
+    else:
+        labels = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
+                           index=list(section.units))
+    return _judge_rows(table, judge, human=labels, model_field=model_field)
 
 
 def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
@@ -718,7 +729,7 @@ def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
         "unit": rows["unit"].to_numpy(), "cluster": rows["cluster"].to_numpy(),
         "model": rows[model_field].astype(str).to_numpy(), "family": rows["family"].astype(str).to_numpy(),
         "judge": rows["label"].to_numpy(dtype=object), "human": labels,
-        "weight": rows["weight"].to_numpy(float), "judge_name": judge,
+        "weight": rows["weight"].to_numpy(float), "judge_name": judge, "stratum": rows["stratum"].astype(str).to_numpy(),
     })
 
 
@@ -789,18 +800,19 @@ def _pair_lines(tables: Sequence[JudgePairTable], level: float) -> list[str]:
     return lines
 
 
-def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str) -> pd.DataFrame:
-    """The judge's validation sample as 0/1 values: unit, judge, human (majority), weight, cluster.
+def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str, reference: str = "resolved") -> pd.DataFrame:
+    """The judge's validation sample as 0/1 values: unit, judge, human (the reference), weight, cluster.
 
-    Only units with a scored judge label and a human majority; the positive label is
-    the scheme's (yes, correct).
+    Only units with a scored judge label and a reference label (``reference``
+    "resolved": the adjudicated label where one exists, else the majority; or
+    "human_majority"); the positive label is the scheme's (yes, correct).
     """
     evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=0.95, n_resamples=0, seed=DEFAULT_SEED)
     section = evidence.section
     if section.positive is None:
         raise InputError(f"judge {judge!r}: labels {list(section.categories)} are not a binary scheme; "
                          f"a rate correction needs a positive label")
-    frame = audit_frame(evidence.table, section, judge)
+    frame = audit_frame(evidence.table, section, judge, reference=reference)
     frame = frame[frame["judge"].notna() & frame["human"].notna()]
     return pd.DataFrame({"unit": frame["unit"], "cluster": frame["cluster"], "weight": frame["weight"],
                          "judge": (frame["judge"] == section.positive).astype(float),

@@ -462,11 +462,11 @@ def _validate_run(ctx: Context) -> Outcome:
     from agreement.validation import validate_study
 
     v = ctx.study.validation
-    study = load_study(ctx.root)
+    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     with ctx.console.status(f"  validating ({v.n_resamples} cluster-bootstrap resamples) ..."):
         result = validate_study(study, tie_policy=v.tie_policy, weighted=v.weighted, n_resamples=v.n_resamples,
                                 seed=v.seed, level=v.level)
-    write_document(ValidationDocument, ctx.layout, result.to_dict())
+    write_document(ValidationDocument, ctx.layout, {**result.to_dict(), "cluster": study.cluster})
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
                             "simulated": result.simulated})
 
@@ -480,7 +480,7 @@ def _quality_run(ctx: Context) -> Outcome:
     settings = settings_from_policy(ctx.study.gate.policy)
     from apps.live import gold_estimates
 
-    study = load_study(ctx.root)
+    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     gold = gold_estimates(ctx.layout, level=settings.level)
     with ctx.console.status(f"  annotator quality ({settings.n_resamples} cluster-bootstrap resamples) ..."):
         document = write_document(QualityDocument, ctx.layout, run_quality(study, settings, gold))
@@ -493,7 +493,7 @@ def _audit_run(ctx: Context) -> Outcome:
     from agreement.study_io import load_study
 
     a = ctx.study.audit
-    study = load_study(ctx.root)
+    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     with ctx.console.status("  auditing (cluster bootstrap and permutations) ..."):
         _, body = audit_study(study, judge=a.judge, positive=a.positive, tie_policy=a.tie_policy,
                               model_field=a.model_field, n_resamples=a.n_resamples, n_permutations=a.n_permutations,
@@ -509,7 +509,7 @@ def _preference_run(ctx: Context) -> Outcome:
     from samples.vocabulary import infer_family
 
     p = ctx.study.preference
-    study = load_study(ctx.root)
+    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     strata = strata_columns(study.key)
     models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
     judges = sorted(set(study.judge["judge"]))
@@ -529,7 +529,7 @@ def _gate_run(ctx: Context) -> Outcome:
     from agreement.gate import gate_study
     from agreement.study_io import load_study
 
-    study = load_study(ctx.root)
+    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
         document, _ = gate_study(study, ctx.study.gate.policy, judges=ctx.study.gate.judges or None)
     verdict = write_document(VerdictDocument, ctx.layout, document)

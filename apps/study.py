@@ -173,6 +173,8 @@ class Validation(_Section):
     seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
     level: float = Field(gt=0, lt=1, description="Confidence level.")
     weighted: bool = Field(default=False, description="Reweight by 1/inclusion probability.")
+    cluster: str = Field(default="trajectory", min_length=1, description=(
+        "What every bootstrap resamples: trajectory, case (one item across models) or a unit field."))
 
 
 class Audit(_Section):

@@ -1,10 +1,12 @@
 """Family-bias audit: does a judge err differently on responses from different model families?
 
-Per evaluated model: the score from judge labels and from the human majority on the
-same units and bias = judge - human (cluster-bootstrap CIs); per family: the bias
-contrast with an exact (or 20,000-permutation) p over models, Holm-adjusted, and
-partial correlations; rank preservation; a judge-family x response-family error
-matrix. Reads a study (STUDY/audit/audit.json is written) or a --table with columns
+Per evaluated model: the score from judge labels and from the human reference (the
+resolved reference by default: the adjudicated label where one exists, else the
+majority) on the same units and bias = judge - human (cluster-bootstrap CIs); per
+family: the bias contrast, raw and adjusted for each model's reference positive rate,
+with t intervals over models, an exact (or 20,000-permutation) p, Holm-adjusted, and
+partial correlations; rank preservation; an error matrix of every judge (with its
+family) x response family. Reads a study (STUDY/audit/audit.json is written) or a --table with columns
 unit, cluster, model, family, judge, human [, judge_name, weight]. Observational.
 """
 
@@ -23,7 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-field", default="backbone", help="stratum naming the evaluated model (default backbone)")
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
+    parser.add_argument("--model-family", action="append", default=[], metavar="MODEL=FAMILY",
+                        help="family of an evaluated model (repeatable); default: the study file's [preference] "
+                             "model_families (STUDY/study.json), else the units' family stratum")
     parser.add_argument("--tie-policy", default="exclude", help="human-majority ties (default exclude)")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case (one item across models: "
+                             "the part of the trajectory id after '::') or a unit field, e.g. item_id")
+    parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
+                        help="the human reference: resolved (the adjudicated label where one exists, else the "
+                             "majority; the default) or human_majority (independent labels only)")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
     parser.add_argument("--n-permutations", type=int, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
@@ -32,22 +43,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 
-def _families(pairs: list[str]) -> dict[str, str]:
+def _families(pairs: list[str], option: str = "--judge-family", name: str = "JUDGE") -> dict[str, str]:
     from samples.errors import InputError
 
     out = {}
     for pair in pairs:
-        judge, sep, family = pair.partition("=")
-        if not sep or not judge or not family:
-            raise InputError(f"--judge-family {pair!r}: expected JUDGE=FAMILY")
-        out[judge] = family
+        key, sep, family = pair.partition("=")
+        if not sep or not key or not family:
+            raise InputError(f"{option} {pair!r}: expected {name}=FAMILY")
+        out[key] = family
     return out
+
+
+def _study_model_families(study, args: argparse.Namespace) -> dict[str, str]:
+    """The ``[preference] model_families`` of the study file ``accord run`` resolved into the folder (if any),
+    for the models the units name (the compared models of pairwise units may be others)."""
+    import json
+
+    from agreement.study_io import strata_columns
+    from samples.layout import StudyLayout
+
+    path = StudyLayout.of(study.root).resolved_study
+    if not path.is_file():
+        return {}
+    preference = json.loads(path.read_text(encoding="utf-8")).get("preference") or {}
+    strata = strata_columns(study.key)
+    present = set(strata[args.model_field]) if args.model_field in strata else set()
+    return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.audit import audit, audit_study, format_audit, read_audit_table
+    from agreement.audit import audit, audit_study, format_audit, format_versus_majority, read_audit_table
     from agreement.study_io import load_study, publish, status
     from samples.errors import InputError
     from samples.layout import StudyLayout
@@ -67,12 +95,17 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(str(error)) from None
             body, out = {**result.to_dict(), "simulated": False}, Path(args.table).with_suffix(".audit.json")
         else:
-            study = load_study(args.study)
+            study = load_study(args.study, cluster=args.cluster)
+            models = _families(args.model_family, "--model-family", "MODEL") or _study_model_families(study, args)
             result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
-                                       model_field=args.model_field, **settings)
+                                       model_field=args.model_field, reference=args.reference,
+                                       model_families=models or None, **settings)
             out = StudyLayout.of(study.root).audit
     from agreement.documents import AuditDocument
 
-    publish(out, body, as_json=args.json, text=lambda _: format_audit(result, simulated=body["simulated"]),
-            model=None if args.table else AuditDocument)
+    def text(_: object) -> str:
+        extra = format_versus_majority(body["versus_majority"]) if body.get("versus_majority") else ""
+        return format_audit(result, simulated=body["simulated"]) + extra
+
+    publish(out, body, as_json=args.json, text=text, model=None if args.table else AuditDocument)
     return 0

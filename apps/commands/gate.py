@@ -15,6 +15,9 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case (one item across models: "
+                             "the part of the trajectory id after '::') or a unit field, e.g. item_id")
     parser.add_argument("--policy", required=True, help="gate policy file (TOML), e.g. data/policies/strict.toml")
     parser.add_argument("--judge", action="append", metavar="NAME",
                         help="judge(s) to gate (repeatable; default: the policy's judge, else every judge)")
@@ -27,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from agreement.study_io import load_study, publish, status
     from samples.layout import StudyLayout
 
-    study = load_study(args.study)
+    study = load_study(args.study, cluster=args.cluster)
     with status(f"gating {study.root} under {args.policy} ..."):
         document, text = gate_study(study, args.policy, judges=args.judge)
     publish(StudyLayout.of(study.root).verdict, document, as_json=args.json, text=lambda _: text, model=VerdictDocument)

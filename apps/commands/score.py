@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--correctness-field", help="or: Trajectory.metadata field with c_i (bool or score)")
     parser.add_argument("--force", action="store_true", help="score without an accepted verdict (stamped UNACCEPTED)")
     parser.add_argument("--tie-policy", help="human-majority ties for the corrections (default: the gate policy's)")
+    parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
+                        help="human reference of the corrections: resolved (the adjudicated label where one exists, "
+                             "else the majority; the default) or human_majority")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                                    correctness_judge=args.correctness_judge,
                                    correctness_field=args.correctness_field, force=args.force,
                                    tie_policy=args.tie_policy, n_resamples=args.n_resamples, seed=args.seed,
-                                   level=args.level)
+                                   level=args.level, reference=args.reference)
     except GateRefusal as refusal:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)

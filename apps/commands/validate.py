@@ -20,6 +20,9 @@ from samples.seed import DEFAULT_SEED
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case (one item across models: "
+                             "the part of the trajectory id after '::') or a unit field, e.g. item_id")
     parser.add_argument("--judge", action="append", metavar="NAME", help="validate only these judges (repeatable)")
     parser.add_argument("--tie-policy", default="exclude",
                         help="tied human majority: exclude (default), needs-adjudication, positive or negative")
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
     if args.n_resamples < 100:
         raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
-    study = load_study(args.study)
+    study = load_study(args.study, cluster=args.cluster)
     settings = {"tie_policy": args.tie_policy, "weighted": args.weighted, "n_resamples": args.n_resamples,
                 "seed": args.seed, "level": args.level}
     table = labels_table(study, judges=args.judge)
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         result = validate_table(table, **settings, fingerprints=study.fingerprints,
                                 population=population_table(study, judges=args.judge))
         splits = validate_by_codebook(table, **settings) if args.by_codebook else ()
-    body = {**result.to_dict(), "codebook_versions": codebook_versions(table)}
+    body = {**result.to_dict(), "codebook_versions": codebook_versions(table), "cluster": study.cluster}
     if args.by_codebook:
         body["by_codebook"] = {split.version: {"n_labels": split.n_labels, "n_units": split.n_units,
                                                **split.result.to_dict()} for split in splits}

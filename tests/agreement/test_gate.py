@@ -101,7 +101,8 @@ class AuditEvidence:
     def __init__(self, frame):
         self.frame = frame
 
-    def family_audit(self, positive):
+    def family_audit(self, positive, *, reference):
+        self.reference = reference
         return audit(self.frame, positive=positive, n_resamples=300)
 
 
@@ -257,8 +258,8 @@ def biased_frame(biases_by_family: dict[str, list[float]], units: int = 100):
     return pd.DataFrame(rows)
 
 
-def contrast_result(tmp_path, frame, bound, alpha=None):
-    text = f'type = "family_contrast"\npositive = ["yes"]\nmax_abs_contrast = {bound}'
+def contrast_result(tmp_path, frame, bound, alpha=None, extra=""):
+    text = f'type = "family_contrast"\npositive = ["yes"]\nmax_abs_contrast = {bound}\n{extra}'
     if alpha is not None:
         text += f"\nalpha = {alpha}"
     pol = load_policy(policy(tmp_path, text))
@@ -281,16 +282,23 @@ def test_family_contrast_equivalence_by_hand(tmp_path):
     assert not narrow.passed and "not inside the bound" in narrow.reason
 
 
-def test_family_contrast_significant_fails_even_inside_bound(tmp_path):
+def test_family_contrast_significant_inside_the_bound_is_a_finding(tmp_path):
     # a [0.05, 0.06, 0.05], b [0.00, 0.01, 0.00]: contrast 0.16/3 - 0.01/3 = 0.05. SS per family:
     # deviations (-1/300, 2/300, -1/300) -> 6/90000 = 6.667e-5; pooled 1.3333e-4 / 4 = 3.333e-5;
     # SE = sqrt(3.333e-5 * 2/3) = 0.0047140; half = 2.776445 * SE = 0.013088 -> [0.03691, 0.06309]:
-    # inside [-0.1, 0.1] but excluding 0 -> a significant family contrast -> FAIL.
-    result = contrast_result(tmp_path, biased_frame({"a": [0.05, 0.06, 0.05], "b": [0.0, 0.01, 0.0]}), 0.1)
-    assert not result.passed and "significant" in result.reason
+    # inside [-0.1, 0.1] but excluding 0: detectable, below the tolerance -> PASS with a finding.
+    # Every model's human score is 0.30, so the adjusted contrast (the default) equals the raw one.
+    frame = biased_frame({"a": [0.05, 0.06, 0.05], "b": [0.0, 0.01, 0.0]})
+    result = contrast_result(tmp_path, frame, 0.1)
+    assert result.passed and result.reason.startswith("finding: a: +0.050 [+0.037, +0.063] detectable, below "
+                                                      "the policy's tolerance of 0.1")
     assert result.details["contrasts"]["a"]["ci_low"] == pytest.approx(0.036912, abs=1e-5)
     assert result.details["contrasts"]["a"]["ci_high"] == pytest.approx(0.063088, abs=1e-5)
-    assert result.details["contrasts"]["a"]["equivalent"]
+    assert result.details["contrasts"]["a"]["equivalent"] and result.details["contrasts"]["a"]["significant"]
+    assert result.details["contrast"] == "adjusted" and result.details["reference"] == "resolved"
+    # A policy that wants every detectable contrast to fail says so.
+    strict = contrast_result(tmp_path, frame, 0.1, extra="fail_on_significant = true")
+    assert not strict.passed and "significant (fail_on_significant)" in strict.reason
 
 
 def test_family_contrast_two_models_is_unmeasurable(tmp_path):

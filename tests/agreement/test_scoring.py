@@ -130,7 +130,8 @@ def test_table5_rule_dash_for_empty_zero_for_empirical_zero():
     # Flagged but never solved -> Solve 0.0; all answers correct -> Escalate has no denominator -> "--".
     data = [instance(flag=1.0, first_turn=3.0, last_tool_turn=1.0, correct=1.0), instance(split="control")]
     rows = rows_for(score_table(pd.DataFrame(data), n_resamples=500))
-    assert rows["conflict"].solve.statistic == 0.0 and rows["conflict"].solve.format() == "0.000 [0.000, 0.000]"
+    # 0 of 1: the Clopper-Pearson interval [0, 1 - 0.025^(1/1)] = [0, 0.975], never a zero-width [0, 0].
+    assert rows["conflict"].solve.statistic == 0.0 and rows["conflict"].solve.format() == "0.000 [0.000, 0.975]"
     assert rows["conflict"].escalate.format() == "--"
     assert "denominator is 0" in rows["conflict"].escalate.undefined_reason
     # Nothing flagged at all -> Solve "--"; Identify F1 is an empirical 0.0 (recall 0 with conflict present).
