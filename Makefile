@@ -39,6 +39,7 @@ services-deps: venv system
 	bash scripts/labelstudio.sh install
 	bash scripts/llama_server.sh install
 	bash scripts/ppi_venv.sh
+	bash scripts/confseq_venv.sh
 
 test: services-deps
 	$(PY) -m ruff check .

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Isolated venv with confseq (Waudby-Smith & Ramdas' betting confidence sequences) for the
+# side-by-side cross-check in tests/agreement/test_sequential.py. confseq builds a C++
+# extension against Boost's headers (Debian's libboost-dev, scripts/install_system.sh) and
+# pins nothing accord needs, so it lives apart, keyed by version under $ACCORD_CACHE. Idempotent.
+set -euo pipefail
+CACHE="${ACCORD_CACHE:-$HOME/.cache/accord}"
+VENV="$CACHE/bench-venvs/confseq"
+VERSION="0.0.11"
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('confseq') != '$VERSION')" 2>/dev/null; then
+  exit 0
+fi
+python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "confseq==$VERSION"
+"$VENV/bin/python" -c "import confseq.betting"
