@@ -45,7 +45,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agreement.sequential import GRID, ConfidenceSequence, betting_cs, e_bh, e_process, labels_to_decision
+from agreement.sequential import (
+    CHANCE_CORRECTED,
+    GRID,
+    ConfidenceSequence,
+    betting_cs,
+    chance_corrected_cs,
+    e_bh,
+    e_process,
+    labels_to_decision,
+)
 
 PASS, FAIL, OPEN = "PASS", "FAIL", "UNDECIDED"
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
@@ -206,7 +215,15 @@ def agreement_sequence(stream: Stream, coefficient: str, alpha: float, *, grid: 
     if coefficient == "percent_agreement":
         cs, where = _bounded_mean(stream, both, agree, alpha, grid=grid)
         return cs.low, cs.high, cs.statistic, where, cs.method
-    if coefficient in ("cohen_kappa", "gwet_ac1") and len(stream.categories) == 2:
+    if coefficient in CHANCE_CORRECTED and len(stream.categories) == 2 and stream.bound == 1:
+        # One unit per cluster: units are independent, so pairs of units bound the coefficient directly.
+        k = stream.categories.index(stream.positive) if stream.positive in stream.categories else 1
+        order = np.nonzero(both)[0][np.argsort(stream.look[both], kind="stable")]
+        cs, second = chance_corrected_cs((stream.judge[order] == k), (stream.reference[order] == k), coefficient,
+                                         alpha=alpha, grid=2 * grid - 1)
+        return cs.low, cs.high, cs.statistic, stream.look[order][second], cs.method
+    if coefficient in CHANCE_CORRECTED and len(stream.categories) == 2:
+        # Turns clustered in trajectories: the pair's units would not be independent; bound it from a box.
         k = stream.categories.index(stream.positive) if stream.positive in stream.categories else 1
         (po, where), (judge_pos, _), (ref_pos, _) = [_bounded_mean(stream, both, score, alpha / 3, grid=grid) for score in (
             agree, (stream.judge == k).astype(float), (stream.reference == k).astype(float))]

@@ -188,3 +188,72 @@ def labels_to_decision(cs: ConfidenceSequence, floor: float, *, further: int = 0
     half = scale * np.sqrt(np.log(np.maximum(grid, 3.0)) / grid)
     reached = np.nonzero(estimate - half >= floor)[0]
     return int(grid[reached[0]] - n) if reached.size else None
+
+
+CHANCE_CORRECTED = ("cohen_kappa", "gwet_ac1")
+
+
+def chance_corrected_cs(judge: np.ndarray, reference: np.ndarray, coefficient: str, *, alpha: float,
+                        grid: int = 2 * GRID - 1) -> tuple[ConfidenceSequence, np.ndarray]:
+    """Hedged betting CS for Cohen's kappa or Gwet's AC1 of two binary raters over independent units.
+
+    Kappa and AC1 are (p_o - p_e) / (1 - p_e) with p_e a product of marginal shares,
+    which no single unit estimates without bias; two independent units a and b do:
+    for kappa P(J_a = R_b) = p_J p_R + (1 - p_J)(1 - p_R) = p_e; for AC1
+    p_e = 2 pi (1 - pi) = 1 - pi^2 - (1 - pi)^2 with pi the pooled positive share, whose
+    square is the mean of J_a J_b, J_a R_b, R_a J_b and R_a R_b. So consecutive
+    units are paired, and per pair A = the pair's mean agreement, B = its chance
+    term. For a candidate k, h(k) = A - k - (1 - k) B has mean
+    p_o - p_e - k (1 - p_e), zero exactly at the true coefficient and decreasing in
+    k; h lies in [-1, 1 - k], and a hedged bettor tests mean zero at every k of a grid
+    on [-1, 1] as ``betting_cs`` does. Returns the sequence per pair and, per pair,
+    the index of its second unit.
+    """
+    if coefficient not in CHANCE_CORRECTED:
+        raise ValueError(f"coefficient={coefficient!r}: expected one of {CHANCE_CORRECTED}")
+    j = np.asarray(judge, dtype=float)
+    r = np.asarray(reference, dtype=float)
+    pairs = j.size // 2
+    ja, jb, ra, rb = j[0:2 * pairs:2], j[1:2 * pairs:2], r[0:2 * pairs:2], r[1:2 * pairs:2]
+    agree = ((ja == ra).astype(float) + (jb == rb)) / 2
+    if coefficient == "cohen_kappa":
+        chance = ((ja == rb).astype(float) + (jb == ra)) / 2
+    else:
+        # p_e = 2 pi (1 - pi) = 1 - pi^2 - (1 - pi)^2, each square from the pair's cross products.
+        chance = 1.0 - ((ja + ra) * (jb + rb) + (2 - ja - ra) * (2 - jb - rb)) / 4
+    second = np.arange(1, 2 * pairs, 2)
+    level = 1.0 - alpha
+    if not pairs:
+        empty = np.array([], dtype=float)
+        return ConfidenceSequence(statistic=empty, low=empty, high=empty, n=empty, level=level,
+                                  method=_PAIRED_METHOD), second
+    u, v = agree - chance, 1.0 - chance
+    bets = _predictable_bets((u + 1.0) / 2.0, alpha)
+    theta = np.linspace(-1.0, 1.0, grid)
+    threshold = math.log(1.0 / alpha)
+    excluded = np.zeros((pairs, grid), dtype=bool)
+    step = max(1, _CHUNK_CELLS // pairs)
+    for start in range(0, grid, step):
+        th = theta[start:start + step]
+        payoff = u[:, None] - th[None, :] * v[:, None]  # in [-1, 1 - k]
+        up = np.minimum(bets[:, None], TRUNCATION)
+        down = np.minimum(bets[:, None], TRUNCATION / np.maximum(1.0 - th, 1e-12)[None, :])
+        wealth = np.logaddexp(np.cumsum(np.log1p(up * payoff), axis=0),
+                              np.cumsum(np.log1p(-down * payoff), axis=0)) - math.log(2.0)
+        excluded[:, start:start + step] = np.logical_or.accumulate(wealth >= threshold, axis=0)
+    kept = ~excluded
+    any_kept = kept.any(axis=1)
+    first = np.argmax(kept, axis=1)
+    last = grid - 1 - np.argmax(kept[:, ::-1], axis=1)
+    gap = 2.0 / (grid - 1)
+    low = np.where(any_kept, np.clip(theta[first] - gap, -1.0, 1.0), np.nan)
+    high = np.where(any_kept, np.clip(theta[last] + gap, -1.0, 1.0), np.nan)
+    po, pe = np.cumsum(agree), np.cumsum(chance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = np.where(pe < np.arange(1, pairs + 1), (po - pe) / (np.arange(1, pairs + 1) - pe), np.nan)
+    return ConfidenceSequence(statistic=estimate, low=low, high=high, n=second + 1.0, level=level,
+                              method=_PAIRED_METHOD), second
+
+
+_PAIRED_METHOD = ("hedged betting confidence sequence on consecutive pairs of units (the pair's cross terms estimate "
+                  "chance agreement without bias)")

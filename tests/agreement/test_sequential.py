@@ -103,27 +103,41 @@ def test_e_process_under_the_null_rarely_reaches_twenty_and_grows_under_an_alter
     assert e_process(good, np.ones_like(good), shift=epsilon)[-1] > 1e6
 
 
-@pytest.mark.parametrize("coefficient", ["cohen_kappa", "gwet_ac1"])
-def test_chance_corrected_bounds_cover_at_every_look(coefficient):
+@pytest.mark.parametrize(("coefficient", "per_cluster"), [("cohen_kappa", 1), ("gwet_ac1", 1), ("cohen_kappa", 3)])
+def test_chance_corrected_bounds_cover_at_every_look(coefficient, per_cluster):
     """Judge and reference with a known joint law, P(J=1,R=1) = 0.25, P(1,0) = P(0,1) = 0.05, P(0,0) = 0.65:
     p_o = 0.9, p_J = p_R = 0.3. Kappa: p_e = 0.3 * 0.3 + 0.7 * 0.7 = 0.58, kappa = 0.32 / 0.42.
-    AC1: pi = 0.3, p_e = 2 * 0.3 * 0.7 = 0.42, AC1 = 0.48 / 0.58."""
+    AC1: pi = 0.3, p_e = 2 * 0.3 * 0.7 = 0.42, AC1 = 0.48 / 0.58. Single units use the paired-units
+    sequence, clusters of 3 the three-sequence box."""
     from agreement.anytime import Stream, agreement_sequence
 
     truth = {"cohen_kappa": 0.32 / 0.42, "gwet_ac1": 0.48 / 0.58}[coefficient]
     rng = np.random.default_rng(9)
     cells = np.array([[1, 1], [1, 0], [0, 1], [0, 0]])
-    misses, runs = 0, 100
+    misses, runs, n = 0, 100, 300
     for _ in range(runs):
-        draw = cells[rng.choice(4, p=[0.25, 0.05, 0.05, 0.65], size=300)]
-        n = len(draw)
-        stream = Stream(units=tuple(map(str, range(n))), look=np.arange(n), looks=n, judge=draw[:, 0],
+        draw = cells[rng.choice(4, p=[0.25, 0.05, 0.05, 0.65], size=n)]
+        look = np.arange(n) // per_cluster
+        stream = Stream(units=tuple(map(str, range(n))), look=look, looks=int(look[-1]) + 1, judge=draw[:, 0],
                         unscored=np.zeros(n, bool), reference=draw[:, 1], humans=np.zeros((n, 0), np.int64),
                         annotators=(), categories=("no", "yes"), positive="yes", strata=np.array(["all"] * n),
-                        bound=1.0)
-        low, high, estimate, _, _ = agreement_sequence(stream, coefficient, 0.05, grid=201)
+                        bound=float(per_cluster))
+        low, high, estimate, _, method = agreement_sequence(stream, coefficient, 0.05, grid=201)
+        assert ("pairs of units" in method) == (per_cluster == 1)
         misses += bool(np.any((low > truth) | (high < truth)))
     assert misses / runs <= 0.05
+
+
+def test_paired_kappa_sequence_by_hand():
+    """Four units, two pairs. Pair 1: (J, R) = (1, 1), (0, 0): A = 1, kappa cross terms 1[J_a = R_b] = 1[1 = 0] = 0,
+    1[J_b = R_a] = 1[0 = 1] = 0, so B = 0. Pair 2: (1, 0), (1, 1): A = 1/2, cross 1[1 = 1] = 1, 1[1 = 0] = 0, B = 1/2.
+    Running estimate after pair 2: (sum A - sum B) / (pairs - sum B) = (1.5 - 0.5) / (2 - 0.5) = 2/3."""
+    from agreement.sequential import chance_corrected_cs
+
+    cs, second = chance_corrected_cs(np.array([1, 0, 1, 1]), np.array([1, 0, 0, 1]), "cohen_kappa", alpha=0.05)
+    assert second.tolist() == [1, 3]
+    assert cs.statistic.tolist() == pytest.approx([1.0, 2 / 3])
+    assert cs.low[-1] <= 2 / 3 <= cs.high[-1]
 
 
 def _write_table(path: Path, *, n: int, judge_error: float, seed: int = 0) -> None:
