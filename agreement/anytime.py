@@ -427,39 +427,14 @@ def sequential_verdict(policy: Any, table: pd.DataFrame, judge: str, *, complete
     with no sequential form; they count only when ``complete`` (labelling has ended).
     """
     s = policy.settings
-    alpha = 1.0 - s["level"]
     reference = next((c.reference for c in policy.criteria if getattr(c, "reference", None)), "human_majority")
     stream = build_stream(table, judge, reference=reference, tie_policy=s["tie_policy"], arrival=arrival)
-    paths = []
-    for criterion in policy.criteria:
-        form = SEQUENTIAL_FORMS.get(getattr(criterion, "type_name", ""))
-        paths.append(form(criterion, stream, alpha) if form else
-                     CriterionPath(name=criterion.name, type=getattr(criterion, "type_name", "?"), decisions=None,
-                                   method=END_ONLY))
+    paths = criterion_paths(policy, stream)
     sequential = [p for p in paths if p.decisions is not None]
     end_only = tuple(p.name for p in paths if p.decisions is None)
     looks = stream.looks
     units_by_look = np.cumsum(np.bincount(stream.look, minlength=looks)) if looks else np.zeros(0, dtype=np.int64)
-    failed = np.zeros(looks, dtype=bool)
-    passed = np.ones(looks, dtype=bool)
-    for p in sequential:
-        failed |= p.decisions == FAIL
-        passed &= p.decisions == PASS
-    if end_only:
-        ends = end_results or {}
-        end_ok = complete and all(ends.get(name, False) for name in end_only)
-        if complete and not end_ok and looks:
-            failed[-1] = True
-        passed &= end_ok
-    outcome, decided = CONTINUE, None
-    first_fail = np.nonzero(failed)[0]
-    first_pass = np.nonzero(passed)[0]
-    if first_fail.size and (not first_pass.size or first_fail[0] <= first_pass[0]):
-        outcome, decided = REJECT, int(first_fail[0])
-    elif first_pass.size:
-        outcome, decided = ACCEPT, int(first_pass[0])
-    elif complete:
-        outcome, decided = REJECT, looks - 1 if looks else None
+    outcome, decided = decide(paths, looks, complete=complete, end_results=end_results)
     further = None
     if outcome == CONTINUE:
         open_paths = [p for p in sequential if p.decisions.size and p.decisions[-1] == OPEN]
@@ -469,6 +444,46 @@ def sequential_verdict(policy: Any, table: pd.DataFrame, judge: str, *, complete
                              units_at_decision=None if decided is None else int(units_by_look[decided]),
                              looks=looks, units=len(stream.units), complete=complete, criteria=tuple(paths),
                              further=further, level=s["level"], end_only=end_only)
+
+
+def criterion_paths(policy: Any, stream: Stream) -> list[CriterionPath]:
+    """Each criterion of the policy on the stream, through its registered sequential form (or end-only)."""
+    alpha = 1.0 - policy.settings["level"]
+    paths = []
+    for criterion in policy.criteria:
+        form = SEQUENTIAL_FORMS.get(getattr(criterion, "type_name", ""))
+        paths.append(form(criterion, stream, alpha) if form else
+                     CriterionPath(name=criterion.name, type=getattr(criterion, "type_name", "?"), decisions=None,
+                                   method=END_ONLY))
+    return paths
+
+
+def decide(paths: list[CriterionPath], looks: int, *, complete: bool, end_results: dict[str, bool] | None = None
+           ) -> tuple[str, int | None]:
+    """The policy's outcome and the 0-based look it was reached at: REJECT at the first look a criterion has
+    failed, ACCEPT at the first look every criterion has passed (criteria without a sequential form count only
+    once labelling is complete, through ``end_results``), else CONTINUE; when complete, undecided is REJECT."""
+    failed = np.zeros(looks, dtype=bool)
+    passed = np.ones(looks, dtype=bool)
+    end_only = [p.name for p in paths if p.decisions is None]
+    for p in paths:
+        if p.decisions is not None:
+            failed |= p.decisions == FAIL
+            passed &= p.decisions == PASS
+    if end_only:
+        ends = end_results or {}
+        end_ok = complete and all(ends.get(name, False) for name in end_only)
+        if complete and not end_ok and looks:
+            failed[-1] = True
+        passed &= end_ok
+    first_fail, first_pass = np.nonzero(failed)[0], np.nonzero(passed)[0]
+    if first_fail.size and (not first_pass.size or first_fail[0] <= first_pass[0]):
+        return REJECT, int(first_fail[0])
+    if first_pass.size:
+        return ACCEPT, int(first_pass[0])
+    if complete and looks:
+        return REJECT, looks - 1
+    return CONTINUE, None
 
 
 def label_arrival(human: pd.DataFrame) -> pd.Series:
@@ -507,3 +522,58 @@ def labelling_complete(study: Any) -> tuple[bool, str]:
     if missing:
         return False, f"{missing} of {len(planned)} planned labels (blind/orders.json) are not in yet"
     return True, f"all {len(planned)} planned labels (blind/orders.json) are in"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequentialPlanPoint:
+    """Units to a decision for a judge of one true agreement, over simulated studies labelled in order."""
+
+    agreement: float
+    mean_units: float
+    p90_units: float
+    accept: float
+    reject: float
+    undecided: float
+    """Share of studies still undecided at ``max_units`` (counted at max_units in the mean)."""
+
+
+def sequential_plan(policy: Any, design: Any, *, agreements: list[float], max_units: int, studies: int,
+                    seed: int) -> tuple[SequentialPlanPoint, ...]:
+    """Expected and 90th-percentile units to an anytime decision at each true agreement (``accord plan
+    --sequential``): the fixed-n planner's simulated studies (``agreement.plan.Simulator``), each read
+    after every trajectory by the policy's sequential forms; criteria without one are ignored here
+    (the planner says so), as the fixed-n planner ignores what it cannot simulate."""
+    from agreement.plan import Simulator, judge_accuracy_for, planned_criteria
+
+    simulator = Simulator(design, planned_criteria(policy), level=policy.settings["level"], studies=studies,
+                          seed=seed)
+    rng = np.random.default_rng([seed, max_units, 7])
+    cluster, latent, humans, u_judge = simulator._studies(max_units, rng)
+    unscored = rng.random((studies, max_units)) < design.unscored_rate
+    votes = humans.sum(axis=0)
+    m = humans.shape[0]
+    reference = np.where(2 * votes == m, -1, (2 * votes > m).astype(np.int64))
+    points = []
+    for agreement in agreements:
+        accuracy = judge_accuracy_for(design, agreement)
+        judge = np.where(u_judge < accuracy, latent, ~latent).astype(np.int64)
+        units, outcomes = [], []
+        for s in range(studies):
+            look = cluster[s] - cluster[s, 0]
+            sizes = np.bincount(look)
+            stream = Stream(units=tuple(map(str, range(max_units))), look=look, looks=int(look[-1]) + 1,
+                            judge=np.where(unscored[s], -1, judge[s]), unscored=unscored[s],
+                            reference=reference[s], humans=humans[:, s, :].T.astype(np.int64), annotators=tuple(
+                                f"a{i}" for i in range(m)), categories=("no", "yes"), positive="yes",
+                            strata=np.full(max_units, "all"), bound=float(sizes.max()))
+            paths = [p for p in criterion_paths(policy, stream) if p.decisions is not None]
+            outcome, decided = decide(paths, stream.looks, complete=False)
+            outcomes.append(outcome)
+            units.append(int(np.cumsum(sizes)[decided]) if decided is not None else max_units)
+        units_array, outcome_array = np.array(units, dtype=float), np.array(outcomes)
+        points.append(SequentialPlanPoint(agreement=float(agreement), mean_units=float(units_array.mean()),
+                                          p90_units=float(np.quantile(units_array, 0.9)),
+                                          accept=float(np.mean(outcome_array == ACCEPT)),
+                                          reject=float(np.mean(outcome_array == REJECT)),
+                                          undecided=float(np.mean(outcome_array == CONTINUE))))
+    return tuple(points)

@@ -14,6 +14,6 @@ python3 -m venv "$VENV"
 # confseq's own build requirements pin a pybind11 that predates Python 3.11's frame API; build it
 # against a current pybind11 instead (the extension is its uniform boundaries; the betting CS is Python).
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "pybind11>=2.11" scikit-build setuptools wheel \
-  cmake numpy scipy matplotlib multiprocess pandas pytest
+  "numpy<2" scipy matplotlib multiprocess pandas pytest
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation "confseq==$VERSION"
-"$VENV/bin/python" -c "import confseq.betting"
+"$VENV/bin/python" -c "import numpy as np, confseq.betting as b; b.betting_cs(np.array([0.5, 1.0]))"
