@@ -229,3 +229,22 @@ def test_anytime_gate_continues_while_planned_labels_are_missing(imported, repo,
     assert "family contrast" in sequential["end_only"]
     assert sequential["outcome"] in ("CONTINUE", "REJECT")
     assert code == 1 and body["verdict"] == sequential["outcome"]
+
+
+def test_plan_sequential_reports_units_to_a_decision_beside_the_fixed_design(repo, capsys):
+    """Screening policy, AC1 floor 0.3: a judge of true AC1 0.85 is accepted in (nearly) every simulated study,
+    a judge at the floor in (nearly) none; the fixed-n answer stands beside it."""
+    from apps.cli import main
+
+    assert main(["plan", "--policy", str(repo / "data" / "policies" / "screening.toml"), "--positive-rate", "0.3",
+                 "--judge-agreement", "0.85", "--human-agreement", "0.85", "--annotators", "3", "--studies", "50",
+                 "--sequential", "--max-units", "300", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    points = {round(p["agreement"], 3): p for p in body["sequential"]}
+    assert set(points) == {0.3, 0.85}
+    good, floor = points[0.85], points[0.3]
+    assert good["accept"] >= 0.9 and good["mean_units"] < 300 and good["p90_units"] <= 300
+    assert floor["accept"] <= 0.1
+    for p in points.values():
+        assert p["accept"] + p["reject"] + p["undecided"] == pytest.approx(1.0)
+    assert body["units_needed"]["policy"] is not None
