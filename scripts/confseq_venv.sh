@@ -7,13 +7,16 @@ set -euo pipefail
 CACHE="${ACCORD_CACHE:-$HOME/.cache/accord}"
 VENV="$CACHE/bench-venvs/confseq"
 VERSION="0.0.11"
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('confseq') != '$VERSION')" 2>/dev/null; then
+check="import importlib.metadata as m, sys, numpy as np, confseq.betting as b
+sys.exit(m.version('confseq') != '$VERSION' or b.betting_cs(np.array([0.5, 1.0]))[0].size != 2)"
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "$check" 2>/dev/null; then
   exit 0
 fi
+rm -rf "$VENV"
 python3 -m venv "$VENV"
 # confseq's own build requirements pin a pybind11 that predates Python 3.11's frame API; build it
 # against a current pybind11 instead (the extension is its uniform boundaries; the betting CS is Python).
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "pybind11>=2.11" scikit-build setuptools wheel \
   "numpy<2" scipy matplotlib multiprocess pandas pytest
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation "confseq==$VERSION"
-"$VENV/bin/python" -c "import numpy as np, confseq.betting as b; b.betting_cs(np.array([0.5, 1.0]))"
+"$VENV/bin/python" -c "$check"
