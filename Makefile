@@ -39,6 +39,7 @@ services-deps: venv system
 	bash scripts/labelstudio.sh install
 	bash scripts/llama_server.sh install
 	bash scripts/ppi_venv.sh
+	bash scripts/confseq_venv.sh
 
 # Two tiers, nothing skipped: the in-process tests on every core (pytest-xdist; whole modules
 # per worker, so a module's fixtures are built once), then every test that starts a real service

@@ -422,7 +422,7 @@ class OperatingPoint(_Doc):
 
 
 class JudgeVerdict(_Doc):
-    verdict: str = Field(description="ACCEPT or REJECT.")
+    verdict: str = Field(description="ACCEPT or REJECT (CONTINUE: anytime monitoring has not decided yet).")
     criteria: list[Criterion] = Field(default_factory=list)
     operating_characteristic: OperatingPoint | None = Field(default=None, description="P(ACCEPT) of this design.")
     first_turn_agreement: dict[str, Any] | None = Field(
@@ -433,6 +433,12 @@ class JudgeVerdict(_Doc):
     preregistration: dict[str, Any] | None = Field(
         default=None, description="Whether the policy and this judge's calls were registered before the human "
                                   "labels, and how many versions of the judge were gated on this human sample.")
+
+    fixed_n_verdict: str | None = Field(
+        default=None, description="Under anytime monitoring: the fixed-n verdict beside the anytime outcome.")
+    sequential: dict[str, Any] | None = Field(
+        default=None, description="Under anytime monitoring (agreement.anytime): the outcome, the look it was decided "
+                                  "at, each criterion's sequential method, decision and interval.")
 
 
 class Preregistration(_Doc):
@@ -449,7 +455,8 @@ class VerdictDocument(StageDocument):
     STAGE: ClassVar[str] = "gate"
     COMMAND: ClassVar[str] = "accord gate"
 
-    verdict: str = Field(description="ACCEPT when every gated judge is accepted, else REJECT.")
+    verdict: str = Field(description="ACCEPT when every gated judge is accepted; REJECT when one is rejected; "
+                                     "CONTINUE while anytime monitoring has not decided.")
     judges: dict[str, JudgeVerdict] = Field(default_factory=dict)
     policy: PolicyRecord
 

@@ -56,7 +56,7 @@ from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 
-ACCEPT, REJECT = "ACCEPT", "REJECT"
+ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -632,7 +632,9 @@ class Policy:
                 "settings": self.settings, "content": self.text}
 
 
-POLICY_SETTINGS = ("level", "tie_policy", "n_resamples", "seed", "judge", "weighted")
+POLICY_SETTINGS = ("level", "tie_policy", "n_resamples", "seed", "judge", "weighted", "monitoring")
+MONITORING = ("fixed", "anytime")
+"""fixed: one look when labelling is done (fixed-n intervals); anytime: valid at every look (agreement.anytime)."""
 
 
 def load_policy(path: str | Path) -> Policy:
@@ -665,6 +667,9 @@ def load_policy(path: str | Path) -> Policy:
         settings["judge"] = _param(head, "judge", where, str, allowed="a judge name")
     settings["weighted"] = _param(head, "weighted", where, bool, allowed="true or false") if "weighted" in head \
         else False
+    if "monitoring" in head:
+        settings["monitoring"] = _param(head, "monitoring", where, str, check=lambda v: v in MONITORING,
+                                        allowed="'fixed' (one look, the default) or 'anytime' (valid at every look)")
     _unknown(head, set(POLICY_SETTINGS) | {"description"}, where)
     tables = data.get("criteria")
     if not isinstance(tables, list) or not tables:
@@ -857,8 +862,14 @@ def check_policy_labels(policy: Policy, evidence: Any) -> None:
                              f"{list(labels)}")
 
 
-def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None) -> tuple[dict[str, Any], str]:
-    """Evaluate the policy for each judge of a study; return the verdict document and its text."""
+def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None = None,
+               sequential: bool = False) -> tuple[dict[str, Any], str]:
+    """Evaluate the policy for each judge of a study; return the verdict document and its text.
+
+    Under ``monitoring = "anytime"`` (or ``sequential``) each judge's verdict is the
+    anytime gate's (``agreement.anytime``): ACCEPT, REJECT or CONTINUE, with the look
+    at which it was decided; the fixed-n results stand beside it.
+    """
     from agreement.identity import judge_identity
     from agreement.preregistration import human_sample_sha256, record_gating, registration_status
     from agreement.study_io import SIMULATED_NOTE, labels_table
@@ -894,16 +905,57 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
         gated.append((human_sample, judge, identity["sha256"]))
         body["operating_characteristic"] = study_operating_point(policy, evidence)
         body["first_turn_agreement"] = first_turn_document(study, judge, s)
-        verdicts[judge] = body
         oc = body["operating_characteristic"]
         calls = "; ".join(", ".join(f"{k} {v}" for k, v in sorted(c.items()) if k in CALL_SHOWN)
                           for c in body["judge_identity"]["calls"])
-        texts.append(format_verdict(verdict) + f"\n  operating characteristic: "
-                     f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}"
-                     f"\n  {registration_sentence(registration)}")
+        text = (format_verdict(verdict) + f"\n  operating characteristic: "
+                f"{oc.get('sentence') or oc.get('undefined_reason')}\n  validated call(s): {calls}"
+                f"\n  {registration_sentence(registration)}")
+        if sequential or s.get("monitoring") == "anytime":
+            body, text = _with_sequential(study, policy, table, judge, verdict, body, text)
+        verdicts[judge] = body
+        texts.append(text)
     for human_sample, judge, identity_sha in gated:  # only once every judge was gated: no half-written history
         record_gating(layout, human_sample, judge, identity_sha)
-    overall = ACCEPT if all(v["verdict"] == ACCEPT for v in verdicts.values()) else REJECT
+    outcomes = {v["verdict"] for v in verdicts.values()}
+    overall = ACCEPT if outcomes == {ACCEPT} else REJECT if REJECT in outcomes else CONTINUE
     document = {"verdict": overall, "judges": verdicts, "policy": policy.to_dict(), "fingerprints": study.fingerprints,
                 "simulated": study.simulated, "notes": list(notes), "cluster": study.cluster}
     return document, "\n\n".join(texts)
+
+
+def _with_sequential(study: Any, policy: Policy, table: Any, judge: str, verdict: Verdict, body: dict[str, Any],
+                     text: str) -> tuple[dict[str, Any], str]:
+    """The judge's verdict replaced by the anytime gate's outcome; the fixed-n verdict kept beside it."""
+    from agreement.anytime import label_arrival, labelling_complete, sequential_verdict
+
+    complete, why = labelling_complete(study)
+    result = sequential_verdict(policy, table, judge, complete=complete,
+                                end_results={r.name: r.passed for r in verdict.results},
+                                arrival=label_arrival(study.human))
+    body = {**body, "fixed_n_verdict": body["verdict"], "verdict": result.outcome,
+            "sequential": {**result.to_dict(), "labelling": why}}
+    return body, text + "\n" + format_sequential(result, why)
+
+
+def format_sequential(result: Any, labelling: str) -> str:
+    """The anytime gate's lines: the outcome, where it was decided, and each criterion's sequential method."""
+    if result.decided_at is not None:
+        head = (f"  anytime ({result.level:.0%}, valid at every look): {result.outcome} at look {result.decided_at} "
+                f"({result.units_at_decision} of {result.units} units)")
+    else:
+        more = f"; about {result.further} more units expected" if result.further is not None else ""
+        head = f"  anytime ({result.level:.0%}, valid at every look): CONTINUE after {result.units} units{more}"
+    lines = [head, f"    labelling: {labelling}"]
+    for c in result.criteria:
+        if c.decisions is None:
+            lines.append(f"    {c.name}: {c.method}")
+            continue
+        decision = c.decisions[-1] if c.decisions.size else "UNDECIDED"
+        at = c.decided_at()
+        where = f" at look {at + 1}" if at is not None else ""
+        interval = (f", sequence [{c.ci_low:.4f}, {c.ci_high:.4f}]"
+                    if math.isfinite(c.ci_low) and math.isfinite(c.ci_high) else "")
+        lines.append(f"    {decision}{where}  {c.name}: {format_value(c.type, c.statistic)}{interval}; "
+                     f"needs {c.threshold} ({c.method})")
+    return "\n".join(lines)

@@ -3,12 +3,13 @@
 # llama-server needs (cmake, g++, make; flock from util-linux for the build lock);
 # with no argument it adds chromium for the real-browser tests (Playwright drives
 # Debian's binary; never `playwright install`) and PostgreSQL, whose clusters the
-# tests and benchmarks start themselves (scripts/postgres.sh).
+# tests and benchmarks start themselves (scripts/postgres.sh), and Boost's headers, which the
+# confseq cross-check venv compiles against (scripts/confseq_venv.sh).
 set -euo pipefail
 case "${1:-all}" in
   build) wanted=(cmake:cmake g++:g++ make:make flock:util-linux) ;;
   all) wanted=(cmake:cmake g++:g++ make:make flock:util-linux chromium:chromium
-               '/usr/lib/postgresql/*/bin/initdb:postgresql') ;;
+               '/usr/lib/postgresql/*/bin/initdb:postgresql' /usr/include/boost/version.hpp:libboost-dev) ;;
   *) echo "usage: install_system.sh [build|all]" >&2; exit 2 ;;
 esac
 need=()

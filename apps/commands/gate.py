@@ -6,6 +6,8 @@ was seen to cover, fails. Each criterion prints its test, value, interval (level
 method) and threshold. Writes STUDY/gate/verdict.json with the verdicts, the
 policy (content and sha256), the fingerprints of the inputs and each judge's
 operating characteristic (where the study's design sits on the policy's OC curve).
+With ``--sequential`` (or a policy's ``monitoring = "anytime"``) the verdict is the
+anytime gate's (agreement/anytime.py): CONTINUE (exit 1) until the evidence decides.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", required=True, help="gate policy file (TOML), e.g. data/policies/strict.toml")
     parser.add_argument("--judge", action="append", metavar="NAME",
                         help="judge(s) to gate (repeatable; default: the policy's judge, else every judge)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="the anytime-valid gate (as the policy's monitoring = \"anytime\"): ACCEPT, REJECT or "
+                             "CONTINUE, valid however often it is looked at, with the look at which it was decided")
     parser.add_argument("--json", action="store_true", help="print the verdict file's content as JSON")
 
 
@@ -32,6 +37,6 @@ def run(args: argparse.Namespace) -> int:
 
     study = load_study(args.study, cluster=args.cluster)
     with status(f"gating {study.root} under {args.policy} ..."):
-        document, text = gate_study(study, args.policy, judges=args.judge)
+        document, text = gate_study(study, args.policy, judges=args.judge, sequential=args.sequential)
     publish(StudyLayout.of(study.root).verdict, document, as_json=args.json, text=lambda _: text, model=VerdictDocument)
     return 0 if document["verdict"] == "ACCEPT" else 1

@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--units", type=int, help="units of the OC curve (default: the units the policy needs)")
     parser.add_argument("--studies", type=int, default=600, help="simulated studies per point (default 600)")
     parser.add_argument("--plot", metavar="PNG", help="write the OC curve to this PNG file")
+    parser.add_argument("--sequential", action="store_true",
+                        help="also: expected and 90th-percentile units to a decision under anytime monitoring "
+                             "(agreement/anytime.py), at the design's agreement and at each floor")
+    parser.add_argument("--max-units", type=int, default=1000,
+                        help="with --sequential: labelling stops undecided at this many units (default 1000)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
@@ -52,5 +57,39 @@ def run(args: argparse.Namespace) -> int:
     result = plan(policy, design, power=args.power, units=args.units, studies=args.studies)
     if args.plot:
         plot_oc(result, args.plot)
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_plan(result))
+    body, text = result.to_dict(), format_plan(result)
+    if args.sequential:
+        body["sequential"], more = _sequential(policy, design, result, args)
+        text += "\n" + more
+    print(json.dumps(body, indent=2) if args.json else text)
     return 0
+
+
+def _sequential(policy, design, result, args) -> tuple[list[dict], str]:
+    """Units to an anytime decision at the design's agreement and at each floor, beside the fixed-n answer."""
+    from dataclasses import asdict
+
+    from agreement.anytime import sequential_plan
+    from samples.errors import InputError
+    from samples.sampler import DEFAULT_SEED
+
+    if not 10 <= args.max_units <= 100_000:
+        raise InputError(f"--max-units {args.max_units}: expected 10 to 100000 units")
+    agreements = sorted({design.judge_agreement, *result.floors})
+    with _status("simulating anytime decisions ..."):
+        points = sequential_plan(policy, design, agreements=agreements, max_units=args.max_units,
+                                 studies=min(args.studies, 200), seed=DEFAULT_SEED)
+    fixed = result.units_needed.get("policy")
+    lines = [f"anytime monitoring (a look after every trajectory, {min(args.studies, 200)} simulated studies, "
+             f"stopping undecided at {args.max_units} units; fixed-n design: "
+             f"{fixed if fixed is not None else 'not reached'} units):"]
+    for p in points:
+        lines.append(f"  true {design.coefficient} {p.agreement:.3f}: mean {p.mean_units:.0f} units, 90th percentile "
+                     f"{p.p90_units:.0f}; ACCEPT {p.accept:.0%}, REJECT {p.reject:.0%}, undecided {p.undecided:.0%}")
+    return [asdict(p) for p in points], "\n".join(lines)
+
+
+def _status(message: str):
+    from agreement.study_io import status
+
+    return status(message)
