@@ -379,8 +379,91 @@ def _strata_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPath:
                          statistic=float(counts[:, -1].min()) if names and stream.looks else math.nan)
 
 
+def _tracks_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPath:
+    bound = criterion.bound
+    threshold = f"lower bound of the confidence sequence of cohen_kappa > {bound}"
+    found = agreement_sequence(stream, "cohen_kappa", alpha)
+    if found is None:
+        return CriterionPath(name=criterion.name, type="tracks_input", decisions=None, threshold=threshold,
+                             method=f"cohen_kappa on {len(stream.categories)} categories: {END_ONLY}")
+    low, high, estimate, where, method = found
+    decisions = _decide(low, high, passes=lambda lo, hi: lo > bound, fails=lambda lo, hi: hi <= bound)
+    return CriterionPath(name=criterion.name, type="tracks_input", method=method,
+                         decisions=_spread(stream, where, decisions, OPEN), threshold=threshold,
+                         statistic=float(estimate[-1]) if estimate.size else math.nan,
+                         ci_low=float(low[-1]) if low.size else math.nan,
+                         ci_high=float(high[-1]) if high.size else math.nan)
+
+
+def _constant_ac1(answer_positive: bool, reference_share: np.ndarray) -> np.ndarray:
+    """AC1 of a rater who always gives one answer, against a reference with positive share p_R:
+    p_o = p_R (or 1 - p_R), pi = (1 or 0 + p_R) / 2, p_e = 2 pi (1 - pi)."""
+    po = reference_share if answer_positive else 1 - reference_share
+    pi = ((1.0 if answer_positive else 0.0) + reference_share) / 2
+    pe = 2 * pi * (1 - pi)
+    return (po - pe) / (1 - pe)
+
+
+def _baselines_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPath:
+    """Judge minus every constant answer: accuracy as a paired bounded difference; kappa (a constant's is 0) from
+    the judge's kappa sequence; AC1 from the judge's AC1 sequence less the constant's AC1 over the reference share's
+    sequence. Every comparison at alpha / (comparisons), so all hold together."""
+    bound = criterion.bound
+    threshold = f"every lower bound of the confidence sequence of (judge - baseline) > {bound}"
+    if getattr(criterion, "judges", ()) or len(stream.categories) != 2:
+        why = "named baseline judges" if getattr(criterion, "judges", ()) else f"{len(stream.categories)} categories"
+        return CriterionPath(name=criterion.name, type="beats_baselines", decisions=None, threshold=threshold,
+                             method=f"baselines with {why}: {END_ONLY}")
+    both = (stream.judge >= 0) & (stream.reference >= 0)
+    k = stream.categories.index(stream.positive) if stream.positive in stream.categories else 1
+    comparisons = [(c, code) for c in criterion.coefficients for code in range(2)]
+    share = alpha / len(comparisons)
+    lows, highs, names = [], [], []
+    for coefficient, code in comparisons:
+        answer = stream.categories[code]
+        if coefficient == "percent_agreement":
+            d = (stream.judge == stream.reference).astype(float) - (stream.reference == code)
+            cs, where = _bounded_mean(stream, both, (d + 1) / 2, share)
+            low, high = 2 * cs.low - 1, 2 * cs.high - 1
+        elif coefficient == "cohen_kappa":
+            found = agreement_sequence(stream, "cohen_kappa", share)
+            low, high, _, where, _ = found
+        elif coefficient == "gwet_ac1":
+            judge_low, judge_high, _, where, _ = agreement_sequence(stream, "gwet_ac1", share / 2)
+            ref, ref_where = _bounded_mean(stream, both, (stream.reference == k).astype(float), share / 2)
+            grid = np.linspace(0, 1, 201)
+            values = _constant_ac1(code == k, grid)
+            at = np.searchsorted(ref_where, where, side="right") - 1
+            inside = (grid[None, :] >= ref.low[at][:, None]) & (grid[None, :] <= ref.high[at][:, None])
+            constant_high = np.where(inside, values[None, :], -np.inf).max(axis=1)
+            constant_low = np.where(inside, values[None, :], np.inf).min(axis=1)
+            low, high = judge_low - constant_high, judge_high - constant_low
+        else:
+            return CriterionPath(name=criterion.name, type="beats_baselines", decisions=None, threshold=threshold,
+                                 method=f"baseline comparison on {coefficient}: {END_ONLY}")
+        lows.append(_spread(stream, where, low, np.nan))
+        highs.append(_spread(stream, where, high, np.nan))
+        names.append(f"always {answer!r} on {coefficient}")
+    low, high = np.array(lows), np.array(highs)
+    passes = np.all(np.nan_to_num(low, nan=-np.inf) > bound, axis=0)
+    fails = np.any(np.nan_to_num(high, nan=np.inf) <= bound, axis=0)
+    decisions = np.where(fails, FAIL, np.where(passes, PASS, OPEN)).astype(object)
+    decided = np.nonzero(decisions != OPEN)[0]
+    if decided.size:
+        decisions[decided[0]:] = decisions[decided[0]]
+    worst = int(np.nanargmin(low[:, -1])) if low.size and np.isfinite(low[:, -1]).any() else 0
+    return CriterionPath(name=criterion.name, type="beats_baselines", decisions=decisions, threshold=threshold,
+                         method=(f"each difference a confidence sequence at alpha/{len(comparisons)} (accuracy: paired "
+                                 f"bounded difference; kappa: a constant's is 0; AC1: less the constant's over the "
+                                 f"reference share's sequence)"),
+                         ci_low=float(low[worst, -1]) if low.size else math.nan,
+                         ci_high=float(high[worst, -1]) if high.size else math.nan,
+                         details={"closest_baseline": names[worst] if names else None})
+
+
 for _type, _form in (("agreement_floor", _floor_path), ("human_ceiling", _ceiling_path), ("alt_test", _alt_test_path),
-                     ("unscored_share", _unscored_path), ("min_units_per_stratum", _strata_path)):
+                     ("unscored_share", _unscored_path), ("min_units_per_stratum", _strata_path),
+                     ("tracks_input", _tracks_path), ("beats_baselines", _baselines_path)):
     register_sequential_form(_type)(_form)
 
 
