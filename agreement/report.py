@@ -596,11 +596,23 @@ def render(content: ReportContent) -> tuple[str, str]:
         import jinja2
     except ImportError:
         raise InputError("the report needs jinja2: pip install 'accord[report]'") from None
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env = template_environment(jinja2)
     html = env.get_template("report.html.jinja").render(report=content)
     md = env.get_template("report.md.jinja").render(report=content, cell=_md_cell)
     return html, md
+
+
+def escapes(name: str | None) -> bool:
+    """Autoescape every HTML template by its real name (``report.html.jinja``): annotator names, judge
+    names and policy texts come from users' files. ``select_autoescape(["html"])`` matched only names
+    ending in ``.html`` and so escaped nothing."""
+    return name is not None and ".html" in Path(name).suffixes
+
+
+def template_environment(jinja2: Any) -> Any:
+    """The one jinja environment the report's templates render in."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=escapes,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def _md_cell(text: str) -> str:

@@ -410,39 +410,47 @@ def _import_outputs(ctx: Context) -> list[Path]:
 
 
 def _import_run(ctx: Context) -> Outcome:
-    """Register a labels-only study's units, then import every table the study file names (replacing earlier ones)."""
-    from annotate.imports import HumanColumns, import_human_labels
-    from judges.imports import import_judge_labels
-    from samples.imports import MatchColumns, read_table, register_units, select, with_id_groups
+    """Register a labels-only study's units, then import every table the study file names (replacing earlier
+    ones): every table checked first, then all published as one generation (a failure changes nothing)."""
+    from annotate.imports import HumanColumns, human_import
+    from judges.imports import judge_import
+    from samples.imports import (MatchColumns, UnitMatcher, publish_import, read_table, select, units_from_rows,
+                                 with_id_groups)
 
     study, layout = ctx.study, ctx.layout
     summary: dict[str, Any] = {}
+    files: list[tuple[Path, Any]] = []
+    matcher = None
     if study.units is not None:
         u = study.units
         rows = with_id_groups(select(read_table(u.path, format=u.format), u.where), u.unit_column, u.id_pattern)
-        registered = register_units(layout, rows,
-                                    unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
-                                    strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
-        summary.update(units=registered.units)
-    wanted = set(_import_outputs(ctx))
-    for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir):
-        for old in folder.glob("*.jsonl") if folder.is_dir() else ():
-            if old not in wanted:
-                old.unlink()  # an import the study file no longer names
+        built = units_from_rows(layout, rows,
+                                unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
+                                strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
+        files += [(layout.units, built.units), (layout.key, built.key)]
+        matcher = UnitMatcher.of_records(layout, built.units, built.key)
+        summary.update(units=built.report.units)
+    matcher = matcher or UnitMatcher.for_study(layout)
     for h in study.human_labels:
         match = MatchColumns(unit=h.unit_column, task=h.task_column, trajectory=h.trajectory_column,
                              kind=h.kind_column, turn=h.turn_column)
         columns = HumanColumns(annotator=h.annotator_column, label=h.label_column,
                                annotators=tuple(h.annotator_columns), first_turn=h.first_turn_column)
-        report = import_human_labels(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
-                                     name=h.name, where=h.where)
+        report, labels = human_import(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
+                                      name=h.name, where=h.where, matcher=matcher)
+        files.append((report.written, labels))
         summary[f"human:{h.name}"] = report.labels
     for j in study.imported_judges():
         match = MatchColumns(unit=j.unit_column, trajectory=j.trajectory_column, kind=j.kind_column, turn=j.turn_column)
-        judged = import_judge_labels(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
-                                     output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
-                                     format=j.format, where=j.where)
+        judged, labels = judge_import(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
+                                      output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
+                                      format=j.format, where=j.where, matcher=matcher)
+        files.append((judged.written, labels))
         summary[f"judge:{j.name}"] = judged.ok
+    wanted = set(_import_outputs(ctx))
+    stale = [old for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir)
+             for old in (sorted(folder.glob("*.jsonl")) if folder.is_dir() else ()) if old not in wanted]
+    publish_import(layout, files, removed=stale)  # stale: imports the study file no longer names
     return Outcome(summary=summary)
 
 
