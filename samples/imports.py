@@ -426,7 +426,10 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     """
     from samples.records import UNIT_KINDS, KeyEntry, Unit
 
+    from samples.generation import check_generation
+
     layout = StudyLayout.of(study)
+    check_generation(layout, "import")  # finishes a killed import's commit, or deletes its temporary files
     if not replace and (layout.units.exists() or layout.key.exists()):
         raise InputError(f"{layout.root}: the study already has units ({layout.units.name} or the sealed key); "
                          f"a labels-only study registers its units once, into an empty study folder")
