@@ -99,6 +99,8 @@ def open_engine(location: str | Path) -> Engine:
     if scheme not in _ENGINES:
         raise InputError(f"store {redact(str(location))!r}: unknown engine {scheme!r}; expected a SQLite file path or "
                          f"a URL with one of {engine_schemes()}")
+    if "://" in str(location):
+        check_store_url(str(location), where="store")  # every way in: no password in a URL, ever
     return _ENGINES[scheme](str(location))
 
 
@@ -107,19 +109,33 @@ def check_store_url(url: str, *, where: str) -> str:
     scheme = scheme_of(url)
     if scheme not in _ENGINES:
         raise InputError(f"{where} {redact(url)!r}: unknown engine {scheme!r}; expected one of {engine_schemes()}")
-    if urlsplit(url).password is not None:
+    if urlsplit(url).password is not None or _query_passwords(url):
         raise InputError(f"{where} {redact(url)!r}: holds a password; passwords never go in URLs here, use "
                          f"PGPASSWORD or ~/.pgpass (libpq reads them)")
     return url
 
 
+_PASSWORD_KEYS = ("password", "sslpassword")
+"""Query parameters libpq takes a secret from (``?password=``): refused and redacted like ``user:pw@``."""
+
+
+def _query_passwords(url: str) -> list[str]:
+    from urllib.parse import parse_qsl
+
+    query = urlsplit(url).query if "://" in url else ""
+    return [key for key, _ in parse_qsl(query, keep_blank_values=True) if key.lower() in _PASSWORD_KEYS]
+
+
 def redact(url: str) -> str:
     """The URL with any password replaced by ``***`` (for messages)."""
+    import re
+
     parts = urlsplit(url) if "://" in url else None
-    if parts is None or parts.password is None:
+    if parts is None or (parts.password is None and not _query_passwords(url)):
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc if parts.password is None else parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = re.sub(r"(?i)(^|&)(" + "|".join(_PASSWORD_KEYS) + r")=[^&]*", r"\1\2=***", parts.query)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 # -- SQLite ------------------------------------------------------------------------------------

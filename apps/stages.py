@@ -73,6 +73,8 @@ class Context:
     console: Any
     base_url: str | None = None
     simulate: bool = False
+    store_moved: bool = False
+    """``--store-moved``: the store's location changed on purpose; fewer labels there may replace labels/human.jsonl."""
     _server: Any = None
 
     @property
@@ -349,6 +351,8 @@ def _annotate_run(ctx: Context) -> Outcome:
     check_generation(ctx.layout, "blind")
     tasks = load_tasks(ctx.layout.tasks)
     backend = annotation_backend(ctx)
+    if ctx.store_moved:
+        backend.allow_fewer_labels = True  # read by the coding app's backend before it loads or saves labels
     try:
         pushed = backend.push(tasks, load_orders(ctx.layout.orders, tasks))
         summary: dict[str, Any] = {"backend": backend.name, "tasks": pushed.n_tasks, "annotators": list(pushed.annotators)}
