@@ -290,7 +290,10 @@ class AppBackend:
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
         annotators added after blinding get their seeded order (``Store.load_tasks``)."""
+        from samples.generation import check_generation
+
         layout = StudyLayout(Path(blind_dir).parent)  # a blind folder is its study's blind/
+        check_generation(layout, "blind")  # the tasks and orders of one blind run, never a mix
         tasks = load_tasks(layout.tasks)
         return self.push(tasks, load_orders(layout.orders, tasks), late_seed=blinding_seed(layout))
 

@@ -705,14 +705,16 @@ def _write_state(root: Path, state: StudyState) -> None:
 def run_study(ctx: Context) -> RunResult:
     """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
     from agreement.documents import VerdictDocument, read_document
-    from samples.jsonl import write_json
+    from samples.jsonl import atomic_writer, private_dir, write_json
 
     root = ctx.root
-    root.mkdir(parents=True, exist_ok=True)
+    private_dir(root)
     resolved = ctx.study.model_dump(mode="json")
     resolved_path = ctx.layout.resolved_study
-    if not resolved_path.is_file() or json.loads(resolved_path.read_text()) != resolved:
-        write_json(resolved_path, resolved)
+    previous = resolved_path.read_bytes() if resolved_path.is_file() else None
+    changed = previous is None or json.loads(previous) != resolved
+    if changed:
+        write_json(resolved_path, resolved)  # the stages (and the store's location) read the new settings
     state = read_state(root)
     state.simulate = ctx.simulate
     stages = build_stages(ctx.study)
@@ -744,6 +746,14 @@ def run_study(ctx: Context) -> RunResult:
             _write_state(root, state)
             done.append({"stage": stage.name, "status": "ran", "summary": outcome.summary, "seconds": seconds})
             ctx.console.print(f"{label}: [bold]done[/] in {seconds:.1f} s  {_brief(outcome.summary)}")
+    except BaseException:
+        if changed:  # a failed run leaves the settings the study had (a moved store stays where its labels are)
+            if previous is None:
+                resolved_path.unlink(missing_ok=True)
+            else:
+                with atomic_writer(resolved_path) as handle:
+                    handle.write(previous)
+        raise
     finally:
         ctx.close()
     verdict = read_document(VerdictDocument, root) if waiting is None else None

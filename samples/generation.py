@@ -46,13 +46,15 @@ STAGE_FILES: dict[str, Callable[[StudyLayout], list[Path]]] = {
 }
 """Every file each stage publishes, in commit order (the stage's own manifest last)."""
 
-CUMULATIVE_STAGES: dict[str, Callable[[StudyLayout], tuple[list[Path], list[Path]]]] = {
+CUMULATIVE_STAGES: dict[str, Callable[[StudyLayout], tuple[list[Path], list[Path], tuple[str, ...]]]] = {
     "import": lambda layout: ([layout.units, layout.key],
-                              [layout.imported_labels_dir, layout.imported_judge_labels_dir]),
+                              [layout.imported_labels_dir, layout.imported_judge_labels_dir], (".jsonl",)),
+    "report": lambda layout: ([], [layout.report_dir], (".html", ".md", ".png")),
 }
-"""Stages whose generation is the union of what their runs published: each run of ``accord import``
-adds or replaces some files (units and key; one ``*.jsonl`` per import in the folders) and the record
-carries the rest. Value: (the stage's fixed files, the folders its ``*.jsonl`` files live in)."""
+"""Stages whose files are not a fixed list: the record names what their runs published. Each run of
+``accord import`` adds or replaces some files (units and key; one ``*.jsonl`` per import) and the
+record carries the rest; ``accord report`` removes what it no longer makes (``Generation.previous``).
+Value: (the stage's fixed files, the folders its other files live in, those files' suffixes)."""
 
 _HASH_CHUNK = 8 << 20
 
@@ -81,8 +83,8 @@ def _recorded(layout: StudyLayout, stage: str) -> dict[str, dict[str, Any]]:
 
 
 def _may_publish(layout: StudyLayout, stage: str, path: Path) -> bool:
-    fixed, folders = CUMULATIVE_STAGES[stage](layout)
-    return path in fixed or (path.parent in folders and path.suffix == ".jsonl")
+    fixed, folders, suffixes = CUMULATIVE_STAGES[stage](layout)
+    return path in fixed or (path.parent in folders and path.suffix in suffixes)
 
 
 def _record_path(layout: StudyLayout, stage: str) -> Path:
@@ -182,14 +184,14 @@ def _temps(layout: StudyLayout, stage: str) -> Iterator[Path]:
         if path.parent.is_dir():
             yield from (candidate for candidate in path.parent.iterdir() if _is_temp(candidate, path))
     if stage in CUMULATIVE_STAGES:
-        fixed, folders = CUMULATIVE_STAGES[stage](layout)
+        fixed, folders, suffixes = CUMULATIVE_STAGES[stage](layout)
         for path in fixed:
             if path.parent.is_dir():
                 yield from (c for c in path.parent.iterdir() if _is_temp(c, path))
         for folder in folders:
             if folder.is_dir():
-                yield from (c for c in folder.iterdir()
-                            if c.name.startswith(".") and ".jsonl." in c.name and c.name.endswith(".tmp"))
+                yield from (c for c in folder.iterdir() if c.name.startswith(".") and c.name.endswith(".tmp")
+                            and any(f"{suffix}." in c.name for suffix in suffixes))
 
 
 def _clean_temps(layout: StudyLayout, stage: str) -> None:
@@ -267,6 +269,10 @@ class Generation:
         path = self._check(path)
         self._files[path] = _HashingFile(path)
         return self._files[path]
+
+    def previous(self) -> list[Path]:
+        """The files the stage's current record names (what the last run published)."""
+        return [self.layout.root / name for name in _recorded(self.layout, self.stage)]
 
     def write_bytes(self, path: Path, data: bytes) -> None:
         self.open(path).write(data)

@@ -33,8 +33,10 @@ def test_a_new_store_location_refuses_to_run_until_told(study_file, tmp_path, ca
     before = labels.read_bytes()
     held = len(before.splitlines())
     assert held > 0
+    resolved = (root / "study.json").read_bytes()
     _move_store(study_file, f"sqlite:///{tmp_path / 'elsewhere.sqlite'}")
     code, _, err = accord(capsys, "run", str(study_file))
+    assert (root / "study.json").read_bytes() == resolved  # a failed run leaves the settings it found
     errors = [line for line in err.splitlines() if "error" in line]
     assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
     err = errors[0]
