@@ -17,7 +17,7 @@ from pathlib import Path
 
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
-from annotate.export import check_not_fewer, export_labels
+from annotate.export import check_not_fewer, copy_command, export_labels
 from annotate.gold import (
     GoldKey,
     GoldUnit,
@@ -270,8 +270,8 @@ class AppBackend:
                 old.close()
             if before > held:
                 raise InputError(f"{own} holds {before} labels but the study's store is now {self.store.location} "
-                                 f"({held}): move them (accord store copy --study {self.layout.root}), or pass "
-                                 f"--store-moved to start from the new store")
+                                 f"({held}): move them ({copy_command(self.layout.root, self.store.location)}), or "
+                                 f"pass --store-moved to start from the new store")
 
     def _gold(self, *, current: bool = False) -> GoldKey | None:
         return load_gold(self.layout, current=current) if self.layout is not None else None

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from samples.errors import InputError
-from samples.jsonl import private_file
+from samples.jsonl import private_file, regular_file
 from samples.sqlite import use_wal
 
 DEFAULT_PG_SCHEMA = "accord"
@@ -149,7 +149,8 @@ class SQLiteEngine:
     def __init__(self, location: str | Path) -> None:
         text = str(location)
         path = Path(text.split("://", 1)[1] if "://" in text else text)
-        self.path = private_file(path)  # labels map tasks to people: owner-only
+        self.path = regular_file(private_file(path), "SQLite store")  # labels map tasks to people: owner-only;
+        # a device or FIFO (/dev/zero) is refused by its type, not met as a disk I/O error mid-migration
         self.location = str(self.path)
         self._local = threading.local()
         # Threads of one process (the app's sessions) queue here instead of in SQLite's

@@ -55,5 +55,10 @@ def check_not_fewer(path: Path, labels: int, *, source: str, study: Path, allowe
         held = sum(1 for line in handle if line.strip())
     if labels < held:
         raise InputError(f"{path} holds {held} labels but the store {source} holds {labels}: the store's location "
-                         f"changed? move the labels into it (accord store copy --study {study}), or pass "
+                         f"changed? move the labels into it ({copy_command(study, source)}), or pass "
                          f"--store-moved to replace the file with the store's labels")
+
+
+def copy_command(study: Path, target: str) -> str:
+    """The command that moves a study's labels from its SQLite file into ``target`` (a redacted URL)."""
+    return f"accord store copy --study {study}" + (f" --to {target}" if "://" in target else "")

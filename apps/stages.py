@@ -705,10 +705,10 @@ def _write_state(root: Path, state: StudyState) -> None:
 def run_study(ctx: Context) -> RunResult:
     """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
     from agreement.documents import VerdictDocument, read_document
-    from samples.jsonl import atomic_writer, private_dir, write_json
+    from samples.jsonl import atomic_writer, writable_folder, write_json
 
     root = ctx.root
-    private_dir(root)
+    writable_folder(root, "output")
     resolved = ctx.study.model_dump(mode="json")
     resolved_path = ctx.layout.resolved_study
     previous = resolved_path.read_bytes() if resolved_path.is_file() else None

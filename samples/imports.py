@@ -77,6 +77,9 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
         raise InputError(f"{path}: file not found")
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a label table file")
+    from samples.jsonl import regular_file
+
+    regular_file(path, "label table")
     try:
         return _FORMATS[name](path)
     except PermissionError:

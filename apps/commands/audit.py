@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from apps.commands import resamples
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help="study folder (or use --table)")
@@ -23,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
     parser.add_argument("--tie-policy", default="exclude", help="human-majority ties (default exclude)")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
-    parser.add_argument("--n-permutations", type=int, default=20_000,
+    parser.add_argument("--n-resamples", type=resamples, default=10_000, help="cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--n-permutations", type=resamples, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
     parser.add_argument("--seed", type=int, default=20261129, help="seed (default 20261129)")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")

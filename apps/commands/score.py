@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from apps.commands import resamples
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (trajectories.jsonl, units.jsonl, judges/labels.jsonl, gate/)")
@@ -20,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--correctness-field", help="or: Trajectory.metadata field with c_i (bool or score)")
     parser.add_argument("--force", action="store_true", help="score without an accepted verdict (stamped UNACCEPTED)")
     parser.add_argument("--tie-policy", help="human-majority ties for the corrections (default: the gate policy's)")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--n-resamples", type=resamples, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=20261129, help="bootstrap seed (default 20261129)")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the score document as JSON")

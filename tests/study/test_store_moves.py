@@ -42,8 +42,10 @@ def test_a_new_store_location_refuses_to_run_until_told(study_file, tmp_path, ca
     err = errors[0]
     assert f"holds {held} labels" in err and "accord store copy" in err and "--store-moved" in err
     assert labels.read_bytes() == before  # 84 -> 0 in the issue; nothing rewritten now
+    monkeypatch.setenv(STORE_URL_ENV, f"sqlite:///{tmp_path / 'elsewhere.sqlite'}")  # the new store, by hand
     code, _, err = accord(capsys, "labels", "export", "--study", str(root))
     assert code == 2 and f"holds {held} labels" in err and labels.read_bytes() == before
+    monkeypatch.delenv(STORE_URL_ENV)
     code, result = run_json(capsys, str(study_file), "--store-moved")  # said so: starts from the new store
     assert code == 0 and result["waiting"]
     assert labels.read_bytes() == b""
@@ -55,8 +57,8 @@ def test_labels_moved_with_store_copy_let_the_study_run_on(study_file, capsys, m
     held = len(labels.read_bytes().splitlines())
     _move_store(study_file, postgres_url)
     code, _, err = accord(capsys, "run", str(study_file))
-    assert code == 2 and f"holds {held} labels" in err
-    code, out, err = accord(capsys, "store", "copy", "--study", str(root), "--json")
+    assert code == 2 and f"holds {held} labels" in err and "accord store copy --study" in err and " --to " in err
+    code, out, err = accord(capsys, "store", "copy", "--study", str(root), "--to", postgres_url, "--json")
     assert code == 0, err
     assert json.loads(out)["tables"]["labels"]["rows"] == held
     code, result = run_json(capsys, str(study_file))
