@@ -354,7 +354,12 @@ def _path(base: Path, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     if value.startswith(SHARED_PREFIX):
-        return (shared_folder() / value.removeprefix(SHARED_PREFIX)).resolve()
+        shared = shared_folder().resolve()
+        path = (shared / value.removeprefix(SHARED_PREFIX)).resolve()
+        if not path.is_relative_to(shared):  # '..', an absolute path or a link leading out of the shared folder
+            raise InputError(f"{value!r}: leads outside the shared folder {shared}; a shared: path names a file "
+                             "inside it")
+        return path
     return (base / value).resolve()
 
 
@@ -465,7 +470,10 @@ def load_study_file(path: str | Path, *, output: str | Path | None = None) -> St
         raise InputError(f"{path}: invalid TOML ({error})") from None
     if "path" in data:
         raise InputError(f"{path}: unknown key 'path' at the top level")
-    data = _resolve(path.parent, data)
+    try:
+        data = _resolve(path.parent, data)
+    except InputError as error:
+        raise InputError(f"{path}: {error}") from None
     if output is not None:
         data["output"] = Path(output).resolve()
     try:

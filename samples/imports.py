@@ -309,13 +309,13 @@ class UnitMatcher:
         """Whether the row is about one of the study's units (False for a population row outside a
         labels-only study's units; a malformed row still raises)."""
         if columns.unit is not None:
-            return str(row.get(columns.unit)) in self.kinds
+            return identifier(row.get(columns.unit)) in self.kinds
         if columns.task is not None:
-            return str(row.get(columns.task)) in self.task_unit
+            return identifier(row.get(columns.task)) in self.task_unit
         return self._place(row, columns) in self.by_place
 
     def _place(self, row: TableRow, columns: MatchColumns) -> tuple[str, str, int | None]:
-        trajectory, kind = str(row.get(columns.trajectory)), str(row.get(columns.kind))
+        trajectory, kind = identifier(row.get(columns.trajectory)), identifier(row.get(columns.kind))
         turn = row.get(columns.turn, required=False)
         if turn is not None:
             try:
@@ -327,12 +327,12 @@ class UnitMatcher:
     def unit_of(self, row: TableRow, columns: MatchColumns) -> str:
         """The unit id a row is about; an InputError naming the row when no unit matches."""
         if columns.unit is not None:
-            unit = str(row.get(columns.unit))
+            unit = identifier(row.get(columns.unit))
             if unit not in self.kinds:
                 raise InputError(f"{row.where}: unit {unit!r} is not a unit of the study")
             return unit
         if columns.task is not None:
-            task = str(row.get(columns.task))
+            task = identifier(row.get(columns.task))
             if task not in self.task_unit:
                 raise InputError(f"{row.where}: task {task!r} is not in the sealed key {self.layout.key}")
             return self.task_unit[task]
@@ -361,6 +361,12 @@ def collect(rows: Iterable[TableRow], convert: Callable[[TableRow], Any]) -> lis
     if problems:
         raise InputError(f"{len(problems)} row(s) could not be imported; nothing was written", problems=problems)
     return out
+
+
+def identifier(value: Any) -> str:
+    """A unit, task, trajectory or cluster id cell as an id: surrounding whitespace dropped (``"u1 "`` and
+    ``"u1"`` are one unit everywhere an import reads ids, as a reader of the table sees them)."""
+    return str(value).strip()
 
 
 def label_text(value: Any) -> str:
@@ -453,12 +459,12 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     units: dict[str, Unit] = {}
 
     def convert(row: TableRow) -> None:
-        unit_id = str(row.get(unit_column))
-        unit_kind = kind if kind is not None else str(row.get(kind_column))
+        unit_id = identifier(row.get(unit_column))
+        unit_kind = kind if kind is not None else identifier(row.get(kind_column))
         if unit_kind not in UNIT_KINDS:
             raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
         strata = {name: label_text(row.get(name)) for name in strata_columns}
-        cluster = str(row.get(cluster_column)) if cluster_column else unit_id
+        cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id
         unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)
         known = units.setdefault(unit_id, unit)
         if known != unit:
