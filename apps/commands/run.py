@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if simulate and not study.annotation.simulated_panel:
         raise InputError(f"{study.path}: --simulate-annotators needs annotation.simulated_panel "
                          "{name = flip_prob} for the blinding annotators")
+    from samples.jsonl import writable_folder
+
+    writable_folder(study.output, "output")  # before the first line: a bad output is one line, nothing else
     console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False, quiet=args.quiet)
     console.print(f"accord run: study {study.study.name!r} -> {study.output}")
     result = run_study(Context(study=study, console=console, base_url=args.base_url, simulate=simulate,
