@@ -88,6 +88,11 @@ def engine_schemes() -> list[str]:
     return sorted(_ENGINES)
 
 
+class StoreUnavailable(InputError):
+    """The store's database does not answer (down, restarting, unreachable): the coding app shows a page
+    that retries, the CLI one line; nothing acknowledged was lost."""
+
+
 def scheme_of(location: str | Path) -> str:
     """The engine scheme of a location: a URL's scheme, ``sqlite`` for a plain path."""
     text = str(location)
@@ -292,7 +297,7 @@ class PostgresEngine:
                     conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
         except Exception as error:
             self._pool.close()
-            raise InputError(f"store {self.location}: cannot open the PostgreSQL database "
+            raise StoreUnavailable(f"store {self.location}: cannot open the PostgreSQL database "
                              f"({str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__})") from None
 
     def ddl(self, statement: str) -> str:
@@ -305,14 +310,27 @@ class PostgresEngine:
         conn.execute(f'SET search_path TO "{self.schema}"')
 
     @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """The database gone (stopped, restarting, unreachable) is ``StoreUnavailable``, not a driver error:
+        a committed label is in it, an uncommitted one was never acknowledged."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise StoreUnavailable(f"store {self.location}: the database is not answering ({first})") from None
+
+    @contextmanager
     def read(self) -> Iterator[_PostgresConnection]:
-        with self._pool.connection() as conn:
+        with self._answering(), self._pool.connection(timeout=self.CONNECT_TIMEOUT_S) as conn:
             yield _PostgresConnection(conn)
 
     @contextmanager
     def write(self, *, shared: bool = False) -> Iterator[_PostgresConnection]:
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        with self._pool.connection() as conn, conn.transaction():
+        with self._answering(), self._pool.connection(timeout=self.CONNECT_TIMEOUT_S) as conn, conn.transaction():
             conn.execute(f"SELECT {lock}(hashtextextended(%s, 0))", (self._lock_key,))
             yield _PostgresConnection(conn)
 
