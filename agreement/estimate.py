@@ -75,9 +75,15 @@ def check_level(level: float) -> float:
     return float(level)
 
 
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 1_000_000
+"""Resample and permutation counts accepted everywhere (CLI, study files, policies): 100x the default
+bounds the time and memory a typo (``--n-resamples 10000000000``) could ask for."""
+
+
 def check_resamples(n_resamples: int) -> int:
-    if int(n_resamples) != n_resamples or n_resamples < 100:
-        raise ValueError(f"n_resamples={n_resamples!r}: expected an integer >= 100")
+    if int(n_resamples) != n_resamples or not MIN_RESAMPLES <= n_resamples <= MAX_RESAMPLES:
+        raise ValueError(f"n_resamples={n_resamples!r}: expected an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}")
     return int(n_resamples)
 
 

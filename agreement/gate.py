@@ -51,6 +51,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from agreement.estimate import MAX_RESAMPLES, MIN_RESAMPLES
 from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
@@ -639,11 +640,12 @@ MONITORING = ("fixed", "anytime")
 
 def load_policy(path: str | Path) -> Policy:
     """Parse and validate a policy file; every problem names the file and the criterion."""
+    from samples.jsonl import read_settings
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: policy file not found") from None
+    if not path.exists():
+        raise InputError(f"{path}: policy file not found")
+    raw = read_settings(path, "policy file")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
@@ -660,7 +662,8 @@ def load_policy(path: str | Path) -> Policy:
         "tie_policy": _param(head, "tie_policy", where, str,
                              check=lambda v: v in ("exclude", "needs-adjudication", "positive", "negative"),
                              allowed="exclude, needs-adjudication, positive or negative"),
-        "n_resamples": _param(head, "n_resamples", where, int, check=lambda v: v >= 100, allowed="an integer >= 100"),
+        "n_resamples": _param(head, "n_resamples", where, int, check=lambda v: MIN_RESAMPLES <= v <= MAX_RESAMPLES,
+                              allowed=f"an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}"),
         "seed": _param(head, "seed", where, int, allowed="an integer seed"),
     }
     if "judge" in head:

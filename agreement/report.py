@@ -596,11 +596,23 @@ def render(content: ReportContent) -> tuple[str, str]:
         import jinja2
     except ImportError:
         raise InputError("the report needs jinja2: pip install 'accord[report]'") from None
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html"]),
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env = template_environment(jinja2)
     html = env.get_template("report.html.jinja").render(report=content)
     md = env.get_template("report.md.jinja").render(report=content, cell=_md_cell)
     return html, md
+
+
+def escapes(name: str | None) -> bool:
+    """Autoescape every HTML template by its real name (``report.html.jinja``): annotator names, judge
+    names and policy texts come from users' files. ``select_autoescape(["html"])`` matched only names
+    ending in ``.html`` and so escaped nothing."""
+    return name is not None and ".html" in Path(name).suffixes
+
+
+def template_environment(jinja2: Any) -> Any:
+    """The one jinja environment the report's templates render in."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=escapes,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def _md_cell(text: str) -> str:
@@ -617,12 +629,21 @@ def write_report(root: str | Path, out: str | Path | None = None, *,
     content = content or build_report(layout.root)
     html, md = render(content)
     paths = {"html": out / layout.report_html.name, "markdown": out / layout.report_markdown.name}
+    files = {paths["html"]: html.encode("utf-8"), paths["markdown"]: md.encode("utf-8")}
     for figure in [f for f in (content.headline, *content.figures) if f is not None]:
-        path = out / f"{figure.name}.png"
+        paths[figure.name] = out / f"{figure.name}.png"
+        files[paths[figure.name]] = figure.png
+    if out.resolve() == layout.report_dir.resolve():
+        from samples.generation import publishing
+
+        with publishing(layout, "report") as generation:  # the report and its plots together, or the old set
+            for path, data in files.items():
+                generation.write_bytes(layout.report_dir / path.name, data)
+            for old in generation.previous():
+                if old not in {layout.report_dir / path.name for path in files}:
+                    generation.remove(old)  # a plot this report no longer has
+        return paths
+    for path, data in files.items():
         with atomic_writer(path) as handle:
-            handle.write(figure.png)
-        paths[figure.name] = path
-    for key, text in (("html", html), ("markdown", md)):
-        with atomic_writer(paths[key]) as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(data)
     return paths

@@ -231,6 +231,7 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     from samples.generation import check_generation
 
     check_generation(layout, "blind")  # the key as blind published it: never half of another run's
+    check_generation(layout, "import")  # units, key and imported labels as one import published them
     if not layout.key.is_file():
         raise InputError(f"{layout.key}: missing; validation needs the sealed key (accord blind, or accord import "
                          f"units for a study that starts from labels)")

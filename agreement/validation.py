@@ -723,6 +723,12 @@ def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_fiel
 
 def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
                 model_field: str = "backbone") -> pd.DataFrame:
+    if model_field not in table.columns:
+        fixed = {"unit", "rater", "label", "source", "backend", "source_file", "codebook_sha256", "cluster", "weight",
+                 "kind", "stratum", "adjudicated", "adjudicated_where", "sample_index", "inclusion_prob",
+                 "unscored_reason", "trajectory_id"}
+        raise InputError(f"--model-field {model_field!r}: not a stratum of the study's units; strata: "
+                         f"{sorted(c for c in table.columns if c not in fixed)}")
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)]
     labels = rows["unit"].map(human).to_numpy(dtype=object) if human is not None else np.full(len(rows), None)
     return pd.DataFrame({

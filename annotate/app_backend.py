@@ -17,7 +17,7 @@ from pathlib import Path
 
 from annotate.adjudicate import Disagreement, adjudication_queue
 from annotate.base import BackendStatus, PushReport, register_backend
-from annotate.export import export_labels
+from annotate.export import check_not_fewer, copy_command, export_labels
 from annotate.gold import (
     GoldKey,
     GoldUnit,
@@ -251,6 +251,28 @@ class AppBackend:
         self.labels_path = self.layout.app_labels if self.layout is not None else None
         self._late_seed = blinding_seed(self.layout) if self.layout is not None else None
 
+    allow_fewer_labels: bool = False
+    """``accord run --store-moved``: the user moved the store on purpose; its labels replace the study's file."""
+
+    def _check_store_moved(self) -> None:
+        """Before loading tasks into a store: refuse one holding fewer labels than the study's labels file or
+        its own SQLite file (the store's location changed; ``accord store copy`` needs an empty target)."""
+        if self.layout is None or self.allow_fewer_labels:
+            return
+        held = len(self.store.labels())
+        check_not_fewer(self.layout.app_labels, held, source=self.store.location, study=self.layout.root, allowed=False)
+        own = self.layout.store
+        if own.is_file() and Path(self.store.location) != own.resolve() and Path(self.store.location) != own:
+            old = Store.open(own, layout=self.layout)
+            try:
+                before = len(old.labels())
+            finally:
+                old.close()
+            if before > held:
+                raise InputError(f"{own} holds {before} labels but the study's store is now {self.store.location} "
+                                 f"({held}): move them ({copy_command(self.layout.root, self.store.location)}), or "
+                                 f"pass --store-moved to start from the new store")
+
     def _gold(self, *, current: bool = False) -> GoldKey | None:
         return load_gold(self.layout, current=current) if self.layout is not None else None
 
@@ -258,6 +280,7 @@ class AppBackend:
              late_seed: int | None = None) -> PushReport:
         """Load the tasks; annotators added after blinding get their seeded order (the study's blinding seed).
         A study's gold units (``annotate.gold``) are loaded with them, placed in every order."""
+        self._check_store_moved()
         seed = self._late_seed if late_seed is None else late_seed
         placed = with_gold(self._gold(current=True), tasks, orders, late_seed=seed)
         report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order)
@@ -267,7 +290,10 @@ class AppBackend:
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
         annotators added after blinding get their seeded order (``Store.load_tasks``)."""
+        from samples.generation import check_generation
+
         layout = StudyLayout(Path(blind_dir).parent)  # a blind folder is its study's blind/
+        check_generation(layout, "blind")  # the tasks and orders of one blind run, never a mix
         tasks = load_tasks(layout.tasks)
         return self.push(tasks, load_orders(layout.orders, tasks), late_seed=blinding_seed(layout))
 
@@ -276,6 +302,8 @@ class AppBackend:
         when there is a study; labels of gold units go to their own sealed file, never to this table."""
         labels, gold = split_labels(self.store.labels(), self._gold())
         if self.labels_path is not None:
+            check_not_fewer(self.labels_path, len(labels), source=self.store.location, study=self.layout.root,
+                            allowed=self.allow_fewer_labels)
             export_labels(labels, self.labels_path, format="jsonl")
             if gold:
                 export_labels(gold, self.layout.gold_labels, format="jsonl")

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from samples.errors import InputError
-from samples.jsonl import private_file
+from samples.jsonl import private_file, regular_file
 from samples.sqlite import use_wal
 
 DEFAULT_PG_SCHEMA = "accord"
@@ -88,6 +88,11 @@ def engine_schemes() -> list[str]:
     return sorted(_ENGINES)
 
 
+class StoreUnavailable(InputError):
+    """The store's database does not answer (down, restarting, unreachable): the coding app shows a page
+    that retries, the CLI one line; nothing acknowledged was lost."""
+
+
 def scheme_of(location: str | Path) -> str:
     """The engine scheme of a location: a URL's scheme, ``sqlite`` for a plain path."""
     text = str(location)
@@ -99,6 +104,8 @@ def open_engine(location: str | Path) -> Engine:
     if scheme not in _ENGINES:
         raise InputError(f"store {redact(str(location))!r}: unknown engine {scheme!r}; expected a SQLite file path or "
                          f"a URL with one of {engine_schemes()}")
+    if "://" in str(location):
+        check_store_url(str(location), where="store")  # every way in: no password in a URL, ever
     return _ENGINES[scheme](str(location))
 
 
@@ -107,19 +114,33 @@ def check_store_url(url: str, *, where: str) -> str:
     scheme = scheme_of(url)
     if scheme not in _ENGINES:
         raise InputError(f"{where} {redact(url)!r}: unknown engine {scheme!r}; expected one of {engine_schemes()}")
-    if urlsplit(url).password is not None:
+    if urlsplit(url).password is not None or _query_passwords(url):
         raise InputError(f"{where} {redact(url)!r}: holds a password; passwords never go in URLs here, use "
                          f"PGPASSWORD or ~/.pgpass (libpq reads them)")
     return url
 
 
+_PASSWORD_KEYS = ("password", "sslpassword")
+"""Query parameters libpq takes a secret from (``?password=``): refused and redacted like ``user:pw@``."""
+
+
+def _query_passwords(url: str) -> list[str]:
+    from urllib.parse import parse_qsl
+
+    query = urlsplit(url).query if "://" in url else ""
+    return [key for key, _ in parse_qsl(query, keep_blank_values=True) if key.lower() in _PASSWORD_KEYS]
+
+
 def redact(url: str) -> str:
     """The URL with any password replaced by ``***`` (for messages)."""
+    import re
+
     parts = urlsplit(url) if "://" in url else None
-    if parts is None or parts.password is None:
+    if parts is None or (parts.password is None and not _query_passwords(url)):
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc if parts.password is None else parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = re.sub(r"(?i)(^|&)(" + "|".join(_PASSWORD_KEYS) + r")=[^&]*", r"\1\2=***", parts.query)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 # -- SQLite ------------------------------------------------------------------------------------
@@ -133,7 +154,8 @@ class SQLiteEngine:
     def __init__(self, location: str | Path) -> None:
         text = str(location)
         path = Path(text.split("://", 1)[1] if "://" in text else text)
-        self.path = private_file(path)  # labels map tasks to people: owner-only
+        self.path = regular_file(private_file(path), "SQLite store")  # labels map tasks to people: owner-only;
+        # a device or FIFO (/dev/zero) is refused by its type, not met as a disk I/O error mid-migration
         self.location = str(self.path)
         self._local = threading.local()
         # Threads of one process (the app's sessions) queue here instead of in SQLite's
@@ -275,7 +297,7 @@ class PostgresEngine:
                     conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
         except Exception as error:
             self._pool.close()
-            raise InputError(f"store {self.location}: cannot open the PostgreSQL database "
+            raise StoreUnavailable(f"store {self.location}: cannot open the PostgreSQL database "
                              f"({str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__})") from None
 
     def ddl(self, statement: str) -> str:
@@ -288,14 +310,27 @@ class PostgresEngine:
         conn.execute(f'SET search_path TO "{self.schema}"')
 
     @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """The database gone (stopped, restarting, unreachable) is ``StoreUnavailable``, not a driver error:
+        a committed label is in it, an uncommitted one was never acknowledged."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise StoreUnavailable(f"store {self.location}: the database is not answering ({first})") from None
+
+    @contextmanager
     def read(self) -> Iterator[_PostgresConnection]:
-        with self._pool.connection() as conn:
+        with self._answering(), self._pool.connection(timeout=self.CONNECT_TIMEOUT_S) as conn:
             yield _PostgresConnection(conn)
 
     @contextmanager
     def write(self, *, shared: bool = False) -> Iterator[_PostgresConnection]:
         lock = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        with self._pool.connection() as conn, conn.transaction():
+        with self._answering(), self._pool.connection(timeout=self.CONNECT_TIMEOUT_S) as conn, conn.transaction():
             conn.execute(f"SELECT {lock}(hashtextextended(%s, 0))", (self._lock_key,))
             yield _PostgresConnection(conn)
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from annotate.records import HumanLabel
 from samples.errors import InputError
-from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_label_types, collect, label_text, read_table,
-                             select, table_source)
+from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, check_label_types, collect, label_text,
+                             read_table, select, table_source)
 from samples.layout import StudyLayout
+from samples.names import check_annotator_name
 
 ANY_SCHEME = "any"
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +43,8 @@ class HumanColumns:
                              "--annotator-columns A,B,... (one label column per annotator), not both")
         if self.annotator is not None and self.label is None:
             raise InputError("--annotator-column needs --label-column")
+        for name in self.annotators:  # a wide table's column names are its annotators' names
+            check_annotator_name(name, parameter="--annotator-columns: column")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,12 +57,8 @@ class ImportReport:
 
 
 def _name(value: str, where: str) -> str:
-    import re
-
-    if not re.match(NAME_PATTERN, value):
-        raise InputError(f"{where}: annotator name {value!r}: expected letters, digits and _ . @ - "
-                         f"(starting with a letter or digit)")
-    return value
+    """The coding app's annotator-name rule (``samples.names``), so no import path lets markup into a name."""
+    return check_annotator_name(value, parameter=f"{where}: annotator name")
 
 
 def _check_label(label: str, kind: str, scheme: str | None, where: str) -> str:
@@ -138,17 +136,34 @@ def import_human_labels(path: str | Path, study: str | Path, *, match: MatchColu
 
     ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
     """
-    from samples.jsonl import write_jsonl
+    from samples.imports import publish_import
 
+    report, labels = human_import(path, study, match=match, columns=columns, scheme=scheme, format=format,
+                                  name=name, where=where, rows=rows)
+    publish_import(study, [(report.written, labels)])
+    return report
+
+
+def human_import(path: str | Path, study: str | Path, *, match: MatchColumns, columns: HumanColumns,
+                 scheme: str | None = None, format: str | None = None, name: str | None = None,
+                 where: dict[str, str] | None = None, rows: Sequence[TableRow] | None = None,
+                 matcher: UnitMatcher | None = None) -> tuple[ImportReport, list[HumanLabel]]:
+    """The labels an import would write, every row checked, nothing written (``matcher``: units not yet
+    published, for ``accord import table``)."""
     path, layout = Path(path), StudyLayout.of(study)
     name = _name(name or path.stem, "--name")
     rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
-    labels = human_labels_from_rows(rows, UnitMatcher.for_study(layout), match=match, columns=columns, scheme=scheme,
-                                    source=table_source(path))
+    check_columns(rows, {"--unit-column": [match.unit], "--task-column": [match.task],
+                         "--trajectory-column": [match.trajectory], "--kind-column": [match.kind],
+                         "--turn-column": [match.turn], "--annotator-column": [columns.annotator],
+                         "--label-column": [columns.label], "--annotator-columns": columns.annotators,
+                         "--first-turn-column": [columns.first_turn], "--unsure-column": [columns.unsure],
+                         "--note-column": [columns.note], "--role-column": [columns.role]}, source=path)
+    labels = human_labels_from_rows(rows, matcher or UnitMatcher.for_study(layout), match=match, columns=columns,
+                                    scheme=scheme, source=table_source(path))
     labels.sort(key=lambda r: (r.task_id, r.role, r.annotator))
     target = layout.imported_labels_dir / f"{name}.jsonl"
-    write_jsonl(target, labels, mode=0o600)
-    return ImportReport(path=path, written=target, labels=len(labels),
-                        annotators=tuple(sorted({r.annotator for r in labels})), units=len({r.task_id for r in labels}))
+    return ImportReport(path=path, written=target, labels=len(labels), annotators=tuple(sorted({r.annotator for r in labels})),
+                        units=len({r.task_id for r in labels})), labels

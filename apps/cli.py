@@ -10,6 +10,7 @@ error.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import pkgutil
 import sys
@@ -42,6 +43,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+_FILE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EISDIR,
+                          errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP, errno.ENXIO, errno.EFBIG})
+"""What the file system answers about the user's paths and disk (not a bug in accord)."""
+
+
+def _users_file(error: OSError) -> bool:
+    return error.errno in _FILE_ERRNOS or (error.filename is not None and error.errno is not None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -63,16 +73,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as error:
         print(f"accord {name}: error: {error}", file=sys.stderr)
         return 2
-    except (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError) as error:
-        # the user's files or folders, not a bug: e.g. a study folder they cannot write
+    except BrokenPipeError:
+        return 0
+    except OSError as error:
+        if not _users_file(error):
+            raise
+        # the user's files or folders, not a bug: a study folder they cannot write, a read-only or full disk
         where = f"{error.filename}: " if error.filename else ""
         print(f"accord {name}: error: {where}{error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"accord {name}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from annotate.app_backend import (
     PracticeSession,
     sign_in,
 )
+from annotate.engines import StoreUnavailable
 from annotate.store import Store
 from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
 from apps.workspace import (
@@ -343,6 +344,8 @@ def signed_in(store: Store) -> AnnotatorSession | AdjudicatorSession | None:
         st.session_state["token"], st.session_state["browser_session"] = token, secret
     try:
         return sign_in(store, token)
+    except StoreUnavailable:
+        raise  # the database is down, not the token: the tab stays signed in (database_unavailable)
     except InputError as error:
         sign_out()
         flash("error", f"Signed out: {error}")
@@ -371,9 +374,14 @@ def main() -> None:
         return
     try:
         store = open_store(study)
+        page(store)
+    except StoreUnavailable:
+        database_unavailable()
     except InputError as error:
         st.error(str(error))
-        return
+
+
+def page(store: Store) -> None:
     session = signed_in(store)
     keep_cookie(st.session_state.get("browser_session"))
     if session is None:
@@ -385,6 +393,30 @@ def main() -> None:
         navigation(session)
         st.button("Sign out", on_click=sign_out)
     work(store)
+
+
+DATABASE_RETRY_S = 5
+
+
+def database_unavailable() -> None:
+    """While the store's database is down: a plain page that tries again, never a traceback. Labels
+    already saved are in the database; a submit it did not acknowledge said "Not saved" and kept its form.
+    The browser asks again every few seconds (a timed fragment); the server holds no thread waiting."""
+    st.warning(f"The label database is not answering right now. Labels already saved are safe. This page tries "
+               f"again every {DATABASE_RETRY_S} seconds; you can also reload it.")
+    st.session_state["database_down_at"] = time.monotonic()
+    retry_database()
+
+
+@st.fragment(run_every=DATABASE_RETRY_S)
+def retry_database() -> None:
+    if time.monotonic() - st.session_state.get("database_down_at", 0.0) < DATABASE_RETRY_S / 2:
+        return  # drawn with the page just now: the next tick asks
+    try:
+        open_store(os.environ["ACCORD_STUDY"]).n_tasks()
+    except InputError:
+        return
+    st.rerun(scope="app")  # back: the whole page again
 
 
 main()

@@ -73,6 +73,8 @@ class Context:
     console: Any
     base_url: str | None = None
     simulate: bool = False
+    store_moved: bool = False
+    """``--store-moved``: the store's location changed on purpose; fewer labels there may replace labels/human.jsonl."""
     _server: Any = None
 
     @property
@@ -349,6 +351,8 @@ def _annotate_run(ctx: Context) -> Outcome:
     check_generation(ctx.layout, "blind")
     tasks = load_tasks(ctx.layout.tasks)
     backend = annotation_backend(ctx)
+    if ctx.store_moved:
+        backend.allow_fewer_labels = True  # read by the coding app's backend before it loads or saves labels
     try:
         pushed = backend.push(tasks, load_orders(ctx.layout.orders, tasks))
         summary: dict[str, Any] = {"backend": backend.name, "tasks": pushed.n_tasks, "annotators": list(pushed.annotators)}
@@ -410,39 +414,47 @@ def _import_outputs(ctx: Context) -> list[Path]:
 
 
 def _import_run(ctx: Context) -> Outcome:
-    """Register a labels-only study's units, then import every table the study file names (replacing earlier ones)."""
-    from annotate.imports import HumanColumns, import_human_labels
-    from judges.imports import import_judge_labels
-    from samples.imports import MatchColumns, read_table, register_units, select, with_id_groups
+    """Register a labels-only study's units, then import every table the study file names (replacing earlier
+    ones): every table checked first, then all published as one generation (a failure changes nothing)."""
+    from annotate.imports import HumanColumns, human_import
+    from judges.imports import judge_import
+    from samples.imports import (MatchColumns, UnitMatcher, publish_import, read_table, select, units_from_rows,
+                                 with_id_groups)
 
     study, layout = ctx.study, ctx.layout
     summary: dict[str, Any] = {}
+    files: list[tuple[Path, Any]] = []
+    matcher = None
     if study.units is not None:
         u = study.units
         rows = with_id_groups(select(read_table(u.path, format=u.format), u.where), u.unit_column, u.id_pattern)
-        registered = register_units(layout, rows,
-                                    unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
-                                    strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
-        summary.update(units=registered.units)
-    wanted = set(_import_outputs(ctx))
-    for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir):
-        for old in folder.glob("*.jsonl") if folder.is_dir() else ():
-            if old not in wanted:
-                old.unlink()  # an import the study file no longer names
+        built = units_from_rows(layout, rows,
+                                unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
+                                strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
+        files += [(layout.units, built.units), (layout.key, built.key)]
+        matcher = UnitMatcher.of_records(layout, built.units, built.key)
+        summary.update(units=built.report.units)
+    matcher = matcher or UnitMatcher.for_study(layout)
     for h in study.human_labels:
         match = MatchColumns(unit=h.unit_column, task=h.task_column, trajectory=h.trajectory_column,
                              kind=h.kind_column, turn=h.turn_column)
         columns = HumanColumns(annotator=h.annotator_column, label=h.label_column,
                                annotators=tuple(h.annotator_columns), first_turn=h.first_turn_column)
-        report = import_human_labels(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
-                                     name=h.name, where=h.where)
+        report, labels = human_import(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
+                                      name=h.name, where=h.where, matcher=matcher)
+        files.append((report.written, labels))
         summary[f"human:{h.name}"] = report.labels
     for j in study.imported_judges():
         match = MatchColumns(unit=j.unit_column, trajectory=j.trajectory_column, kind=j.kind_column, turn=j.turn_column)
-        judged = import_judge_labels(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
-                                     output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
-                                     format=j.format, where=j.where)
+        judged, labels = judge_import(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
+                                      output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
+                                      format=j.format, where=j.where, matcher=matcher)
+        files.append((judged.written, labels))
         summary[f"judge:{j.name}"] = judged.ok
+    wanted = set(_import_outputs(ctx))
+    stale = [old for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir)
+             for old in (sorted(folder.glob("*.jsonl")) if folder.is_dir() else ()) if old not in wanted]
+    publish_import(layout, files, removed=stale)  # stale: imports the study file no longer names
     return Outcome(summary=summary)
 
 
@@ -693,14 +705,16 @@ def _write_state(root: Path, state: StudyState) -> None:
 def run_study(ctx: Context) -> RunResult:
     """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
     from agreement.documents import VerdictDocument, read_document
-    from samples.jsonl import write_json
+    from samples.jsonl import atomic_writer, writable_folder, write_json
 
     root = ctx.root
-    root.mkdir(parents=True, exist_ok=True)
+    writable_folder(root, "output")
     resolved = ctx.study.model_dump(mode="json")
     resolved_path = ctx.layout.resolved_study
-    if not resolved_path.is_file() or json.loads(resolved_path.read_text()) != resolved:
-        write_json(resolved_path, resolved)
+    previous = resolved_path.read_bytes() if resolved_path.is_file() else None
+    changed = previous is None or json.loads(previous) != resolved
+    if changed:
+        write_json(resolved_path, resolved)  # the stages (and the store's location) read the new settings
     maps = resolved.get("label_map") or []
     if maps and (not ctx.layout.label_map.is_file() or json.loads(ctx.layout.label_map.read_text()) != maps):
         write_json(ctx.layout.label_map, maps)
@@ -737,6 +751,14 @@ def run_study(ctx: Context) -> RunResult:
             _write_state(root, state)
             done.append({"stage": stage.name, "status": "ran", "summary": outcome.summary, "seconds": seconds})
             ctx.console.print(f"{label}: [bold]done[/] in {seconds:.1f} s  {_brief(outcome.summary)}")
+    except BaseException:
+        if changed:  # a failed run leaves the settings the study had (a moved store stays where its labels are)
+            if previous is None:
+                resolved_path.unlink(missing_ok=True)
+            else:
+                with atomic_writer(resolved_path) as handle:
+                    handle.write(previous)
+        raise
     finally:
         ctx.close()
     verdict = read_document(VerdictDocument, root) if waiting is None else None

@@ -20,3 +20,24 @@ def streamlit_command(script: Path, *, address: str, port: int) -> list[str]:
         "--server.address", address, "--server.port", str(port), "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "viewer", "--runner.postScriptGC", "false", "--server.fileWatcherType", "none",
     ]
+
+
+def check_address(address: str) -> str:
+    """``address`` if this machine can listen on it; else one InputError before anything starts (Streamlit
+    would print its URL, then fail in its own traceback)."""
+    import socket
+
+    from samples.errors import InputError
+
+    try:
+        family, kind, _, _, where = socket.getaddrinfo(address, None, type=socket.SOCK_STREAM,
+                                                       flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError, ValueError) as error:
+        raise InputError(f"--address {address!r}: not a host name or IP address ({error})") from None
+    with socket.socket(family, kind) as probe:
+        try:
+            probe.bind((where[0], 0))
+        except OSError as error:
+            raise InputError(f"--address {address!r}: cannot listen there ({error.strerror or error}); expected an "
+                             "address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    return address

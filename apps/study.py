@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agreement.estimate import MAX_RESAMPLES, MIN_RESAMPLES
 from samples.errors import InputError
 from samples.seed import DEFAULT_SEED
 
@@ -169,7 +170,7 @@ class LocalModels(_Section):
 class Validation(_Section):
     tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] = Field(
         description="Human-majority ties (accord validate --tie-policy).")
-    n_resamples: int = Field(ge=100, description="Cluster-bootstrap resamples.")
+    n_resamples: int = Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples.")
     seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
     level: float = Field(gt=0, lt=1, description="Confidence level.")
     weighted: bool = Field(default=False, description="Reweight by 1/inclusion probability.")
@@ -183,8 +184,8 @@ class Audit(_Section):
     model_field: str = Field(default="backbone", description="Stratum naming the evaluated model.")
     judge_families: dict[str, str] = Field(default_factory=dict, description="Judge name -> model family.")
     tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] = Field(description="Human-majority ties.")
-    n_resamples: int = Field(ge=100, description="Cluster-bootstrap resamples.")
-    n_permutations: int = Field(ge=100, description="Random permutations when exact enumeration is infeasible.")
+    n_resamples: int = Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples.")
+    n_permutations: int = Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Random permutations when exact enumeration is infeasible.")
     seed: int = Field(default=DEFAULT_SEED, description="Seed.")
     level: float = Field(gt=0, lt=1, description="Confidence level.")
 
@@ -200,7 +201,7 @@ class Preference(_Section):
     model_families: dict[str, str] = Field(default_factory=dict, description="Compared model -> family (default: "
                                                                              "inferred from the model name).")
     judge_families: dict[str, str] = Field(default_factory=dict, description="Judge name -> family (default: inferred).")
-    n_resamples: int = Field(default=2000, ge=100, description="Cluster-bootstrap resamples.")
+    n_resamples: int = Field(default=2000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples.")
     seed: int = Field(default=DEFAULT_SEED, ge=0, description="Bootstrap seed.")
     level: float = Field(default=0.95, gt=0, lt=1, description="Confidence level.")
 
@@ -241,7 +242,7 @@ class Score(_Section):
     force: bool = Field(default=False, description="Score without an accepted verdict (stamped UNACCEPTED).")
     tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] | None = Field(
         default=None, description="Human-majority ties for the corrections (default: the gate policy's).")
-    n_resamples: int = Field(ge=100, description="Bootstrap resamples per rate.")
+    n_resamples: int = Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Bootstrap resamples per rate.")
     seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
     level: float = Field(gt=0, lt=1, description="Confidence level.")
 
@@ -380,7 +381,12 @@ def _path(base: Path, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     if value.startswith(SHARED_PREFIX):
-        return (shared_folder() / value.removeprefix(SHARED_PREFIX)).resolve()
+        shared = shared_folder().resolve()
+        path = (shared / value.removeprefix(SHARED_PREFIX)).resolve()
+        if not path.is_relative_to(shared):  # '..', an absolute path or a link leading out of the shared folder
+            raise InputError(f"{value!r}: leads outside the shared folder {shared}; a shared: path names a file "
+                             "inside it")
+        return path
     return (base / value).resolve()
 
 
@@ -479,17 +485,22 @@ def load_study_file(path: str | Path, *, output: str | Path | None = None) -> St
     path = Path(path).resolve() if Path(path).exists() else Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a study file (study.toml)")
+    if not path.exists():
+        raise InputError(f"{path}: study file not found")
+    from samples.jsonl import read_settings
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: study file not found") from None
+        data = tomllib.loads(read_settings(path, "study file").decode("utf-8"))
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: invalid TOML ({error})") from None
     if "path" in data:
         raise InputError(f"{path}: unknown key 'path' at the top level")
-    data = _resolve(path.parent, data)
+    try:
+        data = _resolve(path.parent, data)
+    except InputError as error:
+        raise InputError(f"{path}: {error}") from None
     if output is not None:
         data["output"] = Path(output).resolve()
     try:

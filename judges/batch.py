@@ -49,8 +49,9 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
     """Write ``<judge>.<format>-batch.jsonl`` + ``.requests.jsonl`` for every uncached request."""
     from judges.runner import build_tasks
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from samples.jsonl import private_dir
+
+    out_dir = private_dir(out_dir)  # 0700: the requests carry the units' text
     cache = RequestCache(cache_path)
     written = []
     try:

@@ -21,7 +21,8 @@ from typing import Any
 from judges.records import JudgeLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.imports import MatchColumns, TableRow, UnitMatcher, collect, label_text, read_table, select
+from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, collect, label_text, read_table,
+                             select)
 from samples.layout import StudyLayout
 
 JUDGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]*$"
@@ -35,6 +36,8 @@ class JudgeImportReport:
     rows: int
     ok: int
     unscored: dict[str, int]
+    outside: int = 0
+    """Rows skipped by ``only_sample`` (about units the study does not have)."""
 
 
 def _raw_text(value: Any) -> str | None:
@@ -85,14 +88,32 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
 def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, match: MatchColumns, output_column: str,
                         output_kind: str | None = None, parse_mode: str = "strict", scheme: str | None = None,
                         format: str | None = None, where: dict[str, str] | None = None,
-                        rows: Sequence[TableRow] | None = None) -> JudgeImportReport:
+                        rows: Sequence[TableRow] | None = None, only_sample: bool = False) -> JudgeImportReport:
     """Import one judge's verdicts from a table into ``study`` (replacing an earlier import of that judge).
 
     ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
     """
-    import re
+    from samples.imports import publish_import
 
-    from samples.jsonl import write_jsonl
+    report, labels = judge_import(path, study, judge=judge, match=match, output_column=output_column,
+                                  output_kind=output_kind, parse_mode=parse_mode, scheme=scheme, format=format,
+                                  where=where, rows=rows, only_sample=only_sample)
+    publish_import(study, [(report.written, labels)])
+    return report
+
+
+def judge_import(path: str | Path, study: str | Path, *, judge: str, match: MatchColumns, output_column: str,
+                 output_kind: str | None = None, parse_mode: str = "strict", scheme: str | None = None,
+                 format: str | None = None, where: dict[str, str] | None = None,
+                 rows: Sequence[TableRow] | None = None, matcher: UnitMatcher | None = None,
+                 only_sample: bool = False) -> tuple[JudgeImportReport, list[JudgeLabel]]:
+    """The verdicts an import would write, every row checked, nothing written.
+
+    ``only_sample``: rows about units the study does not have are skipped and counted (a judge run over
+    the population is a superset of a labels-only study's units); without it they are errors.
+    ``matcher``: units not yet published (``accord import table``).
+    """
+    import re
 
     if not re.match(JUDGE_NAME, judge):
         raise InputError(f"--judge {judge!r}: expected letters, digits and _ . @ : + - (starting with a letter or digit)")
@@ -100,18 +121,29 @@ def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, matc
     rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    check_columns(rows, {"--unit-column": [match.unit], "--trajectory-column": [match.trajectory],
+                         "--kind-column": [match.kind], "--turn-column": [match.turn],
+                         "--output-column": [output_column]}, source=path)
+    matcher = matcher or UnitMatcher.for_study(layout)
+    outside = 0
+    if only_sample:
+        kept = collect(rows, lambda row: row if matcher.knows(row, match) else None)
+        outside = sum(row is None for row in kept)
+        rows = [row for row in kept if row is not None]
+        if not rows:
+            raise InputError(f"{path}: none of its {outside} row(s) is about a unit of the study; nothing to import")
     fingerprint = sha256_hex(["import", judge, file_sha256(path), format, output_column, output_kind, parse_mode, scheme,
                               dict(sorted((where or {}).items()))])
-    labels = judge_labels_from_rows(rows, UnitMatcher.for_study(layout), judge=judge, match=match,
+    labels = judge_labels_from_rows(rows, matcher, judge=judge, match=match,
                                     output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
                                     scheme=scheme, fingerprint=fingerprint)
     labels.sort(key=lambda r: r.unit_id)
     target = layout.imported_judge_labels_dir / f"{judge}.jsonl"
-    write_jsonl(target, labels, mode=0o600)
     unscored: dict[str, int] = {}
     for label in labels:
         if label.parse_status != "ok":
             reason = (label.unscored_reason or "unknown").split(":")[0]
             unscored[reason] = unscored.get(reason, 0) + 1
     return JudgeImportReport(path=path, written=target, judge=judge, rows=len(labels),
-                             ok=sum(label.parse_status == "ok" for label in labels), unscored=dict(sorted(unscored.items())))
+                             ok=sum(label.parse_status == "ok" for label in labels),
+                             unscored=dict(sorted(unscored.items())), outside=outside), labels

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from samples.errors import InputError
+from samples.jsonl import private_dir
 
 from judges.tables import file_errors
 
@@ -62,7 +63,7 @@ def exclusive(path: str | Path, *, what: str) -> Iterator[None]:
     """
     path = Path(path)
     with file_errors(path, "create the lock"):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from samples.errors import InputError
-from samples.jsonl import PRIVATE_FILE, atomic_writer, record_bytes
+from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes
 from samples.records import SampledUnit, Unit
 
 from judges.records import JudgeLabel
@@ -192,7 +192,7 @@ class _JsonlAppender:
             return
         if self._fd is None:
             with file_errors(self.path, "open for appending"):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(self.path.parent)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
         view = memoryview(data)
         while view:

@@ -11,11 +11,13 @@ from samples.errors import InputError
 
 def load_toml(path: str | Path, what: str) -> tuple[dict[str, Any], bytes]:
     """Parsed content and raw bytes; a missing or malformed file is an InputError naming it."""
+    from samples.jsonl import read_settings
+
     path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: {what} not found")
+    raw = read_settings(path, what)
     try:
-        raw = path.read_bytes()
         return tomllib.loads(raw.decode("utf-8")), raw
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a valid TOML {what} ({error})") from None

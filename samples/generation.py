@@ -46,14 +46,45 @@ STAGE_FILES: dict[str, Callable[[StudyLayout], list[Path]]] = {
 }
 """Every file each stage publishes, in commit order (the stage's own manifest last)."""
 
+CUMULATIVE_STAGES: dict[str, Callable[[StudyLayout], tuple[list[Path], list[Path], tuple[str, ...]]]] = {
+    "import": lambda layout: ([layout.units, layout.key],
+                              [layout.imported_labels_dir, layout.imported_judge_labels_dir], (".jsonl",)),
+    "report": lambda layout: ([], [layout.report_dir], (".html", ".md", ".png")),
+}
+"""Stages whose files are not a fixed list: the record names what their runs published. Each run of
+``accord import`` adds or replaces some files (units and key; one ``*.jsonl`` per import) and the
+record carries the rest; ``accord report`` removes what it no longer makes (``Generation.previous``).
+Value: (the stage's fixed files, the folders its other files live in, those files' suffixes)."""
+
 _HASH_CHUNK = 8 << 20
 
 
 def stage_files(layout: StudyLayout, stage: str) -> list[Path]:
+    """A stage's files; for a cumulative stage, the files its record names."""
+    if stage in CUMULATIVE_STAGES:
+        return [layout.root / name for name in _recorded(layout, stage)]
     try:
         return STAGE_FILES[stage](layout)
     except KeyError:
-        raise ValueError(f"stage {stage!r}: not a stage that publishes generations; known: {sorted(STAGE_FILES)}") from None
+        known = sorted([*STAGE_FILES, *CUMULATIVE_STAGES])
+        raise ValueError(f"stage {stage!r}: not a stage that publishes generations; known: {known}") from None
+
+
+def _recorded(layout: StudyLayout, stage: str) -> dict[str, dict[str, Any]]:
+    """{study-relative name: {sha256, bytes}} of the stage's current record ({} without one)."""
+    path = _record_path(layout, stage)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        return {str(name): {"sha256": str(e["sha256"]), "bytes": int(e["bytes"])} for name, e in record["files"].items()}
+    except FileNotFoundError:
+        return {}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise InputError(f"{path}: not a generation record; re-run `accord {stage}`") from None
+
+
+def _may_publish(layout: StudyLayout, stage: str, path: Path) -> bool:
+    fixed, folders, suffixes = CUMULATIVE_STAGES[stage](layout)
+    return path in fixed or (path.parent in folders and path.suffix in suffixes)
 
 
 def _record_path(layout: StudyLayout, stage: str) -> Path:
@@ -152,6 +183,15 @@ def _temps(layout: StudyLayout, stage: str) -> Iterator[Path]:
     for path in [*stage_files(layout, stage), _record_path(layout, stage), _journal_path(layout, stage)]:
         if path.parent.is_dir():
             yield from (candidate for candidate in path.parent.iterdir() if _is_temp(candidate, path))
+    if stage in CUMULATIVE_STAGES:
+        fixed, folders, suffixes = CUMULATIVE_STAGES[stage](layout)
+        for path in fixed:
+            if path.parent.is_dir():
+                yield from (c for c in path.parent.iterdir() if _is_temp(c, path))
+        for folder in folders:
+            if folder.is_dir():
+                yield from (c for c in folder.iterdir() if c.name.startswith(".") and c.name.endswith(".tmp")
+                            and any(f"{suffix}." in c.name for suffix in suffixes))
 
 
 def _clean_temps(layout: StudyLayout, stage: str) -> None:
@@ -176,8 +216,8 @@ def _roll_forward(layout: StudyLayout, stage: str) -> None:
     for folder in {(layout.root / name).parent for name in [*pending["files"], *pending["removed"]]}:
         if folder.is_dir():
             _fsync_dir(folder)
-    record = {"stage": stage, "files": {name: {"sha256": e["sha256"], "bytes": e["bytes"]}
-                                        for name, e in pending["files"].items()}}
+    files = {name: {"sha256": e["sha256"], "bytes": e["bytes"]} for name, e in pending["files"].items()}
+    record = {"stage": stage, "files": dict(sorted({**pending.get("carried", {}), **files}.items()))}
     write_json(_record_path(layout, stage), record)
     journal.unlink()
 
@@ -206,13 +246,17 @@ class Generation:
 
     def __init__(self, layout: StudyLayout, stage: str) -> None:
         self.layout, self.stage = layout, stage
+        self._cumulative = stage in CUMULATIVE_STAGES
         self._expected = stage_files(layout, stage)
         self._files: dict[Path, _HashingFile] = {}
         self._removed: set[Path] = set()
 
     def _check(self, path: Path) -> Path:
         path = Path(path)
-        if path not in self._expected:
+        if self._cumulative:
+            if not _may_publish(self.layout, self.stage, path):
+                raise ValueError(f"{path}: not a file stage {self.stage!r} publishes")
+        elif path not in self._expected:
             raise ValueError(f"{path}: not a file of stage {self.stage!r} ({[str(p) for p in self._expected]})")
         if path in self._files or path in self._removed:
             raise ValueError(f"{path}: already written in this generation")
@@ -226,6 +270,10 @@ class Generation:
         self._files[path] = _HashingFile(path)
         return self._files[path]
 
+    def previous(self) -> list[Path]:
+        """The files the stage's current record names (what the last run published)."""
+        return [self.layout.root / name for name in _recorded(self.layout, self.stage)]
+
     def write_bytes(self, path: Path, data: bytes) -> None:
         self.open(path).write(data)
 
@@ -235,7 +283,8 @@ class Generation:
         self.write_bytes(path, text.encode("utf-8"))
 
     def remove(self, path: Path) -> None:
-        """``path`` is no output of this run: the commit deletes any old copy."""
+        """``path`` is no output of this run: the commit deletes any old copy (and, in a cumulative
+        stage, its entry in the record)."""
         self._removed.add(self._check(path))
 
     def discard(self) -> None:
@@ -245,7 +294,8 @@ class Generation:
 
     def commit(self) -> dict[str, str]:
         """Publish every file at once; returns {study-relative name: sha256}."""
-        missing = [str(p) for p in self._expected if p not in self._files and p not in self._removed]
+        missing = [] if self._cumulative else [str(p) for p in self._expected
+                                                 if p not in self._files and p not in self._removed]
         if missing:
             raise ValueError(f"stage {self.stage!r}: generation lacks {missing}")
         root = self.layout.root
@@ -253,10 +303,14 @@ class Generation:
             file.handle.flush()
             os.fsync(file.handle.fileno())  # the data is on disk before any name points at it
             file.handle.close()
-        rel = {path: path.relative_to(root).as_posix() for path in self._expected}
+        rel = {path: path.relative_to(root).as_posix() for path in [*self._expected, *self._files, *self._removed]}
         files = {rel[path]: {"temp": file.temp.relative_to(root).as_posix(), "sha256": file.digest.hexdigest(),
                              "bytes": file.size} for path, file in self._files.items()}
-        journal = {"stage": self.stage, "files": files, "removed": [rel[p] for p in self._expected if p in self._removed]}
+        journal = {"stage": self.stage, "files": files,
+                   "removed": sorted(rel[p] for p in {*self._expected, *self._removed} if p in self._removed)}
+        if self._cumulative:  # the earlier runs' files this run neither replaced nor removed
+            gone = {*files, *journal["removed"]}
+            journal["carried"] = {n: e for n, e in _recorded(self.layout, self.stage).items() if n not in gone}
         with _flock(self.layout.locks / f"{self.stage}.commit.lock", fcntl.LOCK_EX):
             write_json(_journal_path(self.layout, self.stage), journal)
             _roll_forward(self.layout, self.stage)

@@ -77,6 +77,9 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
         raise InputError(f"{path}: file not found")
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a label table file")
+    from samples.jsonl import regular_file
+
+    regular_file(path, "label table")
     try:
         return _FORMATS[name](path)
     except PermissionError:
@@ -185,6 +188,26 @@ def select(rows: Sequence[TableRow], where: Mapping[str, str] | None) -> list[Ta
     return [row for row in rows if all(label_text(row.values.get(k)) == v for k, v in where.items())]
 
 
+def check_columns(rows: Sequence[TableRow], named: Mapping[str, Iterable[str | None]], *, source: str | Path) -> None:
+    """Every column an option names exists in the table: one line naming the option, the missing
+    column(s) and the columns that do exist (a typo must not import an annotator or judge with no labels)."""
+    present: dict[str, None] = {}
+    for row in rows:
+        present.update(dict.fromkeys(row.values))
+    missing = [(option, column) for option, columns in named.items() for column in columns
+               if column is not None and column not in present]
+    if missing:
+        what = "; ".join(f"{option}: no column {column!r}" for option, column in missing)
+        raise InputError(f"{source}: {what}; its columns: {sorted(present)}")
+
+
+def table_of(rows: Sequence[TableRow]) -> str | None:
+    """The file the rows came from (their ``where`` without the line or key)."""
+    import re
+
+    return re.sub(r"(:\d+|\[.*)$", "", rows[0].where) if rows else None
+
+
 def with_id_groups(rows: Sequence[TableRow], column: str, pattern: str | None) -> list[TableRow]:
     """Rows with the named groups of ``pattern`` (matched on ``column``) added as columns."""
     import re
@@ -246,7 +269,10 @@ class UnitMatcher:
     def for_study(cls, study: str | Path | StudyLayout) -> UnitMatcher:
         from samples.jsonl import decode_json_line, iter_jsonl_lines
 
+        from samples.generation import check_generation
+
         layout = StudyLayout.of(study)
+        check_generation(layout, "import")
         matcher = cls(layout=layout)
         for source in (layout.units, layout.key):
             if not source.is_file():
@@ -267,26 +293,51 @@ class UnitMatcher:
                              f"import units first (accord import units) or ingest trajectories")
         return matcher
 
-    def unit_of(self, row: TableRow, columns: MatchColumns) -> str:
-        """The unit id a row is about; an InputError naming the row when no unit matches."""
+    @classmethod
+    def of_records(cls, layout: StudyLayout, units: Sequence[Any], key: Sequence[Any]) -> UnitMatcher:
+        """The matcher of units and a key not yet published (``accord import table`` checks every label first)."""
+        matcher = cls(layout=layout)
+        for unit in units:
+            matcher.kinds[unit.unit_id] = unit.kind
+            matcher.by_place[(unit.trajectory_id, unit.kind, unit.focus_turn)] = unit.unit_id
+        for entry in key:
+            matcher.kinds[entry.unit_id] = entry.kind
+            matcher.task_unit[entry.task_id] = entry.unit_id
+        return matcher
+
+    def knows(self, row: TableRow, columns: MatchColumns) -> bool:
+        """Whether the row is about one of the study's units (False for a population row outside a
+        labels-only study's units; a malformed row still raises)."""
         if columns.unit is not None:
-            unit = str(row.get(columns.unit))
-            if unit not in self.kinds:
-                raise InputError(f"{row.where}: unit {unit!r} is not a unit of the study")
-            return unit
+            return identifier(row.get(columns.unit)) in self.kinds
         if columns.task is not None:
-            task = str(row.get(columns.task))
-            if task not in self.task_unit:
-                raise InputError(f"{row.where}: task {task!r} is not in the sealed key {self.layout.key}")
-            return self.task_unit[task]
-        trajectory, kind = str(row.get(columns.trajectory)), str(row.get(columns.kind))
+            return identifier(row.get(columns.task)) in self.task_unit
+        return self._place(row, columns) in self.by_place
+
+    def _place(self, row: TableRow, columns: MatchColumns) -> tuple[str, str, int | None]:
+        trajectory, kind = identifier(row.get(columns.trajectory)), identifier(row.get(columns.kind))
         turn = row.get(columns.turn, required=False)
         if turn is not None:
             try:
                 turn = int(turn)
             except (TypeError, ValueError):
                 raise InputError(f"{row.where}: column {columns.turn!r}: {turn!r} is not a turn number") from None
-        unit = self.by_place.get((trajectory, kind, turn))
+        return trajectory, kind, turn
+
+    def unit_of(self, row: TableRow, columns: MatchColumns) -> str:
+        """The unit id a row is about; an InputError naming the row when no unit matches."""
+        if columns.unit is not None:
+            unit = identifier(row.get(columns.unit))
+            if unit not in self.kinds:
+                raise InputError(f"{row.where}: unit {unit!r} is not a unit of the study")
+            return unit
+        if columns.task is not None:
+            task = identifier(row.get(columns.task))
+            if task not in self.task_unit:
+                raise InputError(f"{row.where}: task {task!r} is not in the sealed key {self.layout.key}")
+            return self.task_unit[task]
+        trajectory, kind, turn = place = self._place(row, columns)
+        unit = self.by_place.get(place)
         if unit is None:
             raise InputError(f"{row.where}: no {kind} unit of trajectory {trajectory!r}"
                              + (f" at turn {turn}" if turn is not None else ""))
@@ -310,6 +361,12 @@ def collect(rows: Iterable[TableRow], convert: Callable[[TableRow], Any]) -> lis
     if problems:
         raise InputError(f"{len(problems)} row(s) could not be imported; nothing was written", problems=problems)
     return out
+
+
+def identifier(value: Any) -> str:
+    """A unit, task, trajectory or cluster id cell as an id: surrounding whitespace dropped (``"u1 "`` and
+    ``"u1"`` are one unit everywhere an import reads ids, as a reader of the table sees them)."""
+    return str(value).strip()
 
 
 def label_text(value: Any) -> str:
@@ -340,35 +397,74 @@ class UnitRegistration:
     strata: tuple[str, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class RegisteredUnits:
+    """The units and sealed key of a labels-only study, built and checked but not yet published."""
+
+    units: list[Any]
+    key: list[Any]
+    report: UnitRegistration
+
+
 def register_units(study: str | Path | StudyLayout, rows: Sequence[TableRow], *, unit_column: str, kind: str | None,
                    kind_column: str | None = None, strata_columns: Sequence[str] = (),
-                   cluster_column: str | None = None, replace: bool = False) -> UnitRegistration:
+                   cluster_column: str | None = None, replace: bool = False,
+                   distinct_rows: bool = False) -> UnitRegistration:
+    """Register and publish a labels-only study's units and key (``units_from_rows``, then one generation)."""
+    layout = StudyLayout.of(study)
+    built = units_from_rows(layout, rows, unit_column=unit_column, kind=kind, kind_column=kind_column,
+                            strata_columns=strata_columns, cluster_column=cluster_column, replace=replace,
+                            distinct_rows=distinct_rows)
+    publish_import(layout, [(layout.units, built.units), (layout.key, built.key)])
+    return built.report
+
+
+def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *, unit_column: str, kind: str | None,
+                    kind_column: str | None = None, strata_columns: Sequence[str] = (),
+                    cluster_column: str | None = None, replace: bool = False,
+                    distinct_rows: bool = False) -> RegisteredUnits:
     """Units known only by id (with strata columns) and their sealed key: a study that starts from labels.
 
     ``replace`` (``accord run`` on a labels-only study, whose units come from its table
     alone) rewrites them. Each distinct unit id becomes a ``Unit`` with no text (nobody reads it here: the
     labels already exist) and a ``KeyEntry`` whose task id is derived from the unit id,
     inclusion probability 1 (every unit is in the "sample"), cluster = the cluster
-    column (e.g. the trace a turn belongs to) or the unit itself.
+    column (e.g. the trace a turn belongs to) or the unit itself. ``distinct_rows`` (a table of
+    units, one row each): a row repeating an earlier one exactly is an error, never silently merged.
+    Nothing is written: the caller publishes (``publish_import``).
     """
-    from samples.jsonl import write_jsonl
     from samples.records import UNIT_KINDS, KeyEntry, Unit
 
+    from samples.generation import check_generation
+
     layout = StudyLayout.of(study)
+    check_generation(layout, "import")  # finishes a killed import's commit, or deletes its temporary files
     if not replace and (layout.units.exists() or layout.key.exists()):
         raise InputError(f"{layout.root}: the study already has units ({layout.units.name} or the sealed key); "
                          f"a labels-only study registers its units once, into an empty study folder")
     if (kind is None) == (kind_column is None):
         raise InputError("give exactly one of --kind (one unit kind for every row) or --kind-column")
+    check_columns(rows, {"--unit-column": [unit_column], "--kind-column": [kind_column],
+                         "--strata-columns": strata_columns, "--cluster-column": [cluster_column]},
+                  source=table_of(rows) or layout.root)
+    if distinct_rows:
+        first: dict[tuple, str] = {}
+        repeats = [f"{row.where} repeats {first[k]}" for row in rows
+                   if first.setdefault(k := tuple(sorted((c, label_text(v)) for c, v in row.values.items())),
+                                       row.where) != row.where]
+        if repeats:
+            raise InputError(f"{len(repeats)} exact duplicate row(s) ({'; '.join(repeats[:5])}"
+                             + ("; ..." if len(repeats) > 5 else "") + "): a unit table lists each unit once; "
+                             "nothing was written")
     units: dict[str, Unit] = {}
 
     def convert(row: TableRow) -> None:
-        unit_id = str(row.get(unit_column))
-        unit_kind = kind if kind is not None else str(row.get(kind_column))
+        unit_id = identifier(row.get(unit_column))
+        unit_kind = kind if kind is not None else identifier(row.get(kind_column))
         if unit_kind not in UNIT_KINDS:
             raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
         strata = {name: label_text(row.get(name)) for name in strata_columns}
-        cluster = str(row.get(cluster_column)) if cluster_column else unit_id
+        cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id
         unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)
         known = units.setdefault(unit_id, unit)
         if known != unit:
@@ -383,11 +479,23 @@ def register_units(study: str | Path | StudyLayout, rows: Sequence[TableRow], *,
     key = [KeyEntry(task_id=task_id(salt, u.unit_id), unit_id=u.unit_id, trajectory_id=u.trajectory_id, kind=u.kind,
                     strata=u.strata, stratum="|".join(f"{k}={v}" for k, v in sorted(u.strata.items())) or "all",
                     inclusion_prob=1.0) for u in ordered]
-    write_jsonl(layout.units, ordered)
-    layout.sealed_dir.mkdir(parents=True, exist_ok=True)
-    layout.sealed_dir.chmod(0o700)
-    write_jsonl(layout.key, key, mode=0o600)
     kinds: dict[str, int] = {}
     for unit in ordered:
         kinds[unit.kind] = kinds.get(unit.kind, 0) + 1
-    return UnitRegistration(units=len(ordered), kinds=dict(sorted(kinds.items())), strata=tuple(strata_columns))
+    return RegisteredUnits(units=ordered, key=key, report=UnitRegistration(
+        units=len(ordered), kinds=dict(sorted(kinds.items())), strata=tuple(strata_columns)))
+
+
+def publish_import(study: str | Path | StudyLayout, files: Sequence[tuple[Path, Sequence[Any]]], *,
+                   removed: Sequence[Path] = ()) -> None:
+    """Publish what an import built as one generation of the ``import`` stage (``samples.generation``):
+    a failed or killed import leaves the study as it was, and a rerun starts clean."""
+    from samples.generation import publishing
+    from samples.jsonl import record_bytes
+
+    layout = StudyLayout.of(study)
+    with publishing(layout, "import") as generation:
+        for path, records in files:
+            generation.write_bytes(path, b"".join(record_bytes(record) for record in records))
+        for path in removed:
+            generation.remove(path)

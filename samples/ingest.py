@@ -37,6 +37,7 @@ from samples.jsonl import (
     iter_jsonl_blocks,
     numbered_lines,
     os_error_message,
+    regular_file,
     record_bytes,
 )
 from samples.layout import StudyLayout
@@ -244,6 +245,7 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
     reader = get_adapter(adapter)
     paths = [Path(p) for p in inputs]
     for path in paths:
+        regular_file(path, "trajectory file")  # by type first: opening a FIFO would wait forever
         try:
             with open(path, "rb"):
                 pass

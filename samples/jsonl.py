@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -95,6 +96,20 @@ def private_dir(path: str | Path) -> Path:
     return path
 
 
+def writable_folder(path: str | Path, what: str) -> Path:
+    """``path`` created 0700 (if missing) and proven writable by a probe file; else one InputError
+    naming ``what`` (an output such as ``/proc/self`` or a read-only folder fails here, before any stage)."""
+    path = Path(path)
+    try:
+        private_dir(path)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise InputError(f"{what} {str(path)!r}: accord cannot write there ({error.strerror or error}); expected a "
+                         "folder of your own on a writable disk") from None
+    return path
+
+
 def private_file(path: str | Path) -> Path:
     """Create ``path`` empty as a 0600 file (whatever the umask) unless it exists, in a 0700 folder.
 
@@ -159,8 +174,45 @@ def write_json(path: str | Path, obj: Any, *, mode: int = PRIVATE_FILE) -> None:
 
 
 def _open(path: Path) -> IO[bytes]:
+    regular_file(path)
     try:
         return open(path, "rb", buffering=_BUFFER)
+    except OSError as error:
+        raise InputError(os_error_message(path, error)) from None
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+MAX_SETTINGS_BYTES = 16 << 20
+"""Largest plan, policy, study, prompt or judges file read (``read_settings``): settings, not data."""
+
+
+def regular_file(path: str | Path, what: str = "input") -> Path:
+    """``path`` if it is a regular file; else one InputError, decided by its type before anything reads
+    it: a FIFO would block the open forever and /dev/zero would fill memory."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise InputError(os_error_message(path, error)) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a folder; expected a file")
+    for test, kind in _SPECIAL:
+        if test(mode):
+            raise InputError(f"{path}: {what} is {kind}, not a regular file")
+    return path
+
+
+def read_settings(path: str | Path, what: str) -> bytes:
+    """The bytes of a small settings file the user named, refused by type and size before reading."""
+    path = regular_file(path, what)
+    size = path.stat().st_size
+    if size > MAX_SETTINGS_BYTES:
+        raise InputError(f"{path}: {what} of {size} bytes; expected at most {MAX_SETTINGS_BYTES} (a settings file)")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_SETTINGS_BYTES + 1)[:MAX_SETTINGS_BYTES]
     except OSError as error:
         raise InputError(os_error_message(path, error)) from None
 

@@ -114,11 +114,13 @@ class SamplingPlan(_PlanPart):
 
 def load_plan(path: str | Path) -> tuple[SamplingPlan, str]:
     """The plan and the sha256 of its file; every problem names the file and field."""
+    from samples.jsonl import read_settings
+
     path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: sampling plan not found")
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: sampling plan not found") from None
+        data: dict[str, Any] = tomllib.loads(read_settings(path, "sampling plan").decode("utf-8"))
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:

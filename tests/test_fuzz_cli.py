@@ -364,6 +364,71 @@ CASES += [Case(c.id, c.argv, c.setup, "full", c.xfail) for c in [
 ]]
 
 
+# --- special files, huge counts (issue #23): refused by type or bound before anything reads or allocates ---
+
+
+def _fifo(name: str) -> Callable[[Path], None]:
+    """A named pipe: opening it for reading would wait for a writer forever."""
+    def setup(root: Path) -> None:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+    return setup
+
+
+def _zero(name: str) -> Callable[[Path], None]:
+    """A link to /dev/zero: an endless file, read whole it fills memory."""
+    def setup(root: Path) -> None:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        path.symlink_to("/dev/zero")
+    return setup
+
+
+HUGE = "10000000000000"
+CASES += [
+    Case("ingest-input-dev-zero", (*ING, "/dev/zero", *ISE_IN)),
+    Case("ingest-input-fifo", (*ING, "{root}/in.jsonl", *ISE_IN), _fifo("in.jsonl")),
+    Case("sample-plan-dev-zero", ("sample", "{study}", "--plan", "/dev/zero")),
+    Case("sample-plan-fifo", ("sample", "{study}", "--plan", "{root}/p.toml"), _fifo("p.toml")),
+    Case("run-study-file-dev-zero", ("run", "/dev/zero")),
+    Case("run-study-file-fifo", ("run", "{root}/s.toml"), _fifo("s.toml")),
+    Case("judge-config-dev-zero", ("judge", "run", "--study", "{study}", "--config", "/dev/zero")),
+    Case("judge-config-fifo", ("judge", "run", "--study", "{study}", "--config", "{root}/j.toml"), _fifo("j.toml")),
+    Case("import-units-csv-dev-zero", ("import", "units", "/dev/zero", "--format", "csv", "--study", "{root}/new",
+                                       "--unit-column", "id", "--kind", "identify_trajectory")),
+    Case("import-units-csv-fifo", ("import", "units", "{root}/u.csv", "--study", "{root}/new", "--unit-column", "id",
+                                   "--kind", "identify_trajectory"), _fifo("u.csv")),
+    Case("store-file-dev-zero", ("store", "status", "--study", "{study}"), _zero("study/labels/store.sqlite")),
+    Case("app-address-bogus", ("app", "--study", "{study}", "--address", "999.1.1.1")),
+    Case("app-address-not-this-machine", ("app", "--study", "{study}", "--address", "192.0.2.1")),
+    Case("agree-bootstrap-huge", ("agree", "{root}/t.csv", "--bootstrap", HUGE),
+         _write("t.csv", "unit,rater,label\nu1,r1,yes\nu1,r2,no\nu2,r1,no\nu2,r2,no\n")),
+]
+CASES += [Case(c.id, c.argv, c.setup, "full", c.xfail) for c in [
+    Case("gate-policy-dev-zero", ("gate", FULL, "--policy", "/dev/zero")),
+    Case("gate-policy-fifo", ("gate", FULL, "--policy", "{root}/p.toml"), _fifo("p.toml")),
+    Case("gate-policy-resamples-huge", ("gate", FULL, "--policy", "{root}/policy.toml"),
+         _replace("policy.toml", "n_resamples = 2000", f"n_resamples = {HUGE}")),
+    Case("validate-resamples-huge", ("validate", FULL, "--n-resamples", HUGE)),
+    Case("quality-resamples-huge", ("quality", FULL, "--n-resamples", HUGE)),
+    Case("audit-resamples-huge", ("audit", FULL, "--judge", "aggarwal-strict", "--positive", "ABSTAIN",
+                                  "--n-resamples", HUGE)),
+    Case("audit-permutations-huge", ("audit", FULL, "--judge", "aggarwal-strict", "--positive", "ABSTAIN",
+                                     "--n-permutations", HUGE)),
+    Case("audit-model-field-missing", ("audit", FULL, "--judge", "aggarwal-strict", "--positive", "ABSTAIN",
+                                       "--model-field", "modle", "--n-resamples", "100", "--n-permutations", "100")),
+    Case("score-resamples-huge", ("score", FULL, "--identify-judge", "aggarwal-strict", "--escalate-judge",
+                                  "aggarwal-strict", "--n-resamples", HUGE)),
+    Case("run-study-resamples-huge", ("run", "{root}/study.toml"), _replace("study.toml", "n_resamples = 200",
+                                                                          f"n_resamples = {HUGE}")),
+    Case("run-output-proc-self", ("run", "{root}/study.toml"), _replace("study.toml", 'output = "out"',
+                                                                       'output = "/proc/self"')),
+]]
+
+
 # --- the suite -------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ given), or t intervals from the analytic SE with --bootstrap 0.
 from __future__ import annotations
 
 import argparse
+
+from apps.commands import resamples
 import math
 from typing import Any
 
@@ -37,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "circular or bipolar")
     parser.add_argument("--alpha-level", default="nominal",
                         help="Krippendorff's alpha metric: nominal (default), ordinal, interval or ratio")
-    parser.add_argument("--bootstrap", type=int, default=10_000, metavar="N",
+    parser.add_argument("--bootstrap", type=resamples, default=10_000, metavar="N",
                         help="bootstrap resamples for the CIs (default 10000; 0 = analytic t intervals)")
     parser.add_argument("--seed", type=int, help="bootstrap seed (default: accord's DEFAULT_SEED, 20261129)")
     parser.add_argument("--tie-policy", default="exclude",

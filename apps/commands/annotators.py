@@ -76,10 +76,12 @@ def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, i
     from annotate.store import blinding_seed
     from annotate.tasks import check_name, load_orders, load_tasks
     from samples.errors import InputError
+    from samples.generation import check_generation
 
     check_name(name)
     if role != "annotator" or not layout.tasks.is_file():
         return store.add_annotator(name, role), 0
+    check_generation(layout, "blind")  # the tasks and orders of one blind run, never a mix
     tasks = load_tasks(layout.tasks)
     orders = load_orders(layout.orders, tasks)
     seed = blinding_seed(layout)

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from apps.streamlit_command import streamlit_command
+from apps.streamlit_command import check_address, streamlit_command
 from samples.errors import InputError
 
 STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{layout.tasks}: not found; run `accord blind` first (the app only serves blinded tasks)")
     if not 1 <= args.port <= 65535:
         raise InputError(f"--port {args.port}: expected 1..65535")
+    check_address(args.address)
     backend = AppBackend(study=study)
     report = backend.push_files(layout.blind_dir)
     if args.json:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 from samples.seed import DEFAULT_SEED
 
+from apps.commands import resamples
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help="study folder (or use --table)")
@@ -35,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
                         help="the human reference: resolved (the adjudicated label where one exists, else the "
                              "majority; the default) or human_majority (independent labels only)")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
-    parser.add_argument("--n-permutations", type=int, default=20_000,
+    parser.add_argument("--n-resamples", type=resamples, default=10_000, help="cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--n-permutations", type=resamples, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--output-column", required=True, help="column holding the judge's raw output or label")
     judge.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                        help="import only the rows holding VALUE in COLUMN (repeatable), e.g. scorer=model_graded_qa")
+    judge.add_argument("--only-sample", action="store_true",
+                       help="skip (and count) rows about units the study does not have: a judge run over the "
+                            "population is a superset of the human sample; without it such rows are errors")
     _judge_options(judge)
 
     table = sub.add_parser("table", help="units, human labels and judge verdicts from one table (wide or long)")
@@ -121,10 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
     from samples.errors import InputError
 
-    if not args.study.is_dir():
-        if args.action not in ("units", "table") or args.study.exists():
-            raise InputError(f"--study {str(args.study)!r}: not a study folder")
-        args.study.mkdir(parents=True)
+    if not args.study.is_dir() and (args.action not in ("units", "table") or args.study.exists()):
+        raise InputError(f"--study {str(args.study)!r}: not a study folder")
     report = {"units": _units, "human-labels": _human, "judge-labels": _judge, "table": _table}[args.action](args)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
@@ -139,7 +140,7 @@ def _register(args: argparse.Namespace, rows) -> dict:
 
     registered = register_units(args.study, rows, unit_column=args.unit_column, kind=args.kind,
                                 kind_column=args.kind_column, strata_columns=args.strata_columns,
-                                cluster_column=args.cluster_column)
+                                cluster_column=args.cluster_column, distinct_rows=True)
     return {"units": registered.units, "kinds": registered.kinds, "strata": list(registered.strata)}
 
 
@@ -169,9 +170,11 @@ def _human(args: argparse.Namespace) -> dict:
 def _judge_report(report) -> dict:
     unscored = ", ".join(f"{k} {n}" for k, n in report.unscored.items())
     return {"judge": report.judge, "rows": report.rows, "ok": report.ok, "unscored": report.unscored,
-            "written": str(report.written),
+            "outside_study": report.outside, "written": str(report.written),
             "line": f"imported {report.rows} verdicts of judge {report.judge!r} ({report.ok} labelled"
-                    + (f"; unscored: {unscored}" if unscored else "") + f") into {report.written}"}
+                    + (f"; unscored: {unscored}" if unscored else "") + f") into {report.written}"
+                    + (f"; skipped {report.outside} row(s) about units the study does not have (--only-sample)"
+                       if report.outside else "")}
 
 
 def _where(pairs: list[str]) -> dict[str, str]:
@@ -192,19 +195,20 @@ def _judge(args: argparse.Namespace) -> dict:
     report = import_judge_labels(args.file, args.study, judge=args.judge, match=_match(args),
                                  output_column=args.output_column, output_kind=args.output_kind,
                                  parse_mode=args.parse_mode, scheme=args.scheme, format=args.format,
-                                 where=_where(args.where))
+                                 where=_where(args.where), only_sample=args.only_sample)
     body = _judge_report(report)
     body["lines"] = [body.pop("line")]
     return body
 
 
 def _table(args: argparse.Namespace) -> dict:
-    from annotate.imports import HumanColumns, import_human_labels
-    from judges.imports import import_judge_labels
-    from samples.imports import MatchColumns, read_table
-
+    """Every row checked (units, key, human labels, each judge) before anything is written; then one generation."""
+    from annotate.imports import HumanColumns, human_import
+    from judges.imports import judge_import
     from samples.errors import InputError
-    from samples.imports import label_text
+    from samples.imports import (MatchColumns, UnitMatcher, check_columns, label_text, publish_import, read_table,
+                                 units_from_rows)
+    from samples.layout import StudyLayout
 
     rows = read_table(args.file, format=args.format)
     long = args.rater_column is not None
@@ -214,24 +218,34 @@ def _table(args: argparse.Namespace) -> dict:
     overlap = sorted(set(args.annotator_columns) & set(args.judge_columns))
     if overlap:
         raise InputError(f"columns {overlap} are named both as annotators and as judges")
-    body = _register(args, rows)
+    check_columns(rows, {"--annotator-columns": args.annotator_columns, "--judge-columns": args.judge_columns,
+                         "--rater-column": [args.rater_column], "--label-column": [args.label_column]},
+                  source=args.file)
+    layout = StudyLayout.of(args.study)
+    built = units_from_rows(layout, rows, unit_column=args.unit_column, kind=args.kind, kind_column=args.kind_column,
+                            strata_columns=args.strata_columns, cluster_column=args.cluster_column)
+    body = {"units": built.report.units, "kinds": built.report.kinds, "strata": list(built.report.strata)}
+    matcher = UnitMatcher.of_records(layout, built.units, built.key)
     match = MatchColumns(unit=args.unit_column)
     if long:
         judged = set(args.judges)
         people = [r for r in rows if label_text(r.get(args.rater_column)) not in judged]
-        human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
-                                    rows=people, columns=HumanColumns(annotator=args.rater_column,
-                                                                      label=args.label_column))
+        human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
+                                         rows=people, matcher=matcher,
+                                         columns=HumanColumns(annotator=args.rater_column, label=args.label_column))
         outputs = [(name, args.label_column, [r for r in rows if label_text(r.get(args.rater_column)) == name])
                    for name in args.judges]
     else:
-        human = import_human_labels(args.file, args.study, match=match, format=args.format, scheme=args.scheme,
-                                    columns=HumanColumns(annotators=args.annotator_columns))
+        human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
+                                         matcher=matcher, columns=HumanColumns(annotators=args.annotator_columns))
         outputs = [(name, name, rows) for name in args.judge_columns]
-    judges = [_judge_report(import_judge_labels(args.file, args.study, judge=name, match=match, output_column=column,
-                                                output_kind=args.output_kind, parse_mode=args.parse_mode,
-                                                scheme=args.scheme, format=args.format, rows=judge_rows))
-              for name, column, judge_rows in outputs]
+    judged_files = [judge_import(args.file, layout, judge=name, match=match, output_column=column, matcher=matcher,
+                                 output_kind=args.output_kind, parse_mode=args.parse_mode, scheme=args.scheme,
+                                 format=args.format, rows=judge_rows)
+                    for name, column, judge_rows in outputs]
+    publish_import(layout, [(layout.units, built.units), (layout.key, built.key), (human.written, human_rows),
+                            *[(report.written, labels) for report, labels in judged_files]])
+    judges = [_judge_report(report) for report, _ in judged_files]
     body.update(human_labels=human.labels, judges=judges)
     body["lines"] = [f"registered {body['units']} units in {args.study}",
                      f"imported {human.labels} human labels from {len(human.annotators)} annotator(s)",

@@ -105,6 +105,7 @@ def _judges(args: argparse.Namespace) -> list[Any]:
 
 def _units(args: argparse.Namespace) -> list[Any]:
     from samples.errors import InputError
+    from samples.generation import check_generation
     from samples.layout import StudyLayout
 
     from judges.tables import read_units
@@ -112,8 +113,10 @@ def _units(args: argparse.Namespace) -> list[Any]:
     path = args.units
     if path is None:
         layout = StudyLayout.of(args.study)
-        for candidate in (layout.sample, layout.units):
+        for stages, candidate in ((("sample",), layout.sample), (("ingest", "import"), layout.units)):
             if candidate.exists():
+                for stage in stages:  # the units of one run of the stage that wrote them, never a mix
+                    check_generation(layout, stage)
                 path = candidate
                 break
         else:

@@ -13,11 +13,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="jsonl", help="file format (default jsonl)")
     parser.add_argument("--out", help="output file (default STUDY/labels/human.<format>)")
     parser.add_argument("--role", choices=("independent", "adjudication"), help="only this role (default both)")
+    parser.add_argument("--store-moved", action="store_true",
+                        help="rewrite labels/human.jsonl even from a store holding fewer labels than it (a store moved on purpose)")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.export import export_labels
+    from annotate.export import check_not_fewer, export_labels
     from annotate.gold import load_gold, split_labels
     from annotate.store import Store
     from samples.layout import StudyLayout
@@ -27,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
     labels, _ = split_labels(store.labels(role=args.role), load_gold(layout))  # gold labels stay sealed
     app_labels = layout.app_labels
     out = Path(args.out) if args.out else app_labels.with_suffix(f".{args.format}")
+    if out == app_labels:
+        check_not_fewer(out, len(labels), source=store.location, study=layout.root, allowed=args.store_moved)
     export_labels(labels, out, format=args.format)
     roles = {role: sum(1 for row in labels if row.role == role) for role in ("independent", "adjudication")}
     if args.json:

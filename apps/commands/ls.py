@@ -68,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     from annotate.tasks import load_orders, load_tasks
 
+    from samples.generation import check_generation
     from samples.layout import StudyLayout
 
     layout = StudyLayout.of(args.study)
+    if args.tasks is None or args.orders is None:
+        check_generation(layout, "blind")  # the study's tasks and orders of one blind run, never a mix
     tasks = load_tasks(args.tasks or layout.tasks)
     orders = load_orders(args.orders or layout.orders, tasks)
     report = backend.push(tasks, orders)

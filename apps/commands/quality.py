@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from apps.commands import resamples
+
 DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": 0.95}
 
 
@@ -23,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", help="gate policy TOML: its settings and its [quality] flag rule")
     parser.add_argument("--tie-policy", help="without --policy: tied majority of the others: exclude (default), "
                                              "needs-adjudication, positive or negative")
-    parser.add_argument("--n-resamples", type=int, help="without --policy: cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--n-resamples", type=resamples, help="without --policy: cluster bootstrap resamples (default 10000)")
     parser.add_argument("--level", type=float, help="without --policy: confidence level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
 

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="wait for people in the coding app even if the study asks for the simulated panel")
     parser.add_argument("--base-url", help="a running llama-server for `local` judges and demo generators "
                                            "(default: the study's local_models.server_name, started if needed)")
+    parser.add_argument("--store-moved", action="store_true",
+                        help="the coding app's store location changed on purpose: go on with the new store even if it "
+                             "holds fewer labels than labels/human.jsonl (else: move them with accord store copy)")
     parser.add_argument("--quiet", action="store_true", help="no stage progress; only each judge's verdict line")
     parser.add_argument("--json", action="store_true", help="print what each stage did as JSON")
 
@@ -44,9 +47,13 @@ def run(args: argparse.Namespace) -> int:
     if simulate and not study.annotation.simulated_panel:
         raise InputError(f"{study.path}: --simulate-annotators needs annotation.simulated_panel "
                          "{name = flip_prob} for the blinding annotators")
+    from samples.jsonl import writable_folder
+
+    writable_folder(study.output, "output")  # before the first line: a bad output is one line, nothing else
     console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False, quiet=args.quiet)
     console.print(f"accord run: study {study.study.name!r} -> {study.output}")
-    result = run_study(Context(study=study, console=console, base_url=args.base_url, simulate=simulate))
+    result = run_study(Context(study=study, console=console, base_url=args.base_url, simulate=simulate,
+                                 store_moved=args.store_moved))
     if args.json:
         print(json.dumps({"study": str(study.path), "output": str(study.output), "stages": result.stages,
                           "waiting": result.waiting, "verdict": result.verdict}, indent=2, sort_keys=True))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from samples.seed import DEFAULT_SEED
 
+from apps.commands import resamples
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (trajectories.jsonl, units.jsonl, judges/labels.jsonl, gate/)")
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", choices=("resolved", "human_majority"), default="resolved",
                         help="human reference of the corrections: resolved (the adjudicated label where one exists, "
                              "else the majority; the default) or human_majority")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--n-resamples", type=resamples, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--json", action="store_true", help="print the score document as JSON")

@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
                 "integrity": store.integrity_check(),
                 "tables": {name: {"rows": t.rows, "sha256": t.sha256} for name, t in tables.items()}}
     else:
+        target_url = check_store_url(args.to, where="--to") if args.to else store_location(layout)  # a password first
         if not layout.store.is_file():
             raise InputError(f"{layout.store}: no SQLite store to copy (the study has not used its file)")
-        target_url = check_store_url(args.to, where="--to") if args.to else store_location(layout)
         if not isinstance(target_url, str):
             raise InputError(f"no target store: set ACCORD_STORE_URL or the study file's [annotation] options.store "
                              f"to the database URL, or give --to (the study's store is still {layout.store})")

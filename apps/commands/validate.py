@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 from samples.seed import DEFAULT_SEED
 
+from apps.commands import resamples
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tied human majority: exclude (default), needs-adjudication, positive or negative")
     parser.add_argument("--weighted", action="store_true",
                         help="reweight every estimate by 1/inclusion probability of the sample design")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="cluster bootstrap resamples (default 10000)")
+    parser.add_argument("--n-resamples", type=resamples, default=10_000, help="cluster bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     parser.add_argument("--by-codebook", action="store_true",

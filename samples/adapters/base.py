@@ -24,6 +24,7 @@ from samples.jsonl import (
     json_text,
     numbered_lines,
     os_error_message,
+    regular_file,
 )
 from samples.records import Trajectory
 
@@ -312,6 +313,7 @@ def iter_source(path: Path) -> Iterator[tuple[str, Any]]:
         return
     from samples.errors import InputError
 
+    regular_file(path)
     try:
         raw = path.read_bytes()
     except OSError as error:

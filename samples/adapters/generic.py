@@ -32,7 +32,7 @@ from samples.adapters.base import (
 )
 from samples.adapters.openai_messages import messages_to_steps
 from samples.errors import InputError
-from samples.jsonl import json_text, os_error_message
+from samples.jsonl import json_text, os_error_message, regular_file
 from samples.records import Step, Trajectory
 from samples.vocabulary import infer_family
 
@@ -73,6 +73,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, Any]]:
     quote or a repeated header name stops the file with its line."""
     # the csv module refuses fields over 128 KiB by default; trajectories hold longer texts
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
+    regular_file(path)
     try:
         handle = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as error:

@@ -167,6 +167,7 @@ def test_late_annotator_refusals_leave_the_store_as_it_was(tmp_path, capsys, eng
         code, _, err = accord(capsys, "annotators", "add", bad, "--study", str(study))
         assert code == 2 and "not a valid annotator name" in err and err.count("\n") == 1
     (study / "blind" / "audit.json").unlink()  # a blinded folder written by hand: no seed to order by
+    (study / ".generations" / "blind.json").unlink()  # (and no generation record: readers check one that exists)
     code, _, err = accord(capsys, "annotators", "add", "dan", "--study", str(study))
     assert code == 2 and "no blinding seed recorded; 'dan' was not named at blind time" in err
     store = Store.for_study(study)

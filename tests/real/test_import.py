@@ -76,7 +76,7 @@ def test_raw_json_outputs_go_through_the_live_parsers(study, tmp_path):
     ("item,ann,label\nt1|m1,alice,perhaps\n", ["--annotator-column", "ann", "--label-column", "label"],
      "{file}:2: label 'perhaps' is not one of ['yes', 'no'] (scheme 'identify')"),
     ("item,ann,label\nt1|m1,alice,yes\n", ["--annotator-column", "who", "--label-column", "label"],
-     "{file}:2: no column 'who'; columns: ['ann', 'item', 'label']"),
+     "{file}: --annotator-column: no column 'who'; its columns: ['ann', 'item', 'label']"),
     ("item,ann,label\nt1|m1,alice\n", ["--annotator-column", "ann", "--label-column", "label"],
      "{file}:2: 2 fields; the header has 3"),
     ('item,ann,label\nt1|m1,"alice,yes\n', ["--annotator-column", "ann", "--label-column", "label"],
