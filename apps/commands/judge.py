@@ -159,8 +159,11 @@ def _print_summary(summary: Any) -> None:
 
     console = Console()
     title = "dry run: calls that would be made" if summary.dry_run else f"judge run {summary.run_id} ({summary.seconds:.1f} s)"
+    from apps.tables import name_column
+
     table = Table(title=title)
-    columns = ["judge", "units", "done before", "cache hits", "calls"]
+    name_column(table, "judge", [j.judge for j in summary.judges])
+    columns = ["units", "done before", "cache hits", "calls"]
     columns += ["est. input tok", "est. output tok", "est. cost $"] if summary.dry_run else [
         "ok", "unscored", "retries", "failed", "tokens in/out", "cost $"]
     for column in columns:
@@ -204,12 +207,19 @@ def _list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
-    table = Table(title="shipped prompts")
-    for column in ("name", "version", "output", "unit kinds", "sha256", "source"):
-        table.add_column(column)
+    from apps.tables import name_column
+
+    table = Table(title="shipped prompts", show_edge=False)
+    name_column(table, "name", [p["name"] for p in prompts])
+    name_column(table, "version", [p["version"] for p in prompts])
+    name_column(table, "output", [p["output"] for p in prompts])
+    name_column(table, "unit kinds", ["\n".join(p["unit_kinds"]) for p in prompts])
+    name_column(table, "sha256", [p["sha256"][:8] for p in prompts])
     for p in prompts:
-        table.add_row(p["name"], p["version"], p["output"], ", ".join(p["unit_kinds"]), p["sha256"][:12], p["source"])
+        table.add_row(p["name"], p["version"], p["output"], "\n".join(p["unit_kinds"]), p["sha256"][:8])
     console.print(table)
+    for p in prompts:  # below the table: a source is prose, and the names above must stay whole
+        console.print(f"{p['name']}: {p['source']}", soft_wrap=True, highlight=False)
     console.print("providers: " + ", ".join(data["providers"]) + "   (rule models: ehq, aggarwal)")
     console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
     for j in configured:

@@ -55,8 +55,11 @@ def _print(status: dict) -> None:
 
     console = Console()
     console.print(f"study {status['study']!r}: {status['output']}")
+    from apps.tables import name_column
+
     stages = Table(title="stages")
-    for column in ("stage", "state", "seconds", "finished"):
+    name_column(stages, "stage", [row["stage"] for row in status["stages"]])
+    for column in ("state", "seconds", "finished"):
         stages.add_column(column)
     for row in status["stages"]:
         colour = {"done": "green", "stale": "yellow", "pending": "red"}[row["state"]]
@@ -72,15 +75,17 @@ def _print(status: dict) -> None:
     if labels.get("codebook_note"):
         console.print(f"[yellow]{labels['codebook_note']}[/]")
     table = Table(title=f"labels per annotator ({labels['tasks']} tasks)")
-    for column in ("annotator", "labelled", "assigned", "backend"):
+    name_column(table, "annotator", labels["annotators"])
+    for column in ("labelled", "assigned", "backend"):
         table.add_column(column)
     for name, row in labels["annotators"].items():
         table.add_row(name, str(row["labelled"]), str(row["assigned"]), ", ".join(row["backends"]))
     console.print(table)
     logged = status["judges"]
     judges = Table(title=f"judges ({logged['runs']} runs logged, {logged['imported']} imported)")
-    for column in ("judge", "labels", "ok", "unscored", "from"):
-        judges.add_column(column, overflow="fold")
+    name_column(judges, "judge", logged["labels"])
+    for column in ("labels", "ok", "unscored", "from"):
+        judges.add_column(column)
     for name, row in logged["labels"].items():
         judges.add_row(name, str(row["rows"]), str(row["ok"]), str(row["unscored"]), row["origin"])
     console.print(judges)
