@@ -148,9 +148,26 @@ def _run(args: argparse.Namespace) -> int:
                          progress=not (args.json or args.no_progress or args.dry_run))
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
-        return 0
-    _print_summary(summary)
-    return 0
+    else:
+        _print_summary(summary)
+    return _context_verdict(summary)
+
+
+def _context_verdict(summary: Any) -> int:
+    """Said on stderr: units that will not (dry run) or did not fit a judge's context. Exit 1 when a run left units
+    unscored for that (their labels are missing from every agreement), else 0."""
+    import sys
+
+    for j in summary.judges:
+        if summary.dry_run and j.over_context:
+            print(f"warning: {j.judge}: about {j.over_context} unit(s) need more than the {j.context_tokens} tokens of "
+                  "context the server gives one request (estimated at 4 characters a token, with the output cap); "
+                  "they would be unscored (context_exceeded): shorten the units or serve a larger context",
+                  file=sys.stderr)
+        if j.context_exceeded:
+            print(f"{j.judge}: {j.context_exceeded} unit(s) did not fit the server's context and are unscored "
+                  "(context_exceeded); they count as unscored in every report", file=sys.stderr)
+    return 1 if any(j.context_exceeded for j in summary.judges) else 0
 
 
 def _print_summary(summary: Any) -> None:
