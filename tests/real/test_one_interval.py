@@ -97,3 +97,18 @@ def test_gate_lines_name_the_estimate_and_print_no_number_when_unmeasurable(mad,
     unscored = lines["unscored"]  # 0 of 184 unscored: Clopper-Pearson upper bound 1 - 0.025^(1/184) = 0.0198
     assert unscored == "unscored share 0.000, 95% CI [0.000, 0.020]; needs unscored share upper CI bound < 0.02: PASS"
     assert math.isclose(1 - 0.025 ** (1 / 184), 0.0198, abs_tol=5e-5)
+
+
+def test_a_folder_gated_by_hand_names_its_policy_in_the_live_view(mad, tmp_path):
+    """Without study.json (a study gated with `accord gate --policy`), the live view takes the verdict's policy."""
+    import shutil
+
+    from apps.live import live_view
+
+    if not (mad / "gate").is_dir():
+        assert main(["run", str(MAD), "--output", str(mad), "--quiet"]) == 1
+    by_hand = tmp_path / "by-hand"
+    shutil.copytree(mad, by_hand)
+    (by_hand / "study.json").unlink()
+    notes = live_view(by_hand).notes
+    assert not any("no gate policy found" in note for note in notes), notes
