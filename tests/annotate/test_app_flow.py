@@ -3,8 +3,27 @@ after the last unit and the last disagreement, and the adjudicator moved on to t
 
 from __future__ import annotations
 
-from tests.annotate.test_app import app as _app  # noqa: F401 (registers the `app` fixture)
-from tests.annotate.test_app import button, drawn, heading, submit
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.annotate.test_app import APP, button, drawn, heading, submit
+
+
+@pytest.fixture
+def app(loaded_study, monkeypatch, repo):
+    """The coding app in AppTest, signed in as a person of ``loaded_study`` (as tests/annotate/test_app.py's)."""
+    monkeypatch.setenv("ACCORD_STUDY", str(loaded_study.root))
+    monkeypatch.chdir(repo)
+
+    def start(who: str) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=30)
+        at.run()
+        at.text_input(key="token_input").input(loaded_study.tokens[who])
+        button(at, "Sign in").click().run()
+        assert not at.exception, at.exception
+        return at
+
+    return start
 
 
 def _success(at) -> list[str]:
