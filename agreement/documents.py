@@ -47,11 +47,12 @@ class AgreementRecord(_Doc):
     ci_t: list[float | None] | None = Field(default=None, description="t interval on the analytic SE.")
     n_units: int | None = Field(default=None, description="Units the coefficient was computed on.")
     undefined_reason: str | None = Field(default=None, description="Why the statistic is undefined, if it is.")
-    ci_low: float | None = Field(default=None, description="Brief results: lower bound.")
-    ci_high: float | None = Field(default=None, description="Brief results: upper bound.")
+    ci_low: float | None = Field(default=None, description="Lower bound of the interval the gate uses (ci_method).")
+    ci_high: float | None = Field(default=None, description="Upper bound of the interval the gate uses (ci_method).")
+    ci_method: str | None = Field(default=None, description="How ci_low/ci_high were computed (agreement.intervals).")
 
     def interval(self) -> Interval:
-        """The statistic with its percentile (else t) interval."""
+        """The statistic with the interval the gate uses (older documents: percentile, else t)."""
         if self.ci_low is not None or self.ci_high is not None:
             low, high = self.ci_low, self.ci_high
         else:
@@ -551,16 +552,17 @@ def stale_reasons(doc: StageDocument, study: str | Path | StudyLayout) -> list[s
     """One line per input that changed, vanished or appeared since ``doc`` was written."""
     layout = StudyLayout.of(study)
     stage, command = doc.STAGE, f"{doc.COMMAND} {layout.root}"
+    from agreement.study_io import human_label_fingerprints
+
+    human = human_label_fingerprints(layout) if doc.fingerprints else {}  # files and the store, as read now
     reasons = []
     for relative, digest in sorted(doc.fingerprints.items()):
         path = layout.root / relative
-        if not path.is_file():
+        now = human[relative] if relative in human else file_sha256(path) if path.is_file() else None
+        if now is None:
             reasons.append(f"stale: {relative} was removed after {stage}; rerun {command}")
-        elif file_sha256(path) != digest:
+        elif now != digest:
             reasons.append(f"stale: {relative} changed after {stage}; rerun {command}")
-    if doc.fingerprints:
-        for path in layout.human_label_files():
-            relative = layout.relative(path)
-            if relative not in doc.fingerprints:
-                reasons.append(f"stale: {relative} appeared after {stage}; rerun {command}")
+    for relative in sorted(set(human) - set(doc.fingerprints)):
+        reasons.append(f"stale: {relative} appeared after {stage}; rerun {command}")
     return reasons

@@ -151,11 +151,15 @@ _share = dict(check=lambda v: 0.0 <= v <= 1.0, allowed="a number in [0, 1]")
 _number = (int, float)
 
 
+UNMEASURABLE = "cannot be measured: "
+"""How every unmeasurable criterion's reason begins (``_fail``): its value is shown as no number."""
+
+
 def _fail(name: str, type_name: str, test: str, threshold: str, reason: str, *, value: float = math.nan,
           **details: Any) -> CriterionResult:
     return CriterionResult(name=name, type=type_name, test=test, value=value, ci_low=math.nan, ci_high=math.nan,
                            ci_level=None, ci_method="", threshold=threshold, passed=False,
-                           reason=f"cannot be measured: {reason}", details=details)
+                           reason=f"{UNMEASURABLE}{reason}", details=details)
 
 
 @register_criterion("agreement_floor")
@@ -772,28 +776,48 @@ COUNT_CRITERIA = frozenset({"min_units_per_stratum", "preregistration"})
 """Criterion types whose value is a count of units (printed as an integer)."""
 
 
-def format_value(result_type: str, value: float | None, *, digits: int = 4) -> str:
+def format_value(result_type: str, value: float | None, *, digits: int = 3) -> str:
     if value is None or not math.isfinite(value):
         return "--"
     return str(int(value)) if result_type in COUNT_CRITERIA else f"{value:.{digits}f}"
 
 
+_BOUND_SUFFIXES = (", lower bound", ", upper bound")
+
+
+def measurable(c: Any) -> bool:
+    """Whether a criterion (result or record) has a number to show: a finite value and no ``UNMEASURABLE`` reason."""
+    return (c.value is not None and math.isfinite(c.value)) and not (c.reason or "").startswith(UNMEASURABLE)
+
+
+def criterion_line(c: Any) -> str:
+    """One criterion as every view prints it (CLI, run summary, report cards, dashboard): the estimate by its
+    name, its interval, the bound compared and the result, e.g. "gwet_ac1 vs human majority 0.313, 95% CI
+    [0.140, 0.487]; needs lower CI bound >= 0.3: FAIL". An unmeasurable criterion shows its reason, no number.
+    ``c``: a ``CriterionResult`` or the verdict document's record of one (the same fields)."""
+    estimate = next((c.name[:-len(s)] for s in _BOUND_SUFFIXES if c.name.endswith(s)), c.name)
+    result = "PASS" if c.passed else "FAIL"
+    reason = c.reason or ""
+    if not measurable(c):
+        return f"{estimate}: {reason or 'cannot be measured'}; needs {c.threshold}: {result}"
+    text = f"{estimate} {format_value(c.type, c.value)}"
+    low, high = c.ci_low, c.ci_high
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        level = f"{c.ci_level:.0%} " if c.ci_level else ""
+        text += f", {level}CI [{low:.3f}, {high:.3f}]"
+    return f"{text}; needs {c.threshold}: {result}" + (f" ({reason})" if reason else "")
+
+
 def format_verdict(verdict: Verdict) -> str:
-    """Plain-text verdict: one line per criterion with value, interval, threshold and result."""
+    """Plain-text verdict: one line per criterion (``criterion_line``), then its test and interval method."""
     lines = [f"{verdict.verdict}: judge {verdict.judge!r} under policy {verdict.policy.name!r} "
              f"(sha256 {verdict.policy.sha256[:12]})"]
     for note in verdict.notes:
         lines.append(f"NOTE: {note}")
     for r in verdict.results:
-        value = format_value(r.type, r.value)
-        if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
-            ci = f" {r.ci_level:.0%} CI [{r.ci_low:.4f}, {r.ci_high:.4f}] ({r.ci_method})"
-        else:
-            ci = " (no interval)"
-        mark = "PASS" if r.passed else "FAIL"
-        tail = f"  ({r.reason})" if r.reason else ""
-        lines.append(f"  {mark}  {r.name}: {value}{ci}; needs {r.threshold}{tail}")
-        lines.append(f"        test: {r.test}")
+        lines.append(f"  {criterion_line(r)}")
+        method = f"; interval: {r.ci_method}" if r.ci_method and math.isfinite(r.ci_low) else ""
+        lines.append(f"        test: {r.test}{method}")
     return "\n".join(lines)
 
 

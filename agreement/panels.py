@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED
+from agreement.intervals import agreement_interval
 from agreement.majority import MajorityVote, check_tie_policy, majority_vote
 from agreement.results import AgreementResult
 from agreement.table import RatingData
@@ -500,6 +501,9 @@ def result_to_dict(result: AgreementResult, *, level: float = 0.95) -> dict[str,
         "ci_level": level,
         "ci_t": [_number(v) for v in result.confidence_interval(level, "t")],
     }
+    # The interval every view shows and the gate decides on (agreement.intervals: chosen by coverage).
+    (low, high), method = agreement_interval(result, level)
+    out.update(ci_low=_number(low), ci_high=_number(high), ci_method=method)
     if result.bootstrap is not None:
         out["ci_percentile"] = [_number(v) for v in result.confidence_interval(level, "percentile")]
         out["n_resamples"] = int(result.bootstrap.size)

@@ -35,6 +35,7 @@ from agreement.documents import (
     read_document,
     stale_reasons,
 )
+from agreement.gate import criterion_line
 from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE
 from samples.errors import InputError
@@ -68,9 +69,8 @@ class Card:
 
     judge: str
     verdict: str
-    deciding: str
-    measured: str
-    threshold: str
+    line: str
+    """The deciding criterion (``agreement.gate.criterion_line``): estimate, interval, bound, result."""
     humans: str
     failed: int
     criteria: int
@@ -294,16 +294,16 @@ def audit_tables(doc: AuditDocument) -> list[Table]:
 
 
 def criterion_value(c: Criterion) -> str:
-    from agreement.gate import format_value
+    from agreement.gate import format_value, measurable
 
-    return format_value(c.type, c.value)
+    return format_value(c.type, c.value) if measurable(c) else "--"
 
 
 def criterion_interval(c: Criterion) -> str:
     if c.ci_low is None or c.ci_high is None:
         return ""
     level = f"{c.ci_level:.0%} " if c.ci_level else ""
-    return f"{level}[{fmt(c.ci_low, digits=4)}, {fmt(c.ci_high, digits=4)}]"
+    return f"{level}[{fmt(c.ci_low)}, {fmt(c.ci_high)}]"
 
 
 def verdict_tables(doc: VerdictDocument) -> list[Table]:
@@ -344,15 +344,12 @@ def verdict_cards(doc: VerdictDocument, validation: ValidationDocument | None) -
         failed = [c for c in verdict.criteria if not c.passed]
         deciding = (failed or verdict.criteria or [None])[0]
         if deciding is None:
-            cards.append(Card(judge=judge, verdict=verdict.verdict, deciding="no criteria", measured="", threshold="",
-                              humans="", failed=0, criteria=0))
+            cards.append(Card(judge=judge, verdict=verdict.verdict, line="no criteria", humans="", failed=0,
+                              criteria=0))
             continue
-        measured = f"{criterion_value(deciding)} {criterion_interval(deciding)}".strip()
-        if deciding.reason:
-            measured = f"{measured} ({deciding.reason})" if deciding.value is not None else deciding.reason
-        cards.append(Card(judge=judge, verdict=verdict.verdict, deciding=deciding.name, measured=measured,
-                          threshold=deciding.threshold, humans=_human_agreement(validation, judge, deciding),
-                          failed=len(failed), criteria=len(verdict.criteria)))
+        cards.append(Card(judge=judge, verdict=verdict.verdict, line=criterion_line(deciding),
+                          humans=_human_agreement(validation, judge, deciding), failed=len(failed),
+                          criteria=len(verdict.criteria)))
     return cards
 
 

@@ -31,6 +31,7 @@ from annotate.store import AppSettings, Revision, Store, SubmitResult, blinding_
 from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.label_sources import LabelRows, register_label_source
 from samples.layout import StudyLayout
 from samples.records import BlindTask
 
@@ -320,3 +321,33 @@ class AppBackend:
 
 
 register_backend("app", AppBackend, settings=AppSettings)
+
+
+class StoreLabelSource:
+    """The coding app's store as a human labels source: every command reads its labels as they are now.
+
+    Rows are cited as ``labels/store.sqlite:N`` (a PostgreSQL store: its redacted URL), N being the row's
+    line in the store's export; the export (``labels/human.jsonl``) is then an older copy, left unread.
+    A store without labels of sampled units is no source, so a hand-made ``labels/human.jsonl`` still counts.
+    """
+
+    name = "app"
+
+    def read(self, layout: StudyLayout) -> LabelRows | None:
+        if not Store.exists_for_study(layout):
+            return None
+        store = Store.for_study(layout)
+        try:
+            labels, _ = split_labels(store.labels(), load_gold(layout))  # gold labels stay sealed
+            name = layout.relative(layout.store) if store.engine.name == "sqlite" else store.location
+        finally:
+            store.close()
+        if not labels:
+            return None
+        labels.sort(key=lambda row: (row.task_id, row.role, row.annotator))  # the export's order
+        rows = [{**row.model_dump(mode="json"), "source_line": n} for n, row in enumerate(labels, start=1)]
+        return LabelRows(name=name, rows=rows, digest=sha256_hex([row.model_dump(mode="json") for row in labels]),
+                         replaces=(layout.app_labels,))
+
+
+register_label_source(StoreLabelSource())

@@ -112,8 +112,10 @@ def sign_out() -> None:
 
 
 def navigated() -> None:
-    """Count a navigation click, so the workspace gives the keyboard focus back to the unit."""
+    """Count a navigation click, so the workspace gives the keyboard focus back to the unit (and leave the
+    "all done" screen for the item chosen)."""
     st.session_state["navigation"] = st.session_state.get("navigation", 0) + 1
+    st.session_state.pop("finished", None)
 
 
 def first_open(done: list[bool]) -> int | None:
@@ -244,6 +246,8 @@ def label_workspace(
         if advance is not None and current is None:  # a first label moves on; an edit stays
             state_key, target = advance
             state[state_key] = target  # a position, not a step: a repeated submit cannot skip an item
+            if first_open(worklist(session)[2]) is None:
+                state["finished"] = True  # that was the last open item: the "all done" screen
 
     workspace(
         role=role, flash=pop_flashes(), heading=heading, detail=detail, fraction=fraction, scheme=scheme,
@@ -281,6 +285,13 @@ def practice_page(practice: PracticeSession) -> None:
                       on_click=lambda: state.update(practice_over=True))
 
 
+def finished_page(what: str, total: int, done: str) -> None:
+    """After the last open item: everything is saved, and the way back to any item."""
+    show_flashes()
+    st.success(f"All {total} {what}s are {done}. Thank you: every label is saved, nothing else is needed.")
+    st.button(f"Review my {what}s", key="review", on_click=navigated)
+
+
 def annotator_page(session: AnnotatorSession) -> None:
     practice = None if st.session_state.get("practice_over") else session.practice()
     if practice is not None and (practice.pending() or "practice_position" in st.session_state):
@@ -290,6 +301,9 @@ def annotator_page(session: AnnotatorSession) -> None:
     if not order:
         show_flashes()
         st.info("No tasks are assigned to you yet.")
+        return
+    if st.session_state.get("finished"):
+        finished_page("task", len(order), "labelled")
         return
     st.session_state.setdefault("position", session.resume_position())
     position = min(st.session_state["position"], len(order) - 1)
@@ -307,9 +321,15 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
         show_flashes()
         st.info("No disagreements to adjudicate.")
         return
+    if st.session_state.get("finished"):
+        finished_page("disagreement", len(queue), "adjudicated")
+        return
     done = [item.adjudicated is not None for item in queue]
     st.session_state.setdefault("adj_position", first_open(done) or 0)
     position = min(st.session_state["adj_position"], len(queue) - 1)
+    # After a first adjudication: the next open disagreement (after this one, else the first open one).
+    open_ = [i for i, flag in enumerate(done) if not flag and i != position]
+    following = next((i for i in open_ if i > position), open_[0] if open_ else position)
     item = queue[position]
     coders = table_html("Independent labels (coders numbered per unit, in the order they labelled)", [
         {"coder": f"coder {c.coder}", "label": c.label, "first turn": "" if c.first_turn is None else c.first_turn,
@@ -319,7 +339,7 @@ def adjudicator_page(session: AdjudicatorSession) -> None:
     label_workspace(
         session, session.task(item.task_id), heading=f"Disagreement {position + 1} of {len(queue)}",
         detail=f"{sum(done)} of {len(queue)} disagreements adjudicated", fraction=sum(done) / len(queue),
-        context_html=coders, advance=None,
+        context_html=coders, advance=("adj_position", following),
     )
 
 

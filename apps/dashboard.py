@@ -75,7 +75,7 @@ def show_cards(cards, per_row: int = 4) -> None:
         for column, card in zip(st.columns(per_row), cards[start:start + per_row]):
             box = column.success if card.verdict == "ACCEPT" else column.error
             box(f"**{card.verdict} {card.judge}** ({card.criteria - card.failed} of {card.criteria} criteria pass)  \n"
-                f"{card.deciding}: `{card.measured}`  \nneeded: {card.threshold}  \n{card.humans}")
+                f"`{card.line}`  \n{card.humans}")
 
 
 def main() -> None:

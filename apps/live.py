@@ -2,10 +2,10 @@
 and accuracy on gold units.
 
 Read from what the backends keep, never from a stage document, so it moves while
-people label: the coding app's store (its labels and orders, the freshest source; its
-export ``labels/human.jsonl`` is then left out as an older copy of the same rows), every
-other backend's labels file (Label Studio pull, imports) and ``blind/orders.json``,
-mapped to units through the sealed key (the owner's view: strata are shown here and
+people label: the one human labels table every command reads
+(``agreement.study_io.read_human_labels``: the coding app's store as it is now, every
+other backend's labels file), the store's orders or ``blind/orders.json``, mapped to
+units through the sealed key (the owner's view: strata are shown here and
 never to annotators). ``live_stamp`` lists the files whose modification times key the
 dashboard's cache (the store's write-ahead log included), so a new label shows on the
 next rerun without restarting the app. Gold accuracy is computed here (``annotate.gold``,
@@ -46,8 +46,8 @@ def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
     from annotate.store import Store
 
     layout = StudyLayout.of(folder)
-    paths = [layout.key, layout.orders, layout.resolved_study, layout.gold, layout.gold_labels,
-             *layout.human_label_files()]
+    paths = [layout.key, layout.orders, layout.resolved_study, layout.gold, layout.gold_labels, layout.verdict,
+             layout.validation, *layout.human_label_files()]
     policy = _policy_path(layout)
     if policy is not None:
         paths.append(policy)
@@ -62,65 +62,46 @@ def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
 
 
 def _policy_path(layout: StudyLayout) -> Path | None:
-    """The gate policy of the study as `accord run` resolved it (None: not run yet)."""
-    if not layout.resolved_study.is_file():
-        return None
-    try:
-        policy = json.loads(layout.resolved_study.read_text(encoding="utf-8")).get("gate", {}).get("policy")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return None
+    """The gate policy of the study: as `accord run` resolved it, else the one its verdict names (None: neither)."""
+    policy = None
+    if layout.resolved_study.is_file():
+        try:
+            policy = json.loads(layout.resolved_study.read_text(encoding="utf-8")).get("gate", {}).get("policy")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            policy = None
+    if not policy and layout.verdict.is_file():  # `accord gate STUDY --policy FILE` by hand
+        from agreement.documents import VerdictDocument, read_document
+
+        policy = read_document(VerdictDocument, layout).policy.path
     return Path(policy) if policy and Path(policy).is_file() else None
 
 
-def _store_rows(layout: StudyLayout) -> tuple[list[dict[str, Any]], dict[str, list[str]], str] | None:
-    """The coding-app store's labels, orders and name (its file, or its URL), or None when the study has no store."""
+def _store_orders(layout: StudyLayout) -> dict[str, list[str]]:
+    """The coding-app store's orders (gold units placed in them), or {} when the study has no store."""
     from annotate.store import Store
 
     if not Store.exists_for_study(layout):
-        return None
+        return {}
     store = Store.for_study(layout)
     try:
-        rows = [label.model_dump(mode="json") for label in store.labels()]
-        name = layout.relative(layout.store) if store.engine.name == "sqlite" else store.location
-        return rows, store.orders(), name
+        return store.orders()
     finally:
         store.close()
 
 
 def live_labels(layout: StudyLayout, key: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Every human label now (store first, then the other backends' files) with unit_id, and the orders."""
-    from agreement.study_io import read_rows
+    """Every human label now (``agreement.study_io.read_human_labels``: the store as it is, the other backends'
+    files), with unit_id, and the orders (the store's, else ``blind/orders.json``)."""
+    from agreement.study_io import read_human_labels
 
-    frames, orders = [], {}
-    stored = _store_rows(layout)
-    if stored is not None:
-        rows, orders, name = stored
-        if rows:
-            frames.append(pd.DataFrame(rows).assign(source_file=name))
-    for path in layout.human_label_files():
-        if stored is not None and path == layout.app_labels:
-            continue
-        rows = read_rows(path, ("task_id", "annotator", "label"))
-        if rows:
-            frames.append(pd.DataFrame(rows).assign(source_file=layout.relative(path)))
+    human = read_human_labels(layout, key)
+    orders = _store_orders(layout)
     if not orders and layout.orders.is_file():
         try:
             orders = {str(k): [str(t) for t in v] for k, v in json.loads(layout.orders.read_text("utf-8")).items()}
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
             raise InputError(f"{layout.orders}: expected a JSON object {{annotator: [task_id, ...]}}") from None
-    columns = ("task_id", "annotator", "label", "role", "unsure", "seconds_spent", "backend", "source_file")
-    human = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in columns})
-    if "role" not in human:
-        human["role"] = "independent"
-    human["role"] = human["role"].fillna("independent")
-    units = key.drop_duplicates("task_id").set_index("task_id")["unit_id"]
-    human = human[human["task_id"].isin(units.index)].copy()
-    human["unit_id"] = human["task_id"].map(units)
-    human["updated_at"] = human["updated_at"].fillna("") if "updated_at" in human else ""
-    if "codebook_sha256" not in human:
-        human["codebook_sha256"] = None  # labels from before codebook versions were recorded
-    human["source_line"] = range(len(human))
-    return human.reset_index(drop=True), orders
+    return human, orders
 
 
 def _progress(human: pd.DataFrame, orders: dict[str, list[str]], key: pd.DataFrame) -> tuple[Table, Table]:
@@ -166,6 +147,27 @@ def _study(layout: StudyLayout, key: pd.DataFrame, human: pd.DataFrame) -> Any:
     return Study(root=layout.root, key=key, human=human, judge=judge)
 
 
+def _validated_agreement(layout: StudyLayout) -> Table | None:
+    """The running human-human agreement as validation.json states it, when no input changed since (the numbers
+    every other view shows); None when there is no such document or it is stale."""
+    from agreement.documents import ValidationDocument, read_document, stale_reasons
+
+    if not layout.validation.is_file():
+        return None
+    document = read_document(ValidationDocument, layout)
+    if stale_reasons(document, layout):
+        return None
+    rows = []
+    for section in document.sections:
+        panel = section.human_panel
+        extra = (panel.model_extra or {}) if panel is not None else {}
+        for name, result in (panel.results if panel is not None else {}).items():
+            rows.append([section.kind, name, fmt_ci(result), f"{extra.get('n_pairable')} of {extra.get('n_units')}"])
+    return Table(title="Running human-human agreement", header=["unit kind", "coefficient", "estimate [CI]",
+                                                                 "units with two labels"], rows=rows,
+                 note=f"independent labels; {layout.relative(layout.validation)} (the intervals the gate uses)")
+
+
 def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -> Table:
     from agreement.panels import PanelSettings, human_panel
     from agreement.validation import rating_data, scheme_of
@@ -187,7 +189,8 @@ def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -
             rows.append([str(kind), name, _brief_text(brief), f"{panel.n_pairable} of {panel.n_units}"])
     return Table(title="Running human-human agreement", header=["unit kind", "coefficient", "estimate [CI]",
                                                                  "units with two labels"], rows=rows,
-                 note=f"independent labels so far; {level:.0%} cluster-bootstrap intervals ({n_resamples} resamples)")
+                 note=f"independent labels so far, not validated yet (accord validate); {level:.0%} intervals "
+                      f"({n_resamples} cluster-bootstrap resamples)")
 
 
 def gold_estimates(layout: StudyLayout, *, level: float,
@@ -261,7 +264,8 @@ def live_view(folder: str | Path) -> LiveView:
         tables.append(_gold_table(gold))
     study = _study(layout, key, human)
     if (human["role"] == "independent").any():
-        tables.append(_agreement(quality_table(study), settings.level, settings.n_resamples, settings.seed))
+        tables.append(_validated_agreement(layout)
+                      or _agreement(quality_table(study), settings.level, settings.n_resamples, settings.seed))
         document = QualityDocument.model_validate(run_quality(study, settings, gold))
         tables.append(annotator_quality_table(document))
     else:

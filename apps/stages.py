@@ -463,9 +463,37 @@ def _import_run(ctx: Context) -> Outcome:
 
 def _tables(ctx: Context) -> dict[str, str | None]:
     """sha256 of the tables agreement reads: the key, judge labels and every backend's human labels."""
+    from agreement.study_io import human_label_fingerprints
+
     layout = ctx.layout
-    files = [layout.key, *layout.judge_label_files(), *layout.human_label_files()]
-    return {ctx.rel(path): ctx.sha(path) for path in files}
+    files = [layout.key, *layout.judge_label_files()]
+    return {**{ctx.rel(path): ctx.sha(path) for path in files}, **human_label_fingerprints(layout)}
+
+
+def wants_quality(study: StudyFile) -> bool:
+    """Whether `accord run` has an annotator-quality stage: ``[validation] annotator_quality`` when given, else
+    when the gate policy flags annotators (``[quality]``) or people label in a backend (not a labels-only study)."""
+    from agreement.gate import load_policy
+
+    if study.validation.annotator_quality is not None:
+        return study.validation.annotator_quality
+    return not study.labels_only or load_policy(study.gate.policy).quality is not None
+
+
+def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
+    """The settings validation runs under: the gate policy's, so every interval it writes is the one the gate
+    decides on (one interval per statistic in every view); each ``[validation]`` value that differs is named."""
+    from agreement.gate import load_policy
+
+    policy = load_policy(study.gate.policy).settings
+    settings, notes = {}, []
+    for name in ("tie_policy", "weighted", "n_resamples", "seed", "level"):
+        given = getattr(study.validation, name)
+        settings[name] = policy[name]
+        if given is not None and given != policy[name]:
+            notes.append(f"[validation] {name} = {given!r} replaced by the gate policy's {policy[name]!r} "
+                         f"({study.gate.policy}), so validation shows the intervals the gate decides on")
+    return settings, notes
 
 
 def _validate_run(ctx: Context) -> Outcome:
@@ -473,12 +501,16 @@ def _validate_run(ctx: Context) -> Outcome:
     from agreement.study_io import load_study
     from agreement.validation import validate_study
 
-    v = ctx.study.validation
+    settings, notes = validation_settings(ctx.study)
     study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
-    with ctx.console.status(f"  validating ({v.n_resamples} cluster-bootstrap resamples) ..."):
-        result = validate_study(study, tie_policy=v.tie_policy, weighted=v.weighted, n_resamples=v.n_resamples,
-                                seed=v.seed, level=v.level)
-    write_document(ValidationDocument, ctx.layout, {**result.to_dict(), "cluster": study.cluster})
+    for note in notes:
+        ctx.console.print(f"  note: {note}")
+    with ctx.console.status(f"  validating ({settings['n_resamples']} cluster-bootstrap resamples) ..."):
+        result = validate_study(study, **settings)
+    body = result.to_dict()
+    body["notes"] = [*body["notes"], *notes]
+    body["cluster"] = study.cluster
+    write_document(ValidationDocument, ctx.layout, body)
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
                             "simulated": result.simulated})
 
@@ -595,9 +627,10 @@ def build_stages(study: StudyFile) -> list[Stage]:
         if study.human_labels or study.imported_judges():
             stages.append(imports)
     stages.append(Stage(name="validate", title="validate judges against the annotators",
-                        material=lambda ctx: {"tables": _tables(ctx),
-                                              "settings": ctx.study.validation.model_dump(mode="json")},
+                        material=lambda ctx: {"tables": _tables(ctx), "settings": validation_settings(ctx.study)},
                         outputs=lambda ctx: [ctx.layout.validation], run=_validate_run))
+    if not wants_quality(study):
+        return stages + _verdict_stages(study)
     stages.append(Stage(name="quality", title="annotator quality (leave-one-out agreement, competence, flags)",
                         material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
                                               "gold": [ctx.sha(ctx.layout.gold), ctx.sha(ctx.layout.gold_labels),
@@ -788,12 +821,14 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
     from annotate.records import HumanLabel
     from annotate.store import Store
     from apps.demo.panel import SIMULATED_NOTICE
-    from samples.jsonl import read_models
 
-    body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": 0, "annotators": {}, "simulated": False,
-                            "notice": None}
-    labels = [row for path in ctx.layout.human_label_files() for row in read_models(path, HumanLabel)
-              if row.role == "independent"]
+    body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": _count_lines(ctx.layout.key),
+                            "annotators": {}, "simulated": False, "notice": None}
+    from agreement.study_io import human_label_tables
+
+    fields = set(HumanLabel.model_fields)
+    labels = [HumanLabel.model_validate({k: v for k, v in row.items() if k in fields})
+              for table in human_label_tables(ctx.layout) for row in table.rows if row.get("role") != "adjudication"]
     assigned: dict[str, int] = {}
     labelled: dict[str, int] = {}
     if ctx.layout.tasks.is_file() and (ctx.study.annotation.backend != "app" or Store.exists_for_study(ctx.layout)):
@@ -821,20 +856,89 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
     return body
 
 
-def _judges_status(ctx: Context) -> dict[str, Any]:
+def _judges_status(layout: StudyLayout) -> dict[str, Any]:
+    """Judge runs logged, and per judge its label rows (ok / unscored) and where they came from (run or import)."""
     from samples.jsonl import decode_json_line, iter_jsonl_lines
 
     runs = 0
-    if ctx.layout.judge_runs.is_file():
-        runs = sum(1 for _, line in iter_jsonl_lines(ctx.layout.judge_runs) if decode_json_line(line).get("event") == "end")
-    per_judge: dict[str, dict[str, int]] = {}
-    if ctx.layout.judge_labels.is_file():
-        for _, line in iter_jsonl_lines(ctx.layout.judge_labels):
+    if layout.judge_runs.is_file():
+        runs = sum(1 for _, line in iter_jsonl_lines(layout.judge_runs) if decode_json_line(line).get("event") == "end")
+    per_judge: dict[str, dict[str, Any]] = {}
+    for path in layout.judge_label_files():
+        origin = "run" if path == layout.judge_labels else "imported"
+        for _, line in iter_jsonl_lines(path):
             row = decode_json_line(line)
-            counts = per_judge.setdefault(row["judge"], {"rows": 0, "ok": 0, "unscored": 0})
+            counts = per_judge.setdefault(row["judge"], {"rows": 0, "ok": 0, "unscored": 0, "origin": origin})
             counts["rows"] += 1
             counts["ok" if row.get("parse_status") == "ok" else "unscored"] += 1
-    return {"runs": runs, "labels": dict(sorted(per_judge.items()))}
+    imported = sum(1 for row in per_judge.values() if row["origin"] == "imported")
+    return {"runs": runs, "imported": imported, "labels": dict(sorted(per_judge.items()))}
+
+
+def _sample_status(layout: StudyLayout) -> dict[str, Any]:
+    """Sampled units by kind: the sample file, else the sealed key (a study built from labels registers its units
+    there, each with inclusion probability 1)."""
+    if layout.sample.is_file():
+        return {"sampled": sum(_count_by(layout.sample, "kind").values()), "by_kind": _count_by(layout.sample, "kind"),
+                "source": layout.relative(layout.sample)}
+    by_kind = _count_by(layout.key, "kind")
+    return {"sampled": sum(by_kind.values()), "by_kind": by_kind,
+            "source": layout.relative(layout.key) if by_kind else None}
+
+
+def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
+    """Per annotator: tasks assigned (the store's orders, else blind/orders.json) and labelled (every source)."""
+    from agreement.study_io import human_label_tables
+    from apps.demo.panel import SIMULATED_NOTICE
+    from apps.live import _store_orders
+
+    orders = _store_orders(layout)
+    if not orders and layout.orders.is_file():
+        orders = json.loads(layout.orders.read_text(encoding="utf-8"))
+    rows = [row for table in human_label_tables(layout) for row in table.rows if row.get("role") != "adjudication"]
+    annotators = {}
+    for name in sorted(set(orders) | {str(row["annotator"]) for row in rows}):
+        mine = [row for row in rows if row["annotator"] == name]
+        annotators[name] = {"assigned": len(orders.get(name, [])), "labelled": len(mine),
+                            "backends": sorted({str(row.get("backend")) for row in mine})}
+    simulated = any(row.get("backend") == "simulated" for row in rows)
+    return {"backend": None, "tasks": _count_lines(layout.tasks) or _count_lines(layout.key),
+            "annotators": annotators, "simulated": simulated, "notice": SIMULATED_NOTICE if simulated else None,
+            "codebook_versions": {}, "codebook_note": None}
+
+
+def _count_lines(path: Path) -> int:
+    return sum(_count_by(path, "kind").values())
+
+
+def folder_status(root: Path) -> dict[str, Any]:
+    """Where a study folder stands when no study file describes it (built by hand: ingest, sample, blind, import,
+    validate, gate): each table and document that exists, staleness, labels and judges, the verdict."""
+    from agreement.documents import DOCUMENTS, VerdictDocument, read_document, stale_reasons
+
+    layout = StudyLayout.of(root)
+    if not layout.root.is_dir():
+        raise InputError(f"{root}: study folder not found")
+    tables = [("units", layout.units), ("sample", layout.sample), ("blind", layout.tasks), ("sealed key", layout.key)]
+    stale = {}
+    stages = [{"stage": name, "state": "done" if path.is_file() else "pending", "seconds": None,
+               "finished_at": None, "summary": None} for name, path in tables]
+    for model in DOCUMENTS:  # the stage documents written so far (which ones a study needs, only its file says)
+        document = read_document(model, layout)
+        if document is not None:
+            stale[model.STAGE] = stale_reasons(document, layout)
+            stages.append({"stage": model.STAGE, "state": "stale" if stale[model.STAGE] else "done", "seconds": None,
+                           "finished_at": None, "summary": None})
+    verdict = read_document(VerdictDocument, layout)
+    return {
+        "study": layout.root.name, "study_file": None, "output": str(layout.root), "stages": stages,
+        "units": {"total": _count_lines(layout.units), "by_kind": _count_by(layout.units, "kind")},
+        "sample": _sample_status(layout), "labels": _folder_labels(layout), "judges": _judges_status(layout),
+        "verdict": None if verdict is None else {
+            "verdict": verdict.verdict, "policy": verdict.policy.name,
+            "judges": {j: v.verdict for j, v in verdict.judges.items()}, "simulated": verdict.simulated},
+        "stale": stale, "waiting": None,
+    }
 
 
 def _documents_status(ctx: Context) -> dict[str, list[str]]:
@@ -875,9 +979,8 @@ def study_status(study: StudyFile) -> dict[str, Any]:
         "study": study.study.name, "study_file": str(study.path), "output": str(root), "stages": stages,
         "units": {"total": sum(_count_by(ctx.layout.units, "kind").values()),
                   "by_kind": _count_by(ctx.layout.units, "kind")},
-        "sample": {"sampled": sum(_count_by(ctx.layout.sample, "kind").values()),
-                   "by_kind": _count_by(ctx.layout.sample, "kind")},
-        "labels": labels, "judges": _judges_status(ctx), "verdict": verdict,
+        "sample": _sample_status(ctx.layout),
+        "labels": labels, "judges": _judges_status(ctx.layout), "verdict": verdict,
         "stale": _documents_status(ctx) if root.is_dir() else {},
         "waiting": _instructions(ctx, missing) if missing else None,
     }

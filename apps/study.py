@@ -10,7 +10,7 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [annotation]     backend ("app" or "labelstudio"), options {backend settings}, simulate, simulated_panel
     [local_models]?  llama-server instance name for `local` judges and demo generators
     [[judge]]        judge tables exactly as in a judges config (judges/spec.py)
-    [validation]     tie_policy, n_resamples, seed, level, weighted
+    [validation]     tie_policy, n_resamples, seed, level, weighted (default: the gate policy's), annotator_quality
     [audit]?         judge, positive labels, model_field, judge_families, n_resamples, n_permutations
     [gate]           policy (a policy TOML, see data/policies/README.md), judges
     [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
@@ -168,12 +168,20 @@ class LocalModels(_Section):
 
 
 class Validation(_Section):
-    tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] = Field(
-        description="Human-majority ties (accord validate --tie-policy).")
-    n_resamples: int = Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples.")
-    seed: int = Field(default=DEFAULT_SEED, description="Bootstrap seed.")
-    level: float = Field(gt=0, lt=1, description="Confidence level.")
-    weighted: bool = Field(default=False, description="Reweight by 1/inclusion probability.")
+    """``[validation]``: every key defaults to the gate policy's, so validation writes the intervals the gate
+    decides on; a value that differs from the policy's is replaced by it, with a note (``apps.stages``)."""
+
+    tie_policy: Literal["exclude", "needs-adjudication", "positive", "negative"] | None = Field(
+        default=None, description="Human-majority ties (default: the gate policy's).")
+    n_resamples: int | None = Field(default=None, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples (default: the "
+                                                                       "gate policy's).")
+    seed: int | None = Field(default=None, description="Bootstrap seed (default: the gate policy's).")
+    level: float | None = Field(default=None, gt=0, lt=1, description="Confidence level (default: the gate policy's).")
+    weighted: bool | None = Field(default=None, description="Reweight by 1/inclusion probability (default: the "
+                                                            "gate policy's).")
+    annotator_quality: bool | None = Field(
+        default=None, description="Run the annotator-quality stage (default: when the gate policy has a [quality] "
+                                  "flag rule or people label in a backend; a labels-only study skips it).")
     cluster: str = Field(default="trajectory", min_length=1, description=(
         "What every bootstrap resamples: trajectory, case (one item across models) or a unit field."))
 

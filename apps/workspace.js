@@ -74,7 +74,7 @@ function drawHtml(node, html) {
 }
 
 function drawForm(form, spec) {
-  const { id, heading, labels, turns, values } = spec;
+  const { id, heading, question, labels, turns, values } = spec;
   form.accordForm = id;
   const choices = element("div", { class: "accord-choices", role: "radiogroup", "aria-label": heading });
   labels.forEach((label, index) => {
@@ -82,7 +82,9 @@ function drawForm(form, spec) {
     option.addEventListener("click", () => choose(form, label));
     choices.append(option);
   });
-  const parts = [element("p", { class: "accord-form-heading" }, heading), choices];
+  // The question sits right above the choices: the codebook (folded above the unit) defines the labels.
+  const parts = [element("p", { class: "accord-form-heading" }, heading),
+    element("p", { class: "accord-question" }, question), choices];
   if (turns !== null) {
     const select = element("select", { name: "first_turn", id: `${form.id}-first` },
       element("option", { value: "" }, "— none —"),
@@ -259,6 +261,26 @@ function listen() {
   });
 }
 
+// Below this width the sidebar (navigation, shortcuts) would squeeze the unit: it starts folded,
+// one click on Streamlit's arrow away, and its keys (N, P) work folded too.
+const NARROW_PX = 1000;
+
+function foldSidebarWhenNarrow(tries = 20) {
+  if (window.accordWorkspace.sidebarChecked || window.innerWidth >= NARROW_PX) return;
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  if (sidebar && sidebar.dataset.collapsed === "true") {
+    window.accordWorkspace.sidebarChecked = true;  // folded already (by the person, or by Streamlit)
+    return;
+  }
+  const fold = document.querySelector('[data-testid="stSidebarCollapseButton"] button');
+  if (sidebar && fold && sidebar.getBoundingClientRect().width > 0) {
+    window.accordWorkspace.sidebarChecked = true;  // once per page: a person who opens it again keeps it open
+    fold.click();
+  } else if (tries > 0) {
+    setTimeout(() => foldSidebarWhenNarrow(tries - 1), 150);  // the sidebar is still being drawn
+  }
+}
+
 export default function ({ data, parentElement, setTriggerValue }) {
   let root = parentElement.querySelector(":scope > .accord-workspace");
   const first = !root;
@@ -324,4 +346,5 @@ export default function ({ data, parentElement, setTriggerValue }) {
   view.navigation = data.navigation;
   listen();
   window.accordWorkspace.view = view;
+  foldSidebarWhenNarrow();
 }

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.codebook import codebook_html
+from annotate.codebook import codebook_html, question
 from samples.errors import InputError
 from samples.kinds import first_turn_offered, get_kind
 from samples.records import BlindTask
@@ -260,6 +260,7 @@ def workspace(
             "navigation": navigation,
             "form": {
                 "id": identity, "heading": "Adjudicated label" if role == "adjudication" else "Your label",
+                "question": question(task.kind, scheme),
                 "labels": list(labels), "turns": turns, "values": dataclasses.asdict(values),
             },
         },

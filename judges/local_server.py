@@ -145,7 +145,7 @@ class LlamaServer:
             self.stop()
             raise
         state_file.write_text(json.dumps({"pid": self.process.pid, "base_url": self.base_url, "models": list(self.MODELS),
-                                          "log": str(log_file)}))
+                                          "log": str(log_file), "context_per_slot": self.ctx_size // self.parallel}))
         return self
 
     def _wait_ready(self, log_file: Path) -> None:

@@ -34,7 +34,7 @@ from samples.records import Unit
 from judges.cache import RequestCache, RequestKeyer, request_key
 from judges.parsers import parse_output
 from judges.prices import PriceTable
-from judges.providers.base import CallError, Completion, Provider, make_provider
+from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.lock import exclusive
@@ -107,6 +107,15 @@ class JudgeStats:
     estimated_input_tokens: int
     estimated_output_tokens: int | None
     estimated_output_reason: str | None
+    context_tokens: int | None = None
+    """Tokens one request may fill at the judge's server (a local slot), None when unknown."""
+    over_context: int = 0
+    """Dry run: calls whose estimated prompt plus output cap exceed ``context_tokens`` (they would be unscored)."""
+
+    @property
+    def context_exceeded(self) -> int:
+        """Labels of this run unscored because the unit did not fit the server's context."""
+        return self.unscored_reasons.get(CONTEXT_EXCEEDED, 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,8 +211,8 @@ def _label(task: _Task, fingerprint: str, completion: Completion | None, error: 
            *, cache_hit: bool, latency: float | None) -> JudgeLabel:
     base = dict(unit_id=task.unit.unit_id, judge=task.spec.name, sample_index=task.sample_index,
                 fingerprint=fingerprint, cache_hit=cache_hit, latency_s=latency)
-    if completion is None:
-        return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason=f"call_failed: {error}")
+    if completion is None:  # ``error``: "reason: detail" (CallError.reason)
+        return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason=error)
     outcome = parse_output(task.spec.output, completion.text, mode=task.spec.parse_mode, truncated=completion.truncated)
     return JudgeLabel(
         **base, label=outcome.label, label_strict=outcome.strict.label, label_lenient=outcome.lenient.label,
@@ -329,7 +338,8 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
             asyncio.run(_call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label))
             store.close()  # the table is rebuilt before the run's end is logged
 
-        stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run)
+        stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run,
+                             context=getattr(providers[spec.name], "context_tokens", None))
                       for spec, fp, mine, tasks, done in plan)
         summary = RunSummary(run_id=run_id, dry_run=dry_run, judges=stats, labels_path=str(paths.labels),
                              seconds=time.monotonic() - started)
@@ -347,9 +357,10 @@ def _count(tally: _Tally, label: JudgeLabel) -> None:
 
 
 def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Task], done: int, tally: _Tally,
-           prices: PriceTable, dry_run: bool) -> JudgeStats:
+           prices: PriceTable, dry_run: bool, *, context: int | None = None) -> JudgeStats:
     if dry_run:
         to_call = [t for t in tasks if not t.cached]
+        over = 0 if context is None else sum(t.est_tokens > context for t in to_call)
         rule = spec.provider == "rule"
         cap = _output_cap(spec)
         est_in = 0 if rule else sum(t.est_input for t in to_call)
@@ -362,6 +373,7 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
             ok=0, unscored=0, unscored_reasons={}, input_tokens=0, output_tokens=0, cost_usd=cost.usd,
             cost_reason=out_reason if cost.reason == "token counts not reported" else cost.reason,
             estimated_input_tokens=est_in, estimated_output_tokens=est_out, estimated_output_reason=out_reason,
+            context_tokens=context, over_context=over,
         )
     cost = prices.cost(spec.provider, spec.model, tally.input_tokens, tally.output_tokens)
     return JudgeStats(
@@ -370,6 +382,7 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
         ok=tally.ok, unscored=sum(tally.reasons.values()), unscored_reasons=dict(sorted(tally.reasons.items())),
         input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, cost_usd=cost.usd, cost_reason=cost.reason,
         estimated_input_tokens=0, estimated_output_tokens=None, estimated_output_reason="not a dry run",
+        context_tokens=context,
     )
 
 
@@ -465,5 +478,5 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
         log.event("retry", wait_s=wait, retry_after=error.retry_after, **context)
         await asyncio.sleep(wait)
     tally.failed += 1
-    log.event("call_failed", retryable=error.retryable, **context)
-    return None, error.detail, None
+    log.event("call_failed", retryable=error.retryable, reason=error.reason, **context)
+    return None, f"{error.reason}: {error.detail}", None

@@ -99,14 +99,17 @@ def _csv_rows(path: Path) -> list[TableRow]:
             if repeated:
                 raise InputError(f"{path}:1: column(s) {repeated} appear twice in the header")
             rows = []
+            start = reader.line_num + 1  # the line the next record starts on (a quoted field may span lines)
             for record in reader:
-                line = reader.line_num
+                line, start = start, reader.line_num + 1
                 if not record:
                     continue
                 if len(record) != len(header):
                     raise InputError(f"{path}:{line}: {len(record)} fields; the header has {len(header)}")
                 rows.append(TableRow(f"{path}:{line}", dict(zip(header, record))))
         except csv.Error as error:
+            if str(error) == "unexpected end of data":
+                raise InputError(f"{path}:{start}: a quoted field is never closed (the file ends inside it)") from None
             raise InputError(f"{path}:{reader.line_num}: malformed CSV ({error})") from None
     return rows
 

@@ -99,6 +99,8 @@ class UnitKindSpec(Protocol):
     control; ``absent``: the kind has no first turn (no control; one given is refused)."""
     codebook: str
     """Codebook name, ``annotate/codebook/<codebook>.md``."""
+    question: str
+    """The question a person answers, shown above the label choices; empty: the codebook's title."""
     labelstudio_config: str
     """Label Studio labeling config name, ``annotate/labelstudio_configs/<name>.xml``."""
     needs_context: bool
@@ -257,6 +259,7 @@ class _Kind:
     placeholders: tuple[str, ...] = ("text",)
     default_template: str = "{text}"
     codebook: str = ""
+    question: str = ""
     labelstudio_config: str = ""
 
     def __post_init__(self) -> None:
@@ -377,9 +380,12 @@ def correctness_text(references: Sequence[str], prediction: str) -> str:
 for _spec in (
     IdentifyTrajectory(name="identify_trajectory", scheme="identify", first_turn="required_for_positive",
                        caption="Intermediate turns of the agent (its final answer is not shown).",
+                       question="Did the agent recognise a specific knowledge gap in any of these turns?",
                        placeholders=("text",)),
     IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True,
                  caption="Intermediate turns of the agent up to the turn you are labelling (its final answer is not shown).",
+                 question="Does the turn you are labelling (marked) recognise a specific knowledge gap: a named "
+                          "conflict, a corrected belief or a named missing fact?",
                  placeholders=("text", "context", "focus_turn"),
                  default_template="{context}\n\nThe turn to label is [turn {focus_turn}], the last turn above; "
                                   "the turns before it are its context."),

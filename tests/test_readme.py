@@ -20,7 +20,9 @@ reuse an earlier run. The marker's options say what a block needs:
 - `serves=URL`: the block ends in a server; it must answer URL, then it is stopped;
 - `signin=NAME`: with `serves`, the coding app's block printed NAME's token (`accord
   annotators add`): NAME signs in with it in chromium and labels a unit, which must
-  reach the study's store.
+  reach the study's store;
+- `quotes`: the paragraph after the block quotes figures as `estimate [low, high]`; each
+  must be printed, exactly so, by the block.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from samples.layout import StudyLayout
 from tests.conftest import REPO
 from tests.support.servers import wait_until_answering
 
-_BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```", re.S)
-_OPTIONS = {"demo", "labelstudio", "annotate", "exit", "serves", "signin"}
+_BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```\n\n?((?:[^\n]+\n)*)", re.S)
+_OPTIONS = {"demo", "labelstudio", "annotate", "exit", "serves", "signin", "quotes"}
+_FIGURE = re.compile(r"-?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\]")
 SERVE_TIMEOUT_S = 120
 PEOPLE_LABEL = "# annotators label in Label Studio now\n"
 
@@ -56,6 +59,8 @@ class Block:
     serves: str | None
     signin: str | None
     annotate: str | None
+    quotes: tuple[str, ...] = ()
+    """Figures the paragraph after the block quotes (``quotes``), each to be found in the block's output."""
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -67,12 +72,14 @@ def parse_options(text: str) -> dict[str, str]:
 
 def runnable_blocks() -> list[Block]:
     blocks = []
-    for options_text, script in _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
+    for options_text, script, after in _BLOCK.findall((REPO / "README.md").read_text(encoding="utf-8")):
         options = parse_options(options_text or "")
+        paragraph = re.split(r"\n(?=- )", after)[0]  # a list's first item, or the paragraph
         assert "annotate" not in options or "labelstudio" in options, "README runnable marker: annotate needs labelstudio"
         blocks.append(Block(script=script, demo="demo" in options, labelstudio="labelstudio" in options,
                             exit=int(options.get("exit") or 0), serves=options.get("serves") or None,
-                            signin=options.get("signin") or None, annotate=options.get("annotate") or None))
+                            signin=options.get("signin") or None, annotate=options.get("annotate") or None,
+                            quotes=tuple(_FIGURE.findall(paragraph)) if "quotes" in options else ()))
     return blocks
 
 
@@ -151,6 +158,7 @@ def _label_in_labelstudio(url: str, root: Path) -> dict[tuple[str, str], str]:
 def test_readme_has_runnable_blocks() -> None:
     blocks = runnable_blocks()
     assert len(blocks) >= 6
+    assert any(len(b.quotes) >= 3 for b in blocks)  # the real study's figures are checked against its output
     assert any(b.demo for b in blocks) and any(b.labelstudio for b in blocks) and any(b.serves for b in blocks)
 
 
@@ -199,6 +207,9 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
             f"README block {index} exited {result.returncode}, expected {block.exit}:\n{block.script}\n"
             f"--- stderr:\n{result.stderr[-3000:]}")
         assert "Traceback" not in result.stderr
+        printed = " ".join(result.stdout.split())
+        missing = [figure for figure in block.quotes if figure not in printed]
+        assert not missing, f"README block {index} quotes {missing}, which it does not print:\n{result.stdout[-3000:]}"
         if block.annotate:  # the verdict was reached on exactly the labels the people gave
             human = load_study(mirror / block.annotate).human
             assert dict(zip(zip(human["annotator"], human["task_id"]), human["label"])) == given

@@ -45,6 +45,19 @@ def codebook_html(scheme: str) -> str:
     return MarkdownIt("commonmark", {"html": False}).render(_shown(scheme))
 
 
+def question(kind: str, scheme: str) -> str:
+    """The question a person answers for a unit of ``kind`` labelled under ``scheme``: the kind's own
+    (``samples.kinds``), else the title of the scheme's codebook (its first ``# `` line)."""
+    from samples.kinds import get_kind
+
+    own = get_kind(kind).question
+    if own:
+        return own
+    title = next((line[2:].strip() for line in _shown(scheme).splitlines() if line.startswith("# ")), "")
+    asked = title.split(": ", 1)[1] if ": " in title and title.rstrip().endswith("?") else title
+    return asked[:1].upper() + asked[1:]
+
+
 def codebook_for_kind(kind: str) -> str:
     """The codebook the unit-kind registry names for ``kind``."""
     from samples.kinds import get_kind

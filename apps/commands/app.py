@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import subprocess
 from pathlib import Path
 
-from apps.streamlit_command import check_address, streamlit_command
+from apps.streamlit_command import check_address, check_port_free, serve
 from samples.errors import InputError
 
 STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
@@ -34,9 +33,8 @@ def run(args: argparse.Namespace) -> int:
     layout = StudyLayout(study)
     if not layout.tasks.is_file():
         raise InputError(f"{layout.tasks}: not found; run `accord blind` first (the app only serves blinded tasks)")
-    if not 1 <= args.port <= 65535:
-        raise InputError(f"--port {args.port}: expected 1..65535")
     check_address(args.address)
+    check_port_free(args.address, args.port)
     backend = AppBackend(study=study)
     report = backend.push_files(layout.blind_dir)
     if args.json:
@@ -47,5 +45,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"accord app: {report.n_tasks} tasks ({report.created} new) for {len(report.annotators)} annotator(s); "
               f"open http://{args.address}:{args.port}", flush=True)
     app = Path(__file__).resolve().parents[1] / "coding_app.py"
-    command = streamlit_command(app, address=args.address, port=args.port)
-    return subprocess.call(command, env={**os.environ, "ACCORD_STUDY": str(study)})
+    return serve(app, address=args.address, port=args.port, env={**os.environ, "ACCORD_STUDY": str(study)})

@@ -25,7 +25,6 @@ def command(port: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import importlib.util
-    import subprocess
     from pathlib import Path
 
     from samples.errors import InputError
@@ -41,5 +40,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if importlib.util.find_spec("streamlit") is None:
         raise InputError("the dashboard needs Streamlit: pip install 'accord[app]'")
-    print(f"accord dashboard: http://127.0.0.1:{args.port}  (Ctrl-C to stop)")
-    return subprocess.call(cmd, env={**os.environ, "ACCORD_STUDY": study})
+    from apps.streamlit_command import check_port_free, serve
+
+    check_port_free("127.0.0.1", args.port)
+    print(f"accord dashboard: http://127.0.0.1:{args.port}  (Ctrl-C to stop)", flush=True)
+    return serve(Path(__file__).resolve().parents[1] / "dashboard.py", address="127.0.0.1", port=args.port,
+                 env={**os.environ, "ACCORD_STUDY": study})

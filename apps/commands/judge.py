@@ -151,9 +151,26 @@ def _run(args: argparse.Namespace) -> int:
                          progress=not (args.json or args.no_progress or args.dry_run))
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
-        return 0
-    _print_summary(summary)
-    return 0
+    else:
+        _print_summary(summary)
+    return _context_verdict(summary)
+
+
+def _context_verdict(summary: Any) -> int:
+    """Said on stderr: units that will not (dry run) or did not fit a judge's context. Exit 1 when a run left units
+    unscored for that (their labels are missing from every agreement), else 0."""
+    import sys
+
+    for j in summary.judges:
+        if summary.dry_run and j.over_context:
+            print(f"warning: {j.judge}: about {j.over_context} unit(s) need more than the {j.context_tokens} tokens of "
+                  "context the server gives one request (estimated at 4 characters a token, with the output cap); "
+                  "they would be unscored (context_exceeded): shorten the units or serve a larger context",
+                  file=sys.stderr)
+        if j.context_exceeded:
+            print(f"{j.judge}: {j.context_exceeded} unit(s) did not fit the server's context and are unscored "
+                  "(context_exceeded); they count as unscored in every report", file=sys.stderr)
+    return 1 if any(j.context_exceeded for j in summary.judges) else 0
 
 
 def _print_summary(summary: Any) -> None:
@@ -162,8 +179,11 @@ def _print_summary(summary: Any) -> None:
 
     console = Console()
     title = "dry run: calls that would be made" if summary.dry_run else f"judge run {summary.run_id} ({summary.seconds:.1f} s)"
+    from apps.tables import name_column
+
     table = Table(title=title)
-    columns = ["judge", "units", "done before", "cache hits", "calls"]
+    name_column(table, "judge", [j.judge for j in summary.judges])
+    columns = ["units", "done before", "cache hits", "calls"]
     columns += ["est. input tok", "est. output tok", "est. cost $"] if summary.dry_run else [
         "ok", "unscored", "retries", "failed", "tokens in/out", "cost $"]
     for column in columns:
@@ -207,12 +227,19 @@ def _list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
-    table = Table(title="shipped prompts")
-    for column in ("name", "version", "output", "unit kinds", "sha256", "source"):
-        table.add_column(column)
+    from apps.tables import name_column
+
+    table = Table(title="shipped prompts", show_edge=False)
+    name_column(table, "name", [p["name"] for p in prompts])
+    name_column(table, "version", [p["version"] for p in prompts])
+    name_column(table, "output", [p["output"] for p in prompts])
+    name_column(table, "unit kinds", ["\n".join(p["unit_kinds"]) for p in prompts])
+    name_column(table, "sha256", [p["sha256"][:8] for p in prompts])
     for p in prompts:
-        table.add_row(p["name"], p["version"], p["output"], ", ".join(p["unit_kinds"]), p["sha256"][:12], p["source"])
+        table.add_row(p["name"], p["version"], p["output"], "\n".join(p["unit_kinds"]), p["sha256"][:8])
     console.print(table)
+    for p in prompts:  # below the table: a source is prose, and the names above must stay whole
+        console.print(f"{p['name']}: {p['source']}", soft_wrap=True, highlight=False)
     console.print("providers: " + ", ".join(data["providers"]) + "   (rule models: ehq, aggarwal)")
     console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
     for j in configured:

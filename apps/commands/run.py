@@ -78,4 +78,4 @@ def verdict_lines(layout) -> list[str]:
     if verdict is None:
         return []
     cards = verdict_cards(verdict, read_document(ValidationDocument, layout))
-    return [f"{c.verdict} {c.judge}: {c.deciding} {c.measured} (needed: {c.threshold})" for c in cards]
+    return [f"{c.verdict} {c.judge}: {c.line}" for c in cards]

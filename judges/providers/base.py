@@ -33,12 +33,19 @@ class Completion:
 class CallError(Exception):
     """One failed attempt; ``retryable`` says whether the runner may try again."""
 
-    def __init__(self, detail: str, *, retryable: bool, status: int | None = None, retry_after: float | None = None):
+    def __init__(self, detail: str, *, retryable: bool, status: int | None = None, retry_after: float | None = None,
+                 reason: str = "call_failed"):
         super().__init__(detail)
         self.detail = detail
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.reason = reason
+        """The unscored reason a final failure records: ``call_failed`` (tried again by the next run) or
+        ``CONTEXT_EXCEEDED`` (the unit does not fit the model's context: the same request would fail again)."""
+
+
+CONTEXT_EXCEEDED = "context_exceeded"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +62,8 @@ class ProviderConfig:
 class Provider(Protocol):
     name: str
     cacheable: bool  # False for local rule classifiers (cheaper to rerun than to look up)
+    # Optional: ``context_tokens: int | None``, the tokens of context one request may fill (a local server's
+    # slot); the dry run warns about units estimated past it. Providers without it have no known limit.
 
     def build_request(self, *, model: str, system: str | None, user: str, params: Mapping[str, Any],
                       output_kind: str, sample_index: int, unit: Any) -> dict[str, Any]:

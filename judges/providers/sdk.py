@@ -29,6 +29,7 @@ from judges.providers.base import (
     parse_retry_after,
     register_provider,
     status_is_retryable,
+    CONTEXT_EXCEEDED,
 )
 
 # Judge parameters a user may set; everything else is refused where the judge is built.
@@ -90,9 +91,18 @@ def _api_key(config: ProviderConfig, default_env: str, *, required: bool) -> str
     return "no-key-needed"
 
 
+LLAMA_CONTEXT_ERROR = "exceed_context_size_error"
+"""llama-server's error type for a request longer than a slot's context (HTTP 400, with n_prompt_tokens, n_ctx)."""
+
+
 def _status_error(error: Any) -> CallError:
     status = int(getattr(error, "status_code", 0) or 0)
     headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    body = getattr(error, "body", None)
+    info = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(info, dict) and info.get("type") == LLAMA_CONTEXT_ERROR:
+        return CallError(f"the request needs {info.get('n_prompt_tokens')} tokens; the server's context holds "
+                         f"{info.get('n_ctx')} per request", retryable=False, status=status, reason=CONTEXT_EXCEEDED)
     return CallError(
         f"HTTP {status}: {str(error)[:300]}",
         retryable=status_is_retryable(status), status=status, retry_after=parse_retry_after(headers.get("retry-after")),
@@ -118,6 +128,7 @@ class _SdkProvider:
         self.name = name
         self.config = config
         self.local = local
+        self.context_tokens = _local_context(config) if local else None
         self._key_required = key_required
         # Built now, not on the first call: importing an SDK takes about a second, which
         # must not count against the first call's timeout.
@@ -220,6 +231,17 @@ class _SdkProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _local_context(config: ProviderConfig) -> int | None:
+    """Tokens one request may fill on the local server `accord judges serve` started (its context per slot);
+    None for a server at another address (its limit is unknown until it refuses a request)."""
+    from judges.local_server import read_state
+
+    state = read_state()
+    if state is None or not str(config.base_url or "").startswith(str(state.get("base_url", "")).rstrip("/")):
+        return None
+    return state.get("context_per_slot")
 
 
 def _local_base_url(config: ProviderConfig) -> ProviderConfig:

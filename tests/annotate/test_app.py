@@ -318,7 +318,8 @@ def test_adjudicator_sees_disagreements_and_records_apart(app, loaded_study):
     assert "0 of 1 disagreements adjudicated" in text
     assert drawn(at)["form"]["heading"] == "Adjudicated label"
     submit(at, label="yes", note="sources named in the answer")
-    assert message(at) == ("success", "Saved 'yes' (revision 1).")
+    assert "Saved 'yes' (revision 1)." in [e.value for e in at.success]  # on the "all done" screen
+    button(at, "Review my disagreements").click().run()
     assert drawn(at)["progress"]["detail"] == "1 of 1 disagreements adjudicated"
     (adjudication,) = store.labels(role="adjudication")
     assert (adjudication.task_id, adjudication.annotator, adjudication.label) == ("t_c3", "judy", "yes")
@@ -508,8 +509,10 @@ def test_the_first_turn_control_follows_the_unit_s_data(long_app):
     assert message(at) == ("error", "A 'yes' needs the first turn where the recognition appears: choose its turn number (0 to 49).")
     submit(at, label="yes", first_turn=50)
     assert message(at) == ("error", f"first turn 50: expected none or one of {list(range(50))}")
-    submit(at, label="yes", first_turn=12)
-    assert message(at) == ("success", "Saved 'yes' (revision 1).")
+    submit(at, label="yes", first_turn=12)  # the last open task: the "all done" screen carries the message
+    assert [e.value for e in at.success] == ["Saved 'yes' (revision 1).",
+                                             "All 2 tasks are labelled. Thank you: every label is saved, nothing "
+                                             "else is needed."]
     assert store.label("ann", "t_long_traj").first_turn == 12
 
 

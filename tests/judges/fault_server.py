@@ -5,7 +5,8 @@ A request's behaviour is scripted by a directive in its user message,
 repeats). Actions: ``ok`` or ``ok:WORD`` (200 with that reply), ``429`` or ``429:SECS``
 (rate limited, Retry-After SECS), ``500``, ``slow:SECS`` (answer after SECS),
 ``malformed`` (200 with a body that is not JSON), ``reset`` (TCP reset, no response),
-``400`` (a client error: not retryable).
+``400`` (a client error: not retryable), ``ctx:N:M`` (llama-server's refusal of a prompt of N tokens
+in a context of M: HTTP 400, type ``exceed_context_size_error``, as server-context.cpp sends it).
 Without a directive a request gets ``ok`` after ``delay_s``. Every attempt is
 recorded (request body, action, time) for the tests to assert on.
 """
@@ -121,6 +122,13 @@ class FaultServer:
                 return
             if name in ("500", "400"):
                 self._send(handler, int(name), {"error": {"message": f"error {name}", "type": "api_error"}})
+                return
+            if name == "ctx":
+                needed, _, context = arg.partition(":")
+                self._send(handler, 400, {"error": {
+                    "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": int(needed),
+                    "n_ctx": int(context), "message": f"request ({needed} tokens) exceeds the available context size "
+                                                      f"({context} tokens), try increasing it"}})
                 return
             if name == "malformed":
                 self._send_bytes(handler, 200, b'{"choices": [ {"message": ')

@@ -43,11 +43,14 @@ def recompute_matches(root: Path, study) -> None:
     from agreement.study_io import jsonable, load_study
     from agreement.validation import validate_study
 
-    v = study.validation
+    from apps.stages import validation_settings
+
+    settings, notes = validation_settings(study)  # the gate policy's: one interval per statistic
     loaded = load_study(root)
-    result = validate_study(loaded, tie_policy=v.tie_policy, weighted=v.weighted, n_resamples=v.n_resamples,
-                            seed=v.seed, level=v.level)
-    assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(result.to_dict())
+    result = validate_study(loaded, **settings)
+    body = result.to_dict()
+    body["notes"] = [*body["notes"], *notes]
+    assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(body)
     document, _ = gate_study(loaded, study.gate.policy, judges=study.gate.judges or None)
     assert json.loads((root / "gate" / "verdict.json").read_text()) == jsonable(document)
 

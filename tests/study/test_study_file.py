@@ -46,7 +46,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
     ('judge = "identify@gemma3"', 'judge = "identify@nope"', ["key 'audit.judge'", "'identify@nope' is not a [[judge]] name"]),
     ('fixture = "items.jsonl"', 'fixture = "items.jsonl"\nlimit = 3', ["unknown key 'source[1].limit'"]),
     ('model = "gemma3-270m"', 'model = "gemma3-270m"\ntemperature = 0', ["[[judge]] #2", "unknown field(s) ['temperature']"]),
-    ("n_resamples = 2000\nseed = 20261129\nlevel = 0.95\n\n# Family", "n_resamples = 10\nseed = 20261129\nlevel = 0.95\n\n# Family",
+    ("n_resamples = 10000\nseed = 20261129\nlevel = 0.95\n\n# Family", "n_resamples = 10\nseed = 20261129\nlevel = 0.95\n\n# Family",
      ["key 'validation.n_resamples'", "greater than or equal to 100"]),
     ('"sim-annotator-3" = 0.20 }', '"sim-annotator-4" = 0.20 }', ["key 'annotation.simulated_panel'", "blinding annotators"]),
     ("[study]", "[study", ["invalid TOML"]),

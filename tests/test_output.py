@@ -1,0 +1,58 @@
+"""What the terminal shows at 80 columns, and where a broken CSV is said to break (issue 25, output)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from apps.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _accord(*argv: str, columns: int = 80) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "apps", *argv], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": str(columns)})
+
+
+def test_judge_list_keeps_every_name_whole_at_80_columns():
+    from judges.prompts import builtin_prompts
+
+    result = _accord("judge", "list")
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines if "│" in line or "┃" in line) <= 80
+    cells = {cell.strip() for line in lines for cell in line.split("│")}
+    for prompt in builtin_prompts().values():  # the names a user types into a judges file
+        assert prompt.name in cells and prompt.output in cells
+        assert set(prompt.unit_kinds) <= cells
+
+
+def test_status_keeps_annotator_and_judge_names_whole_at_80_columns(tmp_path):
+    long_names = ["annotator_with_a_long_name_1", "annotator_with_a_long_name_2", "judge@a-rather-long-model-name"]
+    table = tmp_path / "labels.csv"
+    table.write_text(",".join(["id", *long_names]) + "\n"
+                     + "".join(f"item{i},yes,{'no' if i % 2 else 'yes'},yes\n" for i in range(6)))
+    study = tmp_path / "study"
+    assert main(["import", "table", str(table), "--study", str(study), "--unit-column", "id", "--kind",
+                 "escalate_final", "--annotator-columns", ",".join(long_names[:2]),
+                 "--judge-columns", long_names[2]]) == 0
+    result = _accord("status", str(study))
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    for name in long_names:
+        assert f"│ {name} " in result.stdout, result.stdout
+
+
+def test_an_unclosed_quote_is_reported_on_the_line_it_opens(tmp_path, capsys):
+    path = tmp_path / "units.csv"
+    lines = ["id,label", "a1,yes", "a2,no", "a3,yes", '"a4,yes', *(f"a{i},no" for i in range(5, 151))]
+    path.write_text("\n".join(lines) + "\n")
+    code = main(["import", "units", str(path), "--study", str(tmp_path / "study"), "--unit-column", "id",
+                 "--kind", "escalate_final"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"{path}:5: a quoted field is never closed" in err, err  # the quote opens on line 5 of 151
