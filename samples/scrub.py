@@ -26,8 +26,10 @@ by an independent detector (``samples.leakcheck``), not here.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import html
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -41,7 +43,8 @@ from samples.confusables import fold
 from samples.errors import InputError
 from samples.vocabulary import Vocabulary, default_vocabulary
 
-_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_OVERRIDE = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: the reader sees it reversed
 _STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
 _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};"
@@ -68,8 +71,30 @@ _BEFORE_AS = re.compile(r"\bas\s+\Z")
 _AFTER_AS = re.compile(r"\s*,\s*i\b")
 # A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
 _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
-_SPELLED_OUT = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
-_SPELLED_OUT_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")  # fast: starts with a separator
+# What a reader reads through inside a word, deleted in the reader's view of a text: a markdown
+# link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
+# ('"clau" + "de"'), a hyphen at a line break, and punctuation, markup or an emoji between
+# letters ("C/l/a/u/d/e", "**Cl**aude", "Cl'aude"); and the separators of letters spelled out
+# one by one ("c l a u d e", "C, l, a", one letter per line).
+_READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
+                           r"|(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)|(?<=\w)-[ \t]*\r?\n\s*(?=\w)"
+                           r"|(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
+_SPELLED = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]{1,3}){2,}[^\W_](?![^\W_])")
+_SPELLED_SEPARATOR = re.compile(r"[\W_]+")
+_LEETSPEAK = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
+_LEET_DIGIT = re.compile(r"[^\W\d_][0-9@$]|[0-9@$][^\W\d_]")
+# Version strings of well-known models without their name ("4o-mini-2024-07-18", "3-5-sonnet-20241022").
+_DATE = r"\d{4}(?:-?\d\d){0,2}"
+_BARE_VERSION = re.compile(rf"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{{4}}-\d\d-\d\d)?"
+                           rf"|\d(?:[.\-]\d)?-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|{_DATE}))*"
+                           rf"|\d\.\d-pro(?:-(?:preview|latest|exp|{_DATE}))*"
+                           rf"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{{4}}-?\d\d-?\d\d)(?![\w.])")
+# base64 and hex tokens (tool arguments): decoded, scrubbed and encoded again when they hide an identity.
+_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{8,}={0,2}(?![\w+/=-])")
+_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){4,}(?![0-9A-Za-z])")
+# A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
+NEUTRAL = {"model": "model", "vendor": "vendor", "agent": "agent"}
+_IDENTIFIER_JOINERS = "_/\\.-"
 _GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
@@ -81,15 +106,18 @@ KEPT_BY_STUDY = "study_keep"
 
 
 def normalise(text: str) -> str:
-    """NFKC, without zero-width characters and without combining marks glued to Latin letters."""
+    """NFKC, without zero-width and bidirectional control characters (a right-to-left override's
+    text turned as the reader sees it) and without combining marks glued to Latin letters."""
     if text.isascii():
         return text
+    if "\u202e" in text:
+        text = _OVERRIDE.sub(lambda m: m.group(1)[::-1], text)
     return _STRAY_MARKS.sub("", _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def compact(term: str) -> str:
-    """A term's letters and digits, lower case: the form keep lists and audits count by."""
-    return re.sub(r"[^0-9a-z]+", "", fold(unicodedata.normalize("NFKC", term)).lower())
+    """A term's letters and digits (any script), lower case: the form keep lists and audits count by."""
+    return re.sub(r"[\W_]+", "", fold(unicodedata.normalize("NFKC", term)).lower())
 
 
 def _decode_run(run: str) -> str:
@@ -230,11 +258,12 @@ class Scrubber:
                 ordinary = raw.lower() in vocab.ordinary and name not in study
                 letters = sum(c.isalpha() for c in name)
                 one_letter_part = any(len(p) == 1 for p in re.split(r"[\s\-_]+", raw.strip()))  # "command-r"
-                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS
+                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS or not name.isascii()
                                                                  or raw.lower() in vocab.glued_short)
+                folded = fold(unicodedata.normalize("NFKC", raw))  # the text is matched folded: "ГРТ" as "ГPT"
                 term = _Term(category=category, term=name, glue=glue, ordinary=ordinary,
-                             pattern=_term_regex(raw, tails.get(category, "")))
-                for key in _spellings(raw):
+                             pattern=_term_regex(folded, tails.get(category, "")))
+                for key in _spellings(folded):
                     terms.setdefault(key, []).append(term)
         self._terms = terms
         self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
@@ -297,8 +326,9 @@ class Scrubber:
                     found.append(best)
         if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
             found += self._split_words(low, _JOINED_WORD)
-        if _SPELLED_OUT_HINT.search(" " + low) and _SPELLED_OUT.search(low):
-            found += self._split_words(low, _SPELLED_OUT)
+        found += self._read_through(low, plain_glued)
+        for version in _BARE_VERSION.finditer(low) if "-" in low or "4o" in low else ():
+            found.append(_Span(version.start(), version.end(), "model", version.group(0), PLACEHOLDERS["model"]))
         if allowed:
             found = [s for s in found if not any(a <= s.start and s.end <= b for a, b in allowed)]
         found.sort(key=lambda s: (s.start, -s.end))
@@ -313,6 +343,56 @@ class Scrubber:
         joined = Counter(key for _, (kind, key) in self._automaton.iter(low.replace("-", "").replace("_", ""))
                          if kind == "term" and key in self._glue_keys)
         return bool(joined - plain)
+
+    def _read_through(self, low: str, plain: Counter) -> list[_Span]:
+        """Distinctive terms a reader reads through separators, markup, spelled-out letters or
+        leetspeak ("C/l/a/u/d/e", "**Cl**aude", "C1aude"), standing as a word in the reader's view.
+
+        The view deletes characters, so each of its positions maps back to the text. Built
+        only when a cheap pass over the view finds a term the plain pass did not.
+        """
+        deleted = [(m.start(), m.end()) for m in _READ_THROUGH.finditer(low)]
+        for word in _SPELLED.finditer(low):
+            deleted += [(word.start() + m.start(), word.start() + m.end())
+                        for m in _SPELLED_SEPARATOR.finditer(word.group(0))]
+        deleted.sort()
+        kept, origin, last = [], [], 0  # the view's pieces and where each starts in ``low``
+        for start, end in deleted:
+            if start > last:
+                kept.append(low[last:start])
+                origin.append(last)
+            last = max(last, end)
+        kept.append(low[last:])
+        origin.append(last)
+        view = "".join(kept)
+        firsts = list(itertools.accumulate((len(k) for k in kept[:-1]), initial=0))
+
+        def place(i: int) -> int:
+            piece = bisect.bisect_right(firsts, i) - 1
+            return origin[piece] + i - firsts[piece]
+
+        views = [(view, None)]
+        if _LEET_DIGIT.search(view):
+            views += [(view.translate(table), view) for table in _LEETSPEAK]
+        out, n = [], len(view)
+        for seen, leet_of in views:
+            for last_char, (kind, key) in self._automaton.iter(seen):
+                start = last_char - len(key) + 1
+                if kind != "term" or (leet_of is not None and not any(not c.isalpha() for c in leet_of[start:last_char + 1])):
+                    continue
+                if key.isascii() and not ((start == 0 or not seen[start - 1].isalnum())
+                                          and (last_char + 1 == n or not seen[last_char + 1].isalpha())):
+                    continue  # in these views a term stands as a word: "src/open/ai" is not read as one
+                term = max((t for t in self._terms[key] if not t.ordinary and t.pattern.match(seen, start)
+                            and (leet_of is None or len(t.term) >= GLUE_MIN_LETTERS)), default=None,
+                           key=lambda t: len(t.term))
+                if term is None:
+                    continue
+                end = term.pattern.match(seen, start).end()
+                first, stop = place(start), place(end - 1) + 1
+                if stop - first != end - start or leet_of is not None:
+                    out.append(_Span(first, stop, term.category, term.term, PLACEHOLDERS[term.category]))
+        return out
 
     def _split_words(self, low: str, words: re.Pattern[str]) -> list[_Span]:
         """Glued terms spelled across joiners inside one word ("deep-seek", "c l a u d e" -> one mask)."""
@@ -408,16 +488,89 @@ class Scrubber:
                 last = scanned
         return "".join(parts) + text[last:] if parts else text
 
-    def scrub(self, text: str) -> tuple[str, list[Hit]]:
-        """The masked text and every identity occurrence (masked or kept, with the original string)."""
+    def _encoded(self, text: str) -> tuple[str, list[Hit]]:
+        """base64 and hex tokens whose text names an identity, scrubbed and encoded again (same encoding)."""
+        hits: list[Hit] = []
+
+        def rescrub(token: re.Match[str], hexadecimal: bool) -> str:
+            raw = token.group(0)
+            if not hexadecimal and not (any(c.isdigit() for c in raw) and not raw.islower() and not raw.isupper()):
+                return raw  # base64 of text mixes cases and digits; ordinary words and hashes do not
+            decoded = _decoded(raw, hexadecimal)
+            if decoded is None:
+                return raw
+            clean, found = self.scrub(decoded, encoded=False)
+            if clean == decoded:
+                return raw
+            hits.extend(found)
+            data = clean.encode("utf-8")
+            if hexadecimal:
+                return data.hex().upper() if raw.isupper() else data.hex()
+            urlsafe = "-" in raw or "_" in raw
+            out = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode("ascii")
+            return out if raw.endswith("=") else out.rstrip("=")
+
+        for pattern, hexadecimal in ((_BASE64, False), (_HEX, True)):
+            text = pattern.sub(lambda m, h=hexadecimal: rescrub(m, h), text)
+        return text, hits
+
+    def scrub(self, text: str, *, encoded: bool = True) -> tuple[str, list[Hit]]:
+        """The masked text and every identity occurrence (masked or kept, with the original string).
+
+        A masked name glued inside an identifier or path becomes a neutral word of the same
+        case shape ("claude_search" -> "model_search", "DeepSeekClient" -> "VendorClient"),
+        elsewhere a placeholder ("[MODEL]"). ``encoded``: also base64 and hex tokens.
+        """
         text = self._decode_escapes(normalise(text))
-        pieces, hits, last = [], [], 0
+        hits: list[Hit] = []
+        if encoded:
+            text, hits = self._encoded(text)
+        pieces, last = [], 0
         for span in self._spans(text):
             hits.append(Hit(category=span.category, matched=text[span.start:span.end], term=span.term, kept=span.kept))
             if span.kept is None:
-                pieces += [text[last:span.start], span.placeholder]
+                pieces += [text[last:span.start], _mask(text, span)]
                 last = span.end
         return "".join(pieces) + text[last:], hits
+
+
+def _mask(text: str, span: _Span) -> str:
+    """The placeholder of a span, or a neutral word of its case shape inside an identifier or path."""
+    neutral = NEUTRAL.get(span.category)
+    if neutral is None:
+        return span.placeholder
+
+    def glued(i: int, step: int) -> bool:
+        if not 0 <= i < len(text):
+            return False
+        c = text[i]
+        if c.isascii() and c.isalnum():
+            return True
+        after = i + step
+        return c in _IDENTIFIER_JOINERS and 0 <= after < len(text) and (
+            (text[after].isascii() and text[after].isalnum()) or c in "/\\")
+
+    if not (glued(span.start - 1, -1) or glued(span.end, 1)):
+        return span.placeholder
+    shown = text[span.start:span.end]
+    letters = [c for c in shown if c.isalpha()]
+    if letters and all(c.isupper() for c in letters):
+        return neutral.upper()
+    return neutral.capitalize() if letters and letters[0].isupper() else neutral
+
+
+def _decoded(token: str, hexadecimal: bool) -> str | None:
+    """A base64 or hex token's text when it decodes to printable UTF-8, else None."""
+    try:
+        if hexadecimal:
+            raw = bytes.fromhex(token)
+        else:
+            token = token.rstrip("=").replace("-", "+").replace("_", "/")
+            raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+        text = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return text if all(c.isprintable() or c.isspace() for c in text) else None
 
 
 def check_keep(keep: Iterable[str], vocabulary: Vocabulary, extra: Mapping[str, Iterable[str]]) -> frozenset[str]:
