@@ -57,13 +57,19 @@ _SPREAD = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]{1,3}){2,}[^\W_](?![^\W_])")
 _INNER = re.compile(r"(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
 _LEET = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
 _LEET_HINT = re.compile(r"[^\W\d_][0-9@$]|[0-9@$][^\W\d_]")
+_DIGIT_LETTERS = bytes.maketrans(b"lioeast", b"1103457")  # leetspeak's letters as its digits, for a cheap look
+_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+_PROSE = b"abcdefghijklmnopqrstuvwxyz \t\n\r\f\v"
+_LETTER_OR_SPACE = bytes.maketrans(_PROSE, b"x" * 26 + b" " * 6)
 _BARE_VERSION = re.compile(
     r"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{4}-\d\d-\d\d)?"
     r"|\d(?:[.\-]\d)?-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|\d{4}(?:-?\d\d){0,2}))*"
     r"|\d\.\d-pro(?:-(?:preview|latest|exp|\d{4}(?:-?\d\d){0,2}))*"
     r"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{4}-?\d\d-?\d\d)(?![\w.])")
-_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{8,}={0,2}(?![\w+/=-])")
-_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){4,}(?![0-9A-Za-z])")
+_VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
+_ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
+_NOT_LETTERS = re.compile(r"[\W_]+")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 _HEADER = re.compile(r"\A\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*\n?")  # a turn's "[turn 3] (role)" line
 _BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
 _SPACED_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")
@@ -161,6 +167,15 @@ class LeakDetector:
         for word in vocab.ordinary_containing:
             self._automaton.add_word(_compact(word), ("allow", word))
         self._automaton.make_automaton()
+        as_digits: dict[str, list[str]] = {}  # distinctive terms in leetspeak digits: is a reader's view worth building
+        for term, (kind, _) in self._automaton.items():
+            if kind == "glued":
+                spelled = term.encode("utf-8", "surrogatepass").translate(_DIGIT_LETTERS).decode("utf-8", "surrogatepass")
+                as_digits.setdefault(spelled, []).append(term)
+        self._glued = ahocorasick.Automaton()
+        for spelled, terms in as_digits.items():
+            self._glued.add_word(spelled, terms)
+        self._glued.make_automaton()
         self._domains = ahocorasick.Automaton()
         for domain in vocab.domains:
             self._domains.add_word(domain.lower(), domain.lower())
@@ -209,8 +224,8 @@ class LeakDetector:
             bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not letters[last + 1].isalpha())
             if leet_of is not None and (len(term) < 4 or not any(not c.isalpha() for c in leet_of[start:last + 1])):
                 continue  # leetspeak: distinctive terms only, and only where a digit was read as a letter
-            if (kind == "word" or (words_only and term.isascii())) and not bounded:
-                continue
+            if (kind == "word" and not bounded) or (words_only and (kind != "glued" or (term.isascii() and not bounded))):
+                continue  # in the reader's views: distinctive terms standing as words
             hits.append((start, last + 1, term))
         return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary
 
@@ -223,17 +238,20 @@ class LeakDetector:
             if (start == 0 or low[start - 1] == "." or not (low[start - 1].isalnum() or low[start - 1] == "-")) and (
                     last + 1 == n or not (low[last + 1].isalnum() or low[last + 1] == "-")):
                 found.append((domain, low[max(0, start - 20):last + 21]))
-        for match in _BARE_VERSION.finditer(low) if "-" in low or "o" in low else ():
+        for match in _BARE_VERSION.finditer(low) if _may_name_version(low) else ():
             found.append((match.group(0), low[max(0, match.start() - 20):match.end() + 20]))
         spaced = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low) if _SPACED_HINT.search(" " + low) else low
         letters = _letters(spaced)
         hits, ordinary = self._terms_in(letters, words_only=False)
         plain = Counter(term for _, _, term in hits)
         found += [(term, letters[max(0, a - 20):b + 20]) for a, b, term in hits]
-        read = _letters(_read_through(low))
-        views = [(read, None)]
-        if _LEET_HINT.search(read):
-            views += [(read.translate(table), read) for table in _LEET]
+        views = []
+        if _worth_reading_through(low) and Counter(term for _, terms in self._glued.iter(_squeezed(low))
+                                                   for term in terms) - plain:
+            read = _letters(_read_through(low))  # only where some term's letters are spread apart
+            views = [(read, None)]
+            if _LEET_HINT.search(read):
+                views += [(read.translate(table), read) for table in _LEET]
         reported = Counter(plain)
         for view, leet_of in views:
             more, _ = self._terms_in(view, words_only=True, leet_of=leet_of)
@@ -247,17 +265,42 @@ class LeakDetector:
             for match in pattern.finditer(where):
                 term = next(g for g in match.groups() if g)
                 found.append((term, where[max(0, match.start() - 20):match.end() + 20]))
-        if decode:
-            for pattern, hexadecimal in ((_BASE64, False), (_HEX, True)):
-                for token in pattern.finditer(text):
-                    raw = token.group(0)
-                    if not hexadecimal and not (any(c.isdigit() for c in raw) and not raw.islower() and not raw.isupper()):
-                        continue  # base64 of text mixes cases and digits; ordinary words do not
-                    inner = _decoded(raw, hexadecimal)
-                    if inner:
-                        kind = "hex" if hexadecimal else "base64"
-                        found += [(term, f"{kind} {raw[:40]} = {context}") for term, context in self._hits(inner, decode=False)]
+        if decode and _has_digit(text):
+            for token in _ENCODED.finditer(text):  # base64 or hex, 8+ characters with a digit
+                raw = token.group(0)
+                hexadecimal = _HEX.fullmatch(raw) is not None
+                if not hexadecimal and (raw.islower() or raw.isupper()):
+                    continue  # base64 of text mixes cases; ordinary words do not
+                inner = _decoded(raw, hexadecimal)
+                if inner:
+                    kind = "hex" if hexadecimal else "base64"
+                    found += [(term, f"{kind} {raw[:40]} = {context}") for term, context in self._hits(inner, decode=False)]
         return found
+
+
+def _worth_reading_through(low: str) -> bool:
+    """False for plain ASCII prose (letters and whitespace only, no letters spelled out one by one)."""
+    if not low.isascii():
+        return True
+    data = low.encode("ascii")
+    if data.translate(None, _PROSE):
+        return True
+    shape = b" " + data.translate(_LETTER_OR_SPACE) + b" "  # letters spelled out: " c l a u d e "
+    return b" x x " in shape or b" x  x " in shape
+
+
+def _squeezed(low: str) -> str:
+    """Every separator gone and leetspeak's letters written as its digits: a cheap look for spread terms."""
+    data = (low if low.isascii() else _NOT_LETTERS.sub("", low)).encode("utf-8", "surrogatepass")
+    return data.translate(_DIGIT_LETTERS, _NOT_ALNUM).decode("utf-8", "surrogatepass")
+
+
+def _has_digit(text: str) -> bool:
+    return any(digit in text for digit in "0123456789")  # ten C scans: faster than a regex
+
+
+def _may_name_version(low: str) -> bool:
+    return "4o" in low or ("-" in low and any(word in low for word in _VERSION_WORDS))
 
 
 def _letters(low: str) -> str:

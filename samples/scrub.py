@@ -82,16 +82,29 @@ _READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\
 _SPELLED = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]{1,3}){2,}[^\W_](?![^\W_])")
 _SPELLED_SEPARATOR = re.compile(r"[\W_]+")
 _LEETSPEAK = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
+_SQUEEZE = re.compile(r"[\W_]+")
+_NOT_ALNUM_BYTES = bytes(b for b in range(128) if not chr(b).isalnum())
+# ASCII text of letters and spaces alone (plain prose) has nothing to read through unless it
+# spells letters out one by one (letters 'a', spaces ' ').
+_LETTERS_AND_SPACES = bytes(b for b in range(128) if chr(b).isalpha() or chr(b).isspace())
+_AS_LETTERS_AND_SPACES = bytes.maketrans(bytes(range(128)), bytes(ord("a") if chr(b).isalpha() else ord(" ")
+                                                                   for b in range(128)))
 _LEET_DIGIT = re.compile(r"[^\W\d_][0-9@$]|[0-9@$][^\W\d_]")
+# Letters that leetspeak writes as digits, turned into those digits: "C1aude" and "claude" read
+# alike ("c14ud3"), and so do "G3m1n1" and "gemini"; a cheap look at every leetspeak spelling.
+_AS_DIGITS = str.maketrans("lioeast", "1103457")  # (for the terms; texts use the bytes table)
+_AS_DIGITS_BYTES = bytes.maketrans(b"lioeast", b"1103457")
 # Version strings of well-known models without their name ("4o-mini-2024-07-18", "3-5-sonnet-20241022").
 _DATE = r"\d{4}(?:-?\d\d){0,2}"
 _BARE_VERSION = re.compile(rf"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{{4}}-\d\d-\d\d)?"
                            rf"|\d(?:[.\-]\d)?-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|{_DATE}))*"
                            rf"|\d\.\d-pro(?:-(?:preview|latest|exp|{_DATE}))*"
                            rf"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{{4}}-?\d\d-?\d\d)(?![\w.])")
-# base64 and hex tokens (tool arguments): decoded, scrubbed and encoded again when they hide an identity.
-_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{8,}={0,2}(?![\w+/=-])")
-_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-fA-F]{2}){4,}(?![0-9A-Za-z])")
+_VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
+# base64 and hex tokens (tool arguments, 8+ characters with a digit): decoded, scrubbed and encoded
+# again when they hide an identity.
+_ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 # A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
 NEUTRAL = {"model": "model", "vendor": "vendor", "agent": "agent"}
 _IDENTIFIER_JOINERS = "_/\\.-"
@@ -278,6 +291,14 @@ class Scrubber:
             automaton.add_word(word, ("allow", word))
         automaton.make_automaton()
         self._automaton = automaton
+        as_digits: dict[str, list[str]] = {}  # distinctive terms alone, in leetspeak digits: a cheap first look
+        for key in self._glue_keys:
+            if key.replace(" ", "") == key:
+                as_digits.setdefault(key.translate(_AS_DIGITS), []).append(key)
+        self._glued = ahocorasick.Automaton()
+        for spelled, keys in as_digits.items():
+            self._glued.add_word(spelled, keys)
+        self._glued.make_automaton()
 
     # -- finding ------------------------------------------------------------------------------
 
@@ -324,10 +345,12 @@ class Scrubber:
                                      ordinary=term.ordinary and not any(c.isdigit() for c in low[core:stop]))
                 if best is not None:
                     found.append(best)
-        if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
-            found += self._split_words(low, _JOINED_WORD)
-        found += self._read_through(low, plain_glued)
-        for version in _BARE_VERSION.finditer(low) if "-" in low or "4o" in low else ():
+        if self._spread_apart(low, plain_glued):  # one cheap look for terms spread over separators
+            if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
+                found += self._split_words(low, _JOINED_WORD)
+            found += self._read_through(low)
+        for version in _BARE_VERSION.finditer(low) if "4o" in low or (
+                "-" in low and any(word in low for word in _VERSION_WORDS)) else ():
             found.append(_Span(version.start(), version.end(), "model", version.group(0), PLACEHOLDERS["model"]))
         if allowed:
             found = [s for s in found if not any(a <= s.start and s.end <= b for a, b in allowed)]
@@ -344,12 +367,26 @@ class Scrubber:
                          if kind == "term" and key in self._glue_keys)
         return bool(joined - plain)
 
-    def _read_through(self, low: str, plain: Counter) -> list[_Span]:
+    def _spread_apart(self, low: str, plain: Counter) -> bool:
+        """Whether the text with every separator removed, or its words with digits read as
+        leetspeak, hold a distinctive term more often than the plain pass found it."""
+        if low.isascii():
+            data = low.encode("ascii")
+            if not data.translate(None, _LETTERS_AND_SPACES):
+                spaced = b" " + data.translate(_AS_LETTERS_AND_SPACES) + b" "
+                if b" a a " not in spaced and b" a  a " not in spaced:
+                    return False
+            reading = data.translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
+        else:
+            reading = _SQUEEZE.sub("", low).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES).decode(
+                "utf-8", "surrogatepass")
+        return bool(Counter(key for _, keys in self._glued.iter(reading) for key in keys) - plain)
+
+    def _read_through(self, low: str) -> list[_Span]:
         """Distinctive terms a reader reads through separators, markup, spelled-out letters or
         leetspeak ("C/l/a/u/d/e", "**Cl**aude", "C1aude"), standing as a word in the reader's view.
 
-        The view deletes characters, so each of its positions maps back to the text. Built
-        only when a cheap pass over the view finds a term the plain pass did not.
+        The view deletes characters, so each of its positions maps back to the text.
         """
         deleted = [(m.start(), m.end()) for m in _READ_THROUGH.finditer(low)]
         for word in _SPELLED.finditer(low):
@@ -383,7 +420,7 @@ class Scrubber:
                 if key.isascii() and not ((start == 0 or not seen[start - 1].isalnum())
                                           and (last_char + 1 == n or not seen[last_char + 1].isalpha())):
                     continue  # in these views a term stands as a word: "src/open/ai" is not read as one
-                term = max((t for t in self._terms[key] if not t.ordinary and t.pattern.match(seen, start)
+                term = max((t for t in self._terms[key] if t.glue and t.pattern.match(seen, start)
                             and (leet_of is None or len(t.term) >= GLUE_MIN_LETTERS)), default=None,
                            key=lambda t: len(t.term))
                 if term is None:
@@ -492,10 +529,11 @@ class Scrubber:
         """base64 and hex tokens whose text names an identity, scrubbed and encoded again (same encoding)."""
         hits: list[Hit] = []
 
-        def rescrub(token: re.Match[str], hexadecimal: bool) -> str:
+        def rescrub(token: re.Match[str]) -> str:
             raw = token.group(0)
-            if not hexadecimal and not (any(c.isdigit() for c in raw) and not raw.islower() and not raw.isupper()):
-                return raw  # base64 of text mixes cases and digits; ordinary words and hashes do not
+            hexadecimal = _HEX.fullmatch(raw) is not None
+            if not hexadecimal and (raw.islower() or raw.isupper()):
+                return raw  # base64 of text mixes cases (and has a digit); ordinary words do not
             decoded = _decoded(raw, hexadecimal)
             if decoded is None:
                 return raw
@@ -510,9 +548,9 @@ class Scrubber:
             out = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode("ascii")
             return out if raw.endswith("=") else out.rstrip("=")
 
-        for pattern, hexadecimal in ((_BASE64, False), (_HEX, True)):
-            text = pattern.sub(lambda m, h=hexadecimal: rescrub(m, h), text)
-        return text, hits
+        if not any(digit in text for digit in "0123456789"):  # every token has one
+            return text, hits
+        return _ENCODED.sub(rescrub, text), hits
 
     def scrub(self, text: str, *, encoded: bool = True) -> tuple[str, list[Hit]]:
         """The masked text and every identity occurrence (masked or kept, with the original string).
