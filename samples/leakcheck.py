@@ -146,8 +146,17 @@ class LeakDetector:
     """Identity terms that survive in a text; built from the vocabulary, the study's values and its kept terms."""
 
     def __init__(self, vocabulary: Vocabulary | None = None, extra: Mapping[str, Iterable[str]] | None = None,
-                 keep: Iterable[str] = ()) -> None:
+                 keep: Iterable[str] = (), keep_roles: bool = False) -> None:
         vocab = vocabulary or default_vocabulary()
+        self._role_words: tuple[str, ...] = ()
+        if not keep_roles:  # a harness's speaker names, agent-name endings and stock replies
+            names = sorted((name.lower() for name, _ in vocab.roles), key=len, reverse=True)
+            ends = [name for name, _ in vocab.role_suffixes]
+            stock = [name for name, _ in vocab.boilerplate]
+            self._role_words = (*names, *(w.lower() for w in [*ends, *stock]))
+            self._role_name = re.compile(rf"(?<![a-z])({'|'.join(map(re.escape, names)) or '(?!)'})(?![a-z])")
+            self._role_mark = re.compile(rf"(?<=[A-Za-z0-9])_?({'|'.join(map(re.escape, ends)) or '(?!)'})(?![A-Za-z0-9])"
+                                         rf"|(?<![A-Za-z])({'|'.join(map(re.escape, stock)) or '(?!)'})(?![A-Za-z])")
         study = {_compact(t) for items in (extra or {}).values() for t in items if len(t.strip()) >= 2}
         kept = {_compact(t) for t in keep}
         ordinary = {_compact(t) for t in vocab.ordinary} - study - kept
@@ -265,6 +274,10 @@ class LeakDetector:
             for match in pattern.finditer(where):
                 term = next(g for g in match.groups() if g)
                 found.append((term, where[max(0, match.start() - 20):match.end() + 20]))
+        if self._role_words and any(word in low for word in self._role_words):
+            found += [(m.group(0), low[max(0, m.start() - 20):m.end() + 20]) for m in self._role_name.finditer(low)]
+            shown = unicodedata.normalize("NFKC", text)
+            found += [(m.group(0), shown[max(0, m.start() - 20):m.end() + 20]) for m in self._role_mark.finditer(shown)]
         if decode and _has_digit(text):
             for token in _ENCODED.finditer(text):  # base64 or hex, 8+ characters with a digit
                 raw = token.group(0)

@@ -105,11 +105,16 @@ _VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "
 # again when they hide an identity.
 _ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
+# The last and first words of two consecutive turns, and a turn's leading "[turn 3] (role)" line.
+_LAST_WORD = re.compile(r"(\S+)\s*\Z")
+_FIRST_WORD = re.compile(r"\s*(\S+)")
+_PART_HEADER = re.compile(r"\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*(?:\n|\Z)")
 # A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
 NEUTRAL = {"model": "model", "vendor": "vendor", "agent": "agent"}
 _IDENTIFIER_JOINERS = "_/\\.-"
 _GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
+ROLE = "role"  # the Hit category of a harness's speaker or role name
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
                 "model": "[MODEL]"}
 CATEGORIES = ("agent", "vendor", "model")
@@ -253,8 +258,20 @@ class Scrubber:
     """Masks identity terms; built once per study from the vocabulary, the study's values and its kept terms."""
 
     def __init__(self, vocabulary: Vocabulary | None = None, extra: Mapping[str, Iterable[str]] | None = None,
-                 keep: Iterable[str] = ()) -> None:
+                 keep: Iterable[str] = (), keep_roles: bool = False) -> None:
         vocab = vocabulary or default_vocabulary()
+        self.keep_roles = keep_roles
+        self._role_names = {name.lower(): neutral for name, neutral in vocab.roles}
+        self._role_suffixes = dict(vocab.role_suffixes)
+        self._boilerplate = dict(vocab.boilerplate)
+        self._role_words = [*self._role_names, *(w.lower() for w in [*self._role_suffixes, *self._boilerplate])]
+        names = "|".join(re.escape(n) for n in sorted(self._role_names, key=len, reverse=True)) or "(?!)"
+        suffixes = "|".join(re.escape(n) for n in self._role_suffixes) or "(?!)"
+        stock = "|".join(re.escape(n) for n in self._boilerplate) or "(?!)"
+        # a name as a word or at a CamelCase boundary ("WebSurferTool"); a suffix glued to an agent name
+        # ("Verification_Expert", "VerificationExpert"); a stock reply in capitals ("TERMINATE")
+        self._roles = re.compile(rf"(?i:(?<![A-Za-z])(?P<name>{names})(?![a-z]))|(?<=[A-Za-z0-9])(?P<joint>_?)"
+                                 rf"(?P<suffix>{suffixes})(?![A-Za-z0-9])|(?<![A-Za-z])(?P<stock>{stock})(?![A-Za-z])")
         extra = {k: [t for t in v if len(t.strip()) >= 2] for k, v in (extra or {}).items()}
         study = {compact(t) for items in extra.values() for t in items}
         self.keep = check_keep(keep, vocab, extra)
@@ -569,7 +586,52 @@ class Scrubber:
             if span.kept is None:
                 pieces += [text[last:span.start], _mask(text, span)]
                 last = span.end
-        return "".join(pieces) + text[last:], hits
+        return self._neutral_roles("".join(pieces) + text[last:], hits)
+
+    def scrub_across(self, parts: Sequence[str]) -> tuple[list[str], list[Hit]]:
+        """Scrubbed parts (turns) with a name split across the end of one and the start of the
+        next ("... I am Clau" | "de, your assistant") masked in both halves; a leading
+        "[turn 3] (role)" line of a part is not its start."""
+        parts, hits = list(parts), []
+        for i in range(len(parts) - 1):
+            tail = _LAST_WORD.search(parts[i])
+            header = _PART_HEADER.match(parts[i + 1])
+            head = _FIRST_WORD.match(parts[i + 1], header.end() if header else 0)
+            if tail is None or head is None:
+                continue
+            left, right = tail.group(1), head.group(1)
+            joined = left + right
+            for span in self._spans(joined):
+                if span.kept is None and span.start < len(left) < span.end:
+                    hits.append(Hit(category=span.category, matched=joined[span.start:span.end], term=span.term))
+                    parts[i] = parts[i][:tail.start(1) + span.start] + span.placeholder + parts[i][tail.end(1):]
+                    parts[i + 1] = (parts[i + 1][:head.start(1)] + span.placeholder
+                                    + parts[i + 1][head.start(1) + span.end - len(left):])
+                    break
+        return parts, hits
+
+    def _neutral_roles(self, text: str, hits: list[Hit]) -> tuple[str, list[Hit]]:
+        """A harness's speaker and role names replaced by neutral ones of the same shape
+        ("Orchestrator (-> WebSurfer)" -> "Coordinator (-> Browser)"), or kept and counted."""
+        lowered = text.lower()
+        if not any(word in lowered for word in self._role_words):
+            return text, hits
+        def neutral(found: re.Match[str]) -> str:
+            if found.group("name"):
+                name = found.group("name")
+                new = self._role_names[name.lower()]
+                new = new.upper() if name.isupper() else new if name[0].isupper() else new.lower()
+            elif found.group("suffix"):
+                name = found.group("suffix")
+                new = found.group("joint") + self._role_suffixes[name]
+                name = found.group(0)
+            else:
+                name = found.group("stock")
+                new = self._boilerplate[name]
+            hits.append(Hit(category=ROLE, matched=name, term=compact(name), kept=KEPT_BY_STUDY if self.keep_roles else None))
+            return found.group(0) if self.keep_roles else new
+
+        return self._roles.sub(neutral, text), hits
 
 
 def _mask(text: str, span: _Span) -> str:

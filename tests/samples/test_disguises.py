@@ -124,6 +124,9 @@ class _Naive(Scrubber):
     def scrub(self, text: str) -> tuple[str, list[Hit]]:
         return self.pattern.sub("[MASKED]", text), []
 
+    def scrub_across(self, parts: list[str]) -> tuple[list[str], list[Hit]]:
+        return list(parts), []
+
 
 def test_the_detector_catches_what_a_naive_scrubber_misses() -> None:
     disguised = [raw for raw, _ in DISGUISED if _Naive().scrub(raw)[0] == raw]
