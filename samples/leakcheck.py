@@ -53,7 +53,7 @@ _RLO = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left o
 _LINK = re.compile(r"\[([^\[\]\n]{1,80})\]\([^()\s]{0,400}\)")
 _CONCAT = re.compile(r"(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)")
 _LINE_BREAK = re.compile(r"(?<=\w)-[ \t]*\r?\n\s*(?=\w)")
-_SPREAD = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]{1,3}){2,}[^\W_](?![^\W_])")
+_SPREAD = re.compile(r"(?<![^\W_])(?:[^\W_](?P<gap>[\W_]{1,3}))(?:[^\W_](?P=gap))+[^\W_](?![^\W_])")
 _INNER = re.compile(r"(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
 _LEET = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
 _LEET_HINT = re.compile(r"[^\W\d_][0-9@$]|[0-9@$][^\W\d_]")
@@ -63,7 +63,7 @@ _PROSE = b"abcdefghijklmnopqrstuvwxyz \t\n\r\f\v"
 _LETTER_OR_SPACE = bytes.maketrans(_PROSE, b"x" * 26 + b" " * 6)
 _BARE_VERSION = re.compile(
     r"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{4}-\d\d-\d\d)?"
-    r"|\d(?:[.\-]\d)?-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|\d{4}(?:-?\d\d){0,2}))*"
+    r"|\d[.\-]\d-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|\d{4}(?:-?\d\d){0,2}))*"
     r"|\d\.\d-pro(?:-(?:preview|latest|exp|\d{4}(?:-?\d\d){0,2}))*"
     r"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{4}-?\d\d-?\d\d)(?![\w.])")
 _VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
@@ -304,6 +304,8 @@ def _worth_reading_through(low: str) -> bool:
 
 def _squeezed(low: str) -> str:
     """Every separator gone and leetspeak's letters written as its digits: a cheap look for spread terms."""
+    if "](" in low:
+        low = _LINK.sub(r"\1", low)
     data = (low if low.isascii() else _NOT_LETTERS.sub("", low)).encode("utf-8", "surrogatepass")
     return data.translate(_DIGIT_LETTERS, _NOT_ALNUM).decode("utf-8", "surrogatepass")
 

@@ -79,7 +79,8 @@ _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
 _READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
                            r"|(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)|(?<=\w)-[ \t]*\r?\n\s*(?=\w)"
                            r"|(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
-_SPELLED = re.compile(r"(?<![^\W_])(?:[^\W_][\W_]{1,3}){2,}[^\W_](?![^\W_])")
+_LINK_TARGET = re.compile(r"\]\([^()\s]{0,400}\)")
+_SPELLED = re.compile(r"(?<![^\W_])[^\W_]([\W_]{1,3})(?:[^\W_]\1)+[^\W_](?![^\W_])")  # one separator throughout
 _SPELLED_SEPARATOR = re.compile(r"[\W_]+")
 _LEETSPEAK = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
 _SQUEEZE = re.compile(r"[\W_]+")
@@ -97,7 +98,7 @@ _AS_DIGITS_BYTES = bytes.maketrans(b"lioeast", b"1103457")
 # Version strings of well-known models without their name ("4o-mini-2024-07-18", "3-5-sonnet-20241022").
 _DATE = r"\d{4}(?:-?\d\d){0,2}"
 _BARE_VERSION = re.compile(rf"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{{4}}-\d\d-\d\d)?"
-                           rf"|\d(?:[.\-]\d)?-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|{_DATE}))*"
+                           rf"|\d[.\-]\d-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|{_DATE}))*"
                            rf"|\d\.\d-pro(?:-(?:preview|latest|exp|{_DATE}))*"
                            rf"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{{4}}-?\d\d-?\d\d)(?![\w.])")
 _VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
@@ -387,6 +388,8 @@ class Scrubber:
     def _spread_apart(self, low: str, plain: Counter) -> bool:
         """Whether the text with every separator removed, or its words with digits read as
         leetspeak, hold a distinctive term more often than the plain pass found it."""
+        if "](" in low:
+            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
         if low.isascii():
             data = low.encode("ascii")
             if not data.translate(None, _LETTERS_AND_SPACES):
