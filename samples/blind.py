@@ -8,9 +8,10 @@ key (``sealed/key.jsonl``, in a 0700 folder) restores every design field.
 ``blind/audit.json`` counts, per task field and in all, what the scrubber masked and
 what it kept readable (ordinary words such as "Google translation", terms the study
 keeps), by category; the strings themselves and the count of every term go to
-``sealed/scrub_detail.json``. Every scrubbed field is then read by an independent leak
-detector (``samples.leakcheck``); if it finds any identity, nothing is written and
-``IdentityLeak`` names the task and field. The five files are one generation
+``sealed/scrub_detail.json``; a harness's speaker and role names count as "role". Every
+scrubbed field, and every pair of consecutive turns (a name split over two), is then
+read by an independent leak detector (``samples.leakcheck``); if it finds any identity,
+nothing is written and ``IdentityLeak`` names the task and field. The five files are one generation
 (``samples.generation``), every file 0600: a killed run leaves the old set or the new.
 """
 

@@ -13,6 +13,19 @@ every match is masked in place:
 3. harness names -> ``[AGENT]``, vendors -> ``[VENDOR]``, model names with their version
    tail ("gpt-4o-2024-08-06", "Claude 3.5", "qwen3.5-9b") -> ``[MODEL]``.
 
+What a reader reads straight through is masked too, in a reader's view of the text
+that deletes it and maps back to the text: separators and markup between letters
+("C/l/a/u/d/e", "**Cl**aude", "[Cl](..)[aude](..)", "Clau-" + newline + "de"),
+letters spelled out one by one, quoted pieces joined by a code operator, and
+leetspeak digits ("C1aude"); there a distinctive term must stand as a word. Also
+masked: bare version strings ("4o-mini-2024-07-18"), base64 and hex tokens whose text
+names an identity (scrubbed and encoded again), text under a right-to-left override
+(read reversed), names in other scripts (listed in the vocabulary), and, with
+``scrub_across``, a name split over two turns. A masked name glued inside an
+identifier or path becomes a neutral word of its shape ("my_model_tool"), so no hole
+shows. A harness's speaker and role names ("Orchestrator (-> WebSurfer)",
+"Verification_Expert", "TERMINATE") become neutral roles, or stay with ``keep_roles``.
+
 Terms are found in one pass by an Aho-Corasick automaton (pyahocorasick). A term
 starts and ends at a word or CamelCase boundary ("claudeSearch" -> "[MODEL]Search",
 "GPT4oBrowser" -> "[MODEL]Browser", "claude_search"); terms of 4+ letters are also
