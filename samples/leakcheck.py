@@ -69,6 +69,9 @@ _BARE_VERSION = re.compile(
 _VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
 _ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
 _NOT_LETTERS = re.compile(r"[\W_]+")
+_NOT_DIGITS = bytes(b for b in range(256) if not 48 <= b <= 57)
+_KINDS = bytes(ord("d") if 48 <= b <= 57 else ord("x") if b < 128 and (chr(b).isalpha() or chr(b) in "+/_-") else 32
+               for b in range(256))
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 _HEADER = re.compile(r"\A\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*\n?")  # a turn's "[turn 3] (role)" line
 _BACKSLASH = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
@@ -278,7 +281,7 @@ class LeakDetector:
             found += [(m.group(0), low[max(0, m.start() - 20):m.end() + 20]) for m in self._role_name.finditer(low)]
             shown = unicodedata.normalize("NFKC", text)
             found += [(m.group(0), shown[max(0, m.start() - 20):m.end() + 20]) for m in self._role_mark.finditer(shown)]
-        if decode and _has_digit(text):
+        if decode and _may_hold_token(text):
             for token in _ENCODED.finditer(text):  # base64 or hex, 8+ characters with a digit
                 raw = token.group(0)
                 hexadecimal = _HEX.fullmatch(raw) is not None
@@ -310,8 +313,13 @@ def _squeezed(low: str) -> str:
     return data.translate(_DIGIT_LETTERS, _NOT_ALNUM).decode("utf-8", "surrogatepass")
 
 
-def _has_digit(text: str) -> bool:
-    return any(digit in text for digit in "0123456789")  # ten C scans: faster than a regex
+def _may_hold_token(text: str) -> bool:
+    """A digit next to a letter, or eight digits in a row: where a base64 or hex token can be."""
+    data = text.encode("utf-8", "surrogatepass")
+    if not data.translate(None, _NOT_DIGITS):
+        return False
+    kinds = data.translate(_KINDS)
+    return b"xd" in kinds or b"dx" in kinds or b"dddddddd" in kinds
 
 
 def _may_name_version(low: str) -> bool:

@@ -119,6 +119,9 @@ _VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "
 # again when they hide an identity.
 _ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
+_TOKEN_SHAPE = bytes.maketrans(bytes(range(256)), bytes(
+    ord("0") if chr(b).isdigit() else ord("a") if b < 128 and (chr(b).isalpha() or chr(b) in "+/_-") else ord(" ")
+    for b in range(256)))
 # The last and first words of two consecutive turns, and a turn's leading "[turn 3] (role)" line.
 _LAST_WORD = re.compile(r"(\S+)\s*\Z")
 _FIRST_WORD = re.compile(r"\s*(\S+)")
@@ -581,7 +584,7 @@ class Scrubber:
             out = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode("ascii")
             return out if raw.endswith("=") else out.rstrip("=")
 
-        if not any(digit in text for digit in "0123456789"):  # every token has one
+        if not _may_encode(text):
             return text, hits
         return _ENCODED.sub(rescrub, text), hits
 
@@ -648,6 +651,12 @@ class Scrubber:
             return found.group(0) if self.keep_roles else new
 
         return self._roles.sub(neutral, text), hits
+
+
+def _may_encode(text: str) -> bool:
+    """Whether a base64 or hex token can be here: a digit beside a letter (or a run of digits)."""
+    shape = text.encode("utf-8", "surrogatepass").translate(_TOKEN_SHAPE)
+    return b"a0" in shape or b"0a" in shape or b"00000000" in shape
 
 
 def _mask(text: str, span: _Span) -> str:
