@@ -213,7 +213,7 @@ class LeakDetector:
         for i in range(len(parts) - 1):
             tail = parts[i].rstrip()[-40:]
             head = _HEADER.sub("", parts[i + 1], count=1).lstrip()[:40]
-            if not tail or not head:
+            if not tail or not head or not any(True for _ in self._glued.iter(_squeezed(reveal(tail + head)))):
                 continue
             joined = self._hits(tail + head, decode=False)
             alone = Counter(t for t, _ in self._hits(tail, decode=False)) + Counter(t for t, _ in self._hits(head, decode=False))

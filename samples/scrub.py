@@ -122,8 +122,7 @@ _HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 _TOKEN_SHAPE = bytes.maketrans(bytes(range(256)), bytes(
     ord("0") if chr(b).isdigit() else ord("a") if b < 128 and (chr(b).isalpha() or chr(b) in "+/_-") else ord(" ")
     for b in range(256)))
-# The last and first words of two consecutive turns, and a turn's leading "[turn 3] (role)" line.
-_LAST_WORD = re.compile(r"(\S+)\s*\Z")
+# The first word of a turn, and its leading "[turn 3] (role)" line.
 _FIRST_WORD = re.compile(r"\s*(\S+)")
 _PART_HEADER = re.compile(r"\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*(?:\n|\Z)")
 # A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
@@ -613,17 +612,21 @@ class Scrubber:
         "[turn 3] (role)" line of a part is not its start."""
         parts, hits = list(parts), []
         for i in range(len(parts) - 1):
-            tail = _LAST_WORD.search(parts[i])
+            kept = parts[i].rstrip()
+            left = kept.rsplit(None, 1)[-1] if kept else ""
             header = _PART_HEADER.match(parts[i + 1])
             head = _FIRST_WORD.match(parts[i + 1], header.end() if header else 0)
-            if tail is None or head is None:
+            if not left or head is None:
                 continue
-            left, right = tail.group(1), head.group(1)
+            right, cut = head.group(1), len(kept) - len(left)
             joined = left + right
+            low = _lower(fold(joined)).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES)
+            if next(self._glued.iter(low.decode("utf-8", "surrogatepass")), None) is None:
+                continue  # no distinctive term in the two words at all: the common case, decided cheaply
             for span in self._spans(joined):
                 if span.kept is None and span.start < len(left) < span.end:
                     hits.append(Hit(category=span.category, matched=joined[span.start:span.end], term=span.term))
-                    parts[i] = parts[i][:tail.start(1) + span.start] + span.placeholder + parts[i][tail.end(1):]
+                    parts[i] = parts[i][:cut + span.start] + span.placeholder + parts[i][len(kept):]
                     parts[i + 1] = (parts[i + 1][:head.start(1)] + span.placeholder
                                     + parts[i + 1][head.start(1) + span.end - len(left):])
                     break
