@@ -63,6 +63,7 @@ CASES = [
     ("Korean vendor", ["\uc564\ud2b8\ub85c\ud53d\uc774 \ub9cc\ub4e0"], ["[VENDOR]\uc774 \ub9cc\ub4e0"]),
     ("Chinese vendor", ["\u6df1\u5ea6\u6c42\u7d22\u7684\u6a21\u578b"], ["[VENDOR]\u7684\u6a21\u578b"]),
     ("Chinese model", ["\u901a\u4e49\u5343\u95ee\u56de\u7b54"], ["[MODEL]\u56de\u7b54"]),
+    ("pinyin", ["Qianwen answered"], ["[MODEL] answered"]),
     ("LlamaIndex", ["built on LlamaIndex today"], ["built on [AGENT] today"]),
     ("Cyrillic argument key", {"\u0413\u0420\u0422_key": "x"}, ['{"MODEL_key": "x"}']),
     ("base64 argument", {"payload": _b64("model: claude-3-opus")}, [_b64("model: [MODEL]")]),
