@@ -8,9 +8,10 @@ key (``sealed/key.jsonl``, in a 0700 folder) restores every design field.
 ``blind/audit.json`` counts, per task field and in all, what the scrubber masked and
 what it kept readable (ordinary words such as "Google translation", terms the study
 keeps), by category; the strings themselves and the count of every term go to
-``sealed/scrub_detail.json``. Every scrubbed field is then read by an independent leak
-detector (``samples.leakcheck``); if it finds any identity, nothing is written and
-``IdentityLeak`` names the task and field. The five files are one generation
+``sealed/scrub_detail.json``; a harness's speaker and role names count as "role". Every
+scrubbed field, and every pair of consecutive turns (a name split over two), is then
+read by an independent leak detector (``samples.leakcheck``); if it finds any identity,
+nothing is written and ``IdentityLeak`` names the task and field. The five files are one generation
 (``samples.generation``), every file 0600: a killed run leaves the old set or the new.
 """
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import os
+import re
 from collections import Counter
 from contextlib import nullcontext
 from collections.abc import Sequence
@@ -39,6 +42,8 @@ from samples.records import BlindTask, KeyEntry, SampledUnit
 from samples.sampler import DEFAULT_SEED, check_seed
 from samples.scrub import Hit, Scrubber, check_keep, study_terms
 from samples.vocabulary import default_vocabulary
+
+_TURN_LINE = re.compile(r"(?m)^\[turn \d+\](?: \(.*\))?$")  # samples.units.render_turn's first line
 
 
 class IdentityLeak(InputError):
@@ -116,12 +121,25 @@ def _places(hits: list[Hit]) -> tuple[dict, dict]:
     return dict(sorted(masked.items())), dict(sorted(kept.items()))
 
 
+def _turn_bodies(text: str) -> tuple[list[str], list[str]]:
+    """A unit's text cut at its "[turn N] (role)" lines (``samples.units.render_turn``): (bodies, lines)."""
+    return _TURN_LINE.split(text), _TURN_LINE.findall(text)
+
+
+def _across(scrubber: Scrubber, detector: LeakDetector, parts: list[str], where: str,
+            unit: SampledUnit, tid: str) -> tuple[list[str], list[Hit], list[str]]:
+    """Names split across consecutive turns: masked in both halves; what still spans two turns is a leak."""
+    parts, hits = scrubber.scrub_across(parts)
+    return parts, hits, [f"task {tid} (unit {unit.unit_id}) {where} {leak}" for leak in detector.find_across(parts)]
+
+
 def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: bytes, seed: int = DEFAULT_SEED,
-          scrubber: Scrubber | None = None, keep: Sequence[str] = ()) -> Blinded:
+          scrubber: Scrubber | None = None, keep: Sequence[str] = (), keep_roles: bool = False) -> Blinded:
     """Split a sample into scrubbed tasks and key entries; report every identity the leak detector still finds.
 
     ``keep`` names vendor or harness terms the study leaves readable (never model names
-    nor the study's own agent/backbone/family values).
+    nor the study's own agent/backbone/family values); ``keep_roles`` leaves a harness's
+    speaker and role names readable ("Orchestrator", "*_Expert"), counted in the audit.
     """
     names = check_annotators(annotators)
     if not units:
@@ -132,20 +150,30 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
     })
     kept = check_keep(keep, default_vocabulary(), extra)
     if scrubber is None:
-        scrubber = Scrubber(extra=extra, keep=kept)
-    detector = LeakDetector(extra=extra, keep=kept)
+        scrubber = Scrubber(extra=extra, keep=kept, keep_roles=keep_roles)
+    detector = LeakDetector(extra=extra, keep=kept, keep_roles=keep_roles)
     tasks, key, audit, detail, leaks = [], [], [], [], []
     for unit in units:
         tid = task_id(salt, unit.unit_id)
         text, hits = scrubber.scrub(unit.text)
+        bodies, lines = _turn_bodies(text)
+        if lines:
+            bodies, split_hits, split_leaks = _across(scrubber, detector, bodies, "text", unit, tid)
+            text = "".join(b + line for b, line in itertools.zip_longest(bodies, lines, fillvalue=""))
+            hits, leaks = hits + split_hits, leaks + split_leaks
         shown = [("text", text, hits)]
         turns = None
         if unit.turns is not None:
-            turns = []
-            for i, turn in enumerate(unit.turns):
-                clean, turn_hits = scrubber.scrub(turn)
+            turns, turn_hits = [], []
+            for turn in unit.turns:
+                clean, found = scrubber.scrub(turn)
                 turns.append(clean)
-                shown.append((f"turns[{i}]", clean, turn_hits))
+                turn_hits.append(found)
+            turns, split_hits, split_leaks = _across(scrubber, detector, turns, "turns", unit, tid)
+            leaks += split_leaks
+            if split_hits:
+                turn_hits[0] = turn_hits[0] + split_hits
+            shown += [(f"turns[{i}]", clean, found) for i, (clean, found) in enumerate(zip(turns, turn_hits))]
         question, gold = None, None  # response units: shown to coders, so scrubbed and checked like the text
         if unit.question is not None:
             question, question_hits = scrubber.scrub(unit.question)
@@ -180,12 +208,13 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
 
 def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEFAULT_SEED,
                 sample_path: str | Path | None = None, scrubber: Scrubber | None = None, replace: bool = False,
-                keep: Sequence[str] = ()) -> dict:
+                keep: Sequence[str] = (), keep_roles: bool = False) -> dict:
     """Blind ``STUDY/sample/sample.jsonl`` into ``STUDY/blind/`` and ``STUDY/sealed/``; return a summary.
 
     An existing sealed key that differs from the new one (another sample or seed) is
     never overwritten unless ``replace``: labels collected against it would lose their units.
-    ``keep``: vendor or harness names the study leaves readable (``[blinding] keep``).
+    ``keep``: vendor or harness names the study leaves readable (``[blinding] keep``);
+    ``keep_roles``: a harness's speaker and role names too.
     """
     layout = StudyLayout.of(study)
     seed = check_seed(seed)
@@ -200,7 +229,8 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
         sample_sha = (hashes or {}).get(layout.relative(sample_path)) or file_sha256(sample_path)
         units = list(read_models(sample_path, SampledUnit))
     salt = blinding_salt_for(int(seed), sample_sha)
-    result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep)
+    result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep,
+                   keep_roles=keep_roles)
     return _publish(layout, result, sample_sha=sample_sha, seed=int(seed), replace=replace)
 
 

@@ -4,19 +4,24 @@ The table is Unicode's confusables data (UTS #39 ``confusables.txt``) as shipped
 the ``confusable_homoglyphs`` package: every non-ASCII character that Unicode lists
 as confusable with one ASCII letter, digit, hyphen, low line, dot or slash maps to it (Cyrillic 'а' -> 'a', Greek
 'ο' -> 'o', Cyrillic 'С' -> 'C'); Latin letters with diacritics map to their base
-letter ('á' -> 'a'). One character becomes one character, so a folded text keeps
-the positions of the original and a match can be masked in place.
+letter ('á' -> 'a'); enclosed letters that NFKC leaves alone (negative squared and
+negative circled letters, regional indicator symbols: '🅲🅻🅰🆄🅳🅴') map to their letter.
+One character becomes one character, so a folded text keeps the positions of the
+original and a match can be masked in place.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from functools import lru_cache
 from importlib import resources
 
 _JOINERS = "-_./"  # look-alike hyphens, low lines, dots and slashes join identifiers too
 _LATIN_RANGES = (range(0x00C0, 0x0250), range(0x1E00, 0x1F00))
+_ENCLOSED_RANGES = (range(0x2460, 0x2500), range(0x1F100, 0x1F200))
+_ENCLOSED_LETTER = re.compile(r"\b(?:LATIN (CAPITAL|SMALL) LETTER|REGIONAL INDICATOR SYMBOL LETTER) ([A-Z])$")
 
 
 def _pick(char: str, candidates: set[str]) -> str:
@@ -46,6 +51,11 @@ def fold_table() -> dict[int, str]:
             if (code not in table and len(base) > 1 and base[0].isascii() and base[0].isalnum()
                     and all(unicodedata.combining(c) for c in base[1:])):
                 table[code] = base[0]
+    for block in _ENCLOSED_RANGES:
+        for code in block:
+            found = _ENCLOSED_LETTER.search(unicodedata.name(chr(code), ""))
+            if found and code not in table:
+                table[code] = found.group(2) if found.group(1) != "SMALL" else found.group(2).lower()
     return table
 
 

@@ -13,6 +13,19 @@ every match is masked in place:
 3. harness names -> ``[AGENT]``, vendors -> ``[VENDOR]``, model names with their version
    tail ("gpt-4o-2024-08-06", "Claude 3.5", "qwen3.5-9b") -> ``[MODEL]``.
 
+What a reader reads straight through is masked too, in a reader's view of the text
+that deletes it and maps back to the text: separators and markup between letters
+("C/l/a/u/d/e", "**Cl**aude", "[Cl](..)[aude](..)", "Clau-" + newline + "de"),
+letters spelled out one by one, quoted pieces joined by a code operator, and
+leetspeak digits ("C1aude"); there a distinctive term must stand as a word. Also
+masked: bare version strings ("4o-mini-2024-07-18"), base64 and hex tokens whose text
+names an identity (scrubbed and encoded again), text under a right-to-left override
+(read reversed), names in other scripts (listed in the vocabulary), and, with
+``scrub_across``, a name split over two turns. A masked name glued inside an
+identifier or path becomes a neutral word of its shape ("my_model_tool"), so no hole
+shows. A harness's speaker and role names ("Orchestrator (-> WebSurfer)",
+"Verification_Expert", "TERMINATE") become neutral roles, or stay with ``keep_roles``.
+
 Terms are found in one pass by an Aho-Corasick automaton (pyahocorasick). A term
 starts and ends at a word or CamelCase boundary ("claudeSearch" -> "[MODEL]Search",
 "GPT4oBrowser" -> "[MODEL]Browser", "claude_search"); terms of 4+ letters are also
@@ -26,8 +39,10 @@ by an independent detector (``samples.leakcheck``), not here.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import html
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -41,7 +56,8 @@ from samples.confusables import fold
 from samples.errors import InputError
 from samples.vocabulary import Vocabulary, default_vocabulary
 
-_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_OVERRIDE = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: the reader sees it reversed
 _STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
 _ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|&#[xX][0-9a-fA-F]{1,6};|&#[0-9]{1,7};"
@@ -68,10 +84,53 @@ _BEFORE_AS = re.compile(r"\bas\s+\Z")
 _AFTER_AS = re.compile(r"\s*,\s*i\b")
 # A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
 _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
-_SPELLED_OUT = re.compile(r"(?<![a-z0-9])(?:[a-z0-9][ .\-_*]){2,}[a-z0-9](?![a-z0-9])")
-_SPELLED_OUT_HINT = re.compile(r"[ .\-_*][a-z0-9][ .\-_*][a-z0-9][ .\-_*]")  # fast: starts with a separator
+# What a reader reads through inside a word, deleted in the reader's view of a text: a markdown
+# link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
+# ('"clau" + "de"'), a hyphen at a line break, and punctuation, markup or an emoji between
+# letters ("C/l/a/u/d/e", "**Cl**aude", "Cl'aude"); and the separators of letters spelled out
+# one by one ("c l a u d e", "C, l, a", one letter per line).
+_READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
+                           r"|(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)|(?<=\w)-[ \t]*\r?\n\s*(?=\w)"
+                           r"|(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
+_LINK_TARGET = re.compile(r"\]\([^()\s]{0,400}\)")
+_SPELLED = re.compile(r"(?<![^\W_])[^\W_]([\W_]{1,3})(?:[^\W_]\1)+[^\W_](?![^\W_])")  # one separator throughout
+_SPELLED_SEPARATOR = re.compile(r"[\W_]+")
+_LEETSPEAK = (str.maketrans("013457@$", "oleastas"), str.maketrans("013457@$", "oieastas"))  # 1 reads as l or i
+_SQUEEZE = re.compile(r"[\W_]+")
+_NOT_ALNUM_BYTES = bytes(b for b in range(128) if not chr(b).isalnum())
+# ASCII text of letters and spaces alone (plain prose) has nothing to read through unless it
+# spells letters out one by one (letters 'a', spaces ' ').
+_LETTERS_AND_SPACES = bytes(b for b in range(128) if chr(b).isalpha() or chr(b).isspace())
+_AS_LETTERS_AND_SPACES = bytes.maketrans(bytes(range(128)), bytes(ord("a") if chr(b).isalpha() else ord(" ")
+                                                                   for b in range(128)))
+_LEET_DIGIT = re.compile(r"[^\W\d_][0-9@$]|[0-9@$][^\W\d_]")
+# Letters that leetspeak writes as digits, turned into those digits: "C1aude" and "claude" read
+# alike ("c14ud3"), and so do "G3m1n1" and "gemini"; a cheap look at every leetspeak spelling.
+_AS_DIGITS = str.maketrans("lioeast", "1103457")  # (for the terms; texts use the bytes table)
+_AS_DIGITS_BYTES = bytes.maketrans(b"lioeast", b"1103457")
+# Version strings of well-known models without their name ("4o-mini-2024-07-18", "3-5-sonnet-20241022").
+_DATE = r"\d{4}(?:-?\d\d){0,2}"
+_BARE_VERSION = re.compile(rf"(?<![\w.])(?:4o(?:-(?:mini|nano|audio|realtime|search))?(?:-\d{{4}}-\d\d-\d\d)?"
+                           rf"|\d[.\-]\d-(?:turbo|sonnet|opus|haiku|flash|mini|nano)(?:-(?:preview|latest|exp|lite|{_DATE}))*"
+                           rf"|\d\.\d-pro(?:-(?:preview|latest|exp|{_DATE}))*"
+                           rf"|(?:sonnet|opus|haiku|turbo|mini|flash)-\d{{4}}-?\d\d-?\d\d)(?![\w.])")
+_VERSION_WORDS = ("turbo", "sonnet", "opus", "haiku", "flash", "mini", "nano", "-pro")
+# base64 and hex tokens (tool arguments, 8+ characters with a digit): decoded, scrubbed and encoded
+# again when they hide an identity.
+_ENCODED = re.compile(r"(?<![\w+/=-])(?=[A-Za-z0-9+/_-]{8})[A-Za-z+/_-]*\d[A-Za-z0-9+/_-]*={0,2}(?![\w+/=-])")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
+_TOKEN_SHAPE = bytes.maketrans(bytes(range(256)), bytes(
+    ord("0") if chr(b).isdigit() else ord("a") if b < 128 and (chr(b).isalpha() or chr(b) in "+/_-") else ord(" ")
+    for b in range(256)))
+# The first word of a turn, and its leading "[turn 3] (role)" line.
+_FIRST_WORD = re.compile(r"\s*(\S+)")
+_PART_HEADER = re.compile(r"\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*(?:\n|\Z)")
+# A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
+NEUTRAL = {"model": "model", "vendor": "vendor", "agent": "agent"}
+_IDENTIFIER_JOINERS = "_/\\.-"
 _GAP = re.compile(r"(?:'s)?[\s\-_/.:]{0,2}")
 IGNORED_STUDY_VALUES = frozenset({"", "unknown", "none", "other", "n/a", "null"})
+ROLE = "role"  # the Hit category of a harness's speaker or role name
 PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AGENT]", "vendor": "[VENDOR]",
                 "model": "[MODEL]"}
 CATEGORIES = ("agent", "vendor", "model")
@@ -81,15 +140,18 @@ KEPT_BY_STUDY = "study_keep"
 
 
 def normalise(text: str) -> str:
-    """NFKC, without zero-width characters and without combining marks glued to Latin letters."""
+    """NFKC, without zero-width and bidirectional control characters (a right-to-left override's
+    text turned as the reader sees it) and without combining marks glued to Latin letters."""
     if text.isascii():
         return text
+    if "\u202e" in text:
+        text = _OVERRIDE.sub(lambda m: m.group(1)[::-1], text)
     return _STRAY_MARKS.sub("", _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def compact(term: str) -> str:
-    """A term's letters and digits, lower case: the form keep lists and audits count by."""
-    return re.sub(r"[^0-9a-z]+", "", fold(unicodedata.normalize("NFKC", term)).lower())
+    """A term's letters and digits (any script), lower case: the form keep lists and audits count by."""
+    return re.sub(r"[\W_]+", "", fold(unicodedata.normalize("NFKC", term)).lower())
 
 
 def _decode_run(run: str) -> str:
@@ -212,8 +274,20 @@ class Scrubber:
     """Masks identity terms; built once per study from the vocabulary, the study's values and its kept terms."""
 
     def __init__(self, vocabulary: Vocabulary | None = None, extra: Mapping[str, Iterable[str]] | None = None,
-                 keep: Iterable[str] = ()) -> None:
+                 keep: Iterable[str] = (), keep_roles: bool = False) -> None:
         vocab = vocabulary or default_vocabulary()
+        self.keep_roles = keep_roles
+        self._role_names = {name.lower(): neutral for name, neutral in vocab.roles}
+        self._role_suffixes = dict(vocab.role_suffixes)
+        self._boilerplate = dict(vocab.boilerplate)
+        self._role_words = [*self._role_names, *(w.lower() for w in [*self._role_suffixes, *self._boilerplate])]
+        names = "|".join(re.escape(n) for n in sorted(self._role_names, key=len, reverse=True)) or "(?!)"
+        suffixes = "|".join(re.escape(n) for n in self._role_suffixes) or "(?!)"
+        stock = "|".join(re.escape(n) for n in self._boilerplate) or "(?!)"
+        # a name as a word or at a CamelCase boundary ("WebSurferTool"); a suffix glued to an agent name
+        # ("Verification_Expert", "VerificationExpert"); a stock reply in capitals ("TERMINATE")
+        self._roles = re.compile(rf"(?i:(?<![A-Za-z])(?P<name>{names})(?![a-z]))|(?<=[A-Za-z0-9])(?P<joint>_?)"
+                                 rf"(?P<suffix>{suffixes})(?![A-Za-z0-9])|(?<![A-Za-z])(?P<stock>{stock})(?![A-Za-z])")
         extra = {k: [t for t in v if len(t.strip()) >= 2] for k, v in (extra or {}).items()}
         study = {compact(t) for items in extra.values() for t in items}
         self.keep = check_keep(keep, vocab, extra)
@@ -230,11 +304,12 @@ class Scrubber:
                 ordinary = raw.lower() in vocab.ordinary and name not in study
                 letters = sum(c.isalpha() for c in name)
                 one_letter_part = any(len(p) == 1 for p in re.split(r"[\s\-_]+", raw.strip()))  # "command-r"
-                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS
+                glue = not ordinary and not one_letter_part and (letters >= GLUE_MIN_LETTERS or not name.isascii()
                                                                  or raw.lower() in vocab.glued_short)
+                folded = fold(unicodedata.normalize("NFKC", raw))  # the text is matched folded: "ГРТ" as "ГPT"
                 term = _Term(category=category, term=name, glue=glue, ordinary=ordinary,
-                             pattern=_term_regex(raw, tails.get(category, "")))
-                for key in _spellings(raw):
+                             pattern=_term_regex(folded, tails.get(category, "")))
+                for key in _spellings(folded):
                     terms.setdefault(key, []).append(term)
         self._terms = terms
         self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
@@ -249,6 +324,14 @@ class Scrubber:
             automaton.add_word(word, ("allow", word))
         automaton.make_automaton()
         self._automaton = automaton
+        as_digits: dict[str, list[str]] = {}  # distinctive terms alone, in leetspeak digits: a cheap first look
+        for key in self._glue_keys:
+            if key.replace(" ", "") == key:
+                as_digits.setdefault(key.translate(_AS_DIGITS), []).append(key)
+        self._glued = ahocorasick.Automaton()
+        for spelled, keys in as_digits.items():
+            self._glued.add_word(spelled, keys)
+        self._glued.make_automaton()
 
     # -- finding ------------------------------------------------------------------------------
 
@@ -295,10 +378,13 @@ class Scrubber:
                                      ordinary=term.ordinary and not any(c.isdigit() for c in low[core:stop]))
                 if best is not None:
                     found.append(best)
-        if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
-            found += self._split_words(low, _JOINED_WORD)
-        if _SPELLED_OUT_HINT.search(" " + low) and _SPELLED_OUT.search(low):
-            found += self._split_words(low, _SPELLED_OUT)
+        if self._spread_apart(low, plain_glued):  # one cheap look for terms spread over separators
+            if ("-" in low or "_" in low) and self._glued_across_joiners(low, plain_glued):
+                found += self._split_words(low, _JOINED_WORD)
+            found += self._read_through(low)
+        for version in _BARE_VERSION.finditer(low) if "4o" in low or (
+                "-" in low and any(word in low for word in _VERSION_WORDS)) else ():
+            found.append(_Span(version.start(), version.end(), "model", version.group(0), PLACEHOLDERS["model"]))
         if allowed:
             found = [s for s in found if not any(a <= s.start and s.end <= b for a, b in allowed)]
         found.sort(key=lambda s: (s.start, -s.end))
@@ -313,6 +399,72 @@ class Scrubber:
         joined = Counter(key for _, (kind, key) in self._automaton.iter(low.replace("-", "").replace("_", ""))
                          if kind == "term" and key in self._glue_keys)
         return bool(joined - plain)
+
+    def _spread_apart(self, low: str, plain: Counter) -> bool:
+        """Whether the text with every separator removed, or its words with digits read as
+        leetspeak, hold a distinctive term more often than the plain pass found it."""
+        if "](" in low:
+            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
+        if low.isascii():
+            data = low.encode("ascii")
+            if not data.translate(None, _LETTERS_AND_SPACES):
+                spaced = b" " + data.translate(_AS_LETTERS_AND_SPACES) + b" "
+                if b" a a " not in spaced and b" a  a " not in spaced:
+                    return False
+            reading = data.translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
+        else:
+            reading = _SQUEEZE.sub("", low).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES).decode(
+                "utf-8", "surrogatepass")
+        return bool(Counter(key for _, keys in self._glued.iter(reading) for key in keys) - plain)
+
+    def _read_through(self, low: str) -> list[_Span]:
+        """Distinctive terms a reader reads through separators, markup, spelled-out letters or
+        leetspeak ("C/l/a/u/d/e", "**Cl**aude", "C1aude"), standing as a word in the reader's view.
+
+        The view deletes characters, so each of its positions maps back to the text.
+        """
+        deleted = [(m.start(), m.end()) for m in _READ_THROUGH.finditer(low)]
+        for word in _SPELLED.finditer(low):
+            deleted += [(word.start() + m.start(), word.start() + m.end())
+                        for m in _SPELLED_SEPARATOR.finditer(word.group(0))]
+        deleted.sort()
+        kept, origin, last = [], [], 0  # the view's pieces and where each starts in ``low``
+        for start, end in deleted:
+            if start > last:
+                kept.append(low[last:start])
+                origin.append(last)
+            last = max(last, end)
+        kept.append(low[last:])
+        origin.append(last)
+        view = "".join(kept)
+        firsts = list(itertools.accumulate((len(k) for k in kept[:-1]), initial=0))
+
+        def place(i: int) -> int:
+            piece = bisect.bisect_right(firsts, i) - 1
+            return origin[piece] + i - firsts[piece]
+
+        views = [(view, None)]
+        if _LEET_DIGIT.search(view):
+            views += [(view.translate(table), view) for table in _LEETSPEAK]
+        out, n = [], len(view)
+        for seen, leet_of in views:
+            for last_char, (kind, key) in self._automaton.iter(seen):
+                start = last_char - len(key) + 1
+                if kind != "term" or (leet_of is not None and not any(not c.isalpha() for c in leet_of[start:last_char + 1])):
+                    continue
+                if key.isascii() and not ((start == 0 or not seen[start - 1].isalnum())
+                                          and (last_char + 1 == n or not seen[last_char + 1].isalpha())):
+                    continue  # in these views a term stands as a word: "src/open/ai" is not read as one
+                term = max((t for t in self._terms[key] if t.glue and t.pattern.match(seen, start)
+                            and (leet_of is None or len(t.term) >= GLUE_MIN_LETTERS)), default=None,
+                           key=lambda t: len(t.term))
+                if term is None:
+                    continue
+                end = term.pattern.match(seen, start).end()
+                first, stop = place(start), place(end - 1) + 1
+                if stop - first != end - start or leet_of is not None:
+                    out.append(_Span(first, stop, term.category, term.term, PLACEHOLDERS[term.category]))
+        return out
 
     def _split_words(self, low: str, words: re.Pattern[str]) -> list[_Span]:
         """Glued terms spelled across joiners inside one word ("deep-seek", "c l a u d e" -> one mask)."""
@@ -408,16 +560,145 @@ class Scrubber:
                 last = scanned
         return "".join(parts) + text[last:] if parts else text
 
-    def scrub(self, text: str) -> tuple[str, list[Hit]]:
-        """The masked text and every identity occurrence (masked or kept, with the original string)."""
+    def _encoded(self, text: str) -> tuple[str, list[Hit]]:
+        """base64 and hex tokens whose text names an identity, scrubbed and encoded again (same encoding)."""
+        hits: list[Hit] = []
+
+        def rescrub(token: re.Match[str]) -> str:
+            raw = token.group(0)
+            hexadecimal = _HEX.fullmatch(raw) is not None
+            if not hexadecimal and (raw.islower() or raw.isupper()):
+                return raw  # base64 of text mixes cases (and has a digit); ordinary words do not
+            decoded = _decoded(raw, hexadecimal)
+            if decoded is None:
+                return raw
+            clean, found = self.scrub(decoded, encoded=False)
+            if clean == decoded:
+                return raw
+            hits.extend(found)
+            data = clean.encode("utf-8")
+            if hexadecimal:
+                return data.hex().upper() if raw.isupper() else data.hex()
+            urlsafe = "-" in raw or "_" in raw
+            out = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(data).decode("ascii")
+            return out if raw.endswith("=") else out.rstrip("=")
+
+        if not _may_encode(text):
+            return text, hits
+        return _ENCODED.sub(rescrub, text), hits
+
+    def scrub(self, text: str, *, encoded: bool = True) -> tuple[str, list[Hit]]:
+        """The masked text and every identity occurrence (masked or kept, with the original string).
+
+        A masked name glued inside an identifier or path becomes a neutral word of the same
+        case shape ("claude_search" -> "model_search", "DeepSeekClient" -> "VendorClient"),
+        elsewhere a placeholder ("[MODEL]"). ``encoded``: also base64 and hex tokens.
+        """
         text = self._decode_escapes(normalise(text))
-        pieces, hits, last = [], [], 0
+        hits: list[Hit] = []
+        if encoded:
+            text, hits = self._encoded(text)
+        pieces, last = [], 0
         for span in self._spans(text):
             hits.append(Hit(category=span.category, matched=text[span.start:span.end], term=span.term, kept=span.kept))
             if span.kept is None:
-                pieces += [text[last:span.start], span.placeholder]
+                pieces += [text[last:span.start], _mask(text, span)]
                 last = span.end
-        return "".join(pieces) + text[last:], hits
+        return self._neutral_roles("".join(pieces) + text[last:], hits)
+
+    def scrub_across(self, parts: Sequence[str]) -> tuple[list[str], list[Hit]]:
+        """Scrubbed parts (turns) with a name split across the end of one and the start of the
+        next ("... I am Clau" | "de, your assistant") masked in both halves; a leading
+        "[turn 3] (role)" line of a part is not its start."""
+        parts, hits = list(parts), []
+        for i in range(len(parts) - 1):
+            kept = parts[i].rstrip()
+            left = kept.rsplit(None, 1)[-1] if kept else ""
+            header = _PART_HEADER.match(parts[i + 1])
+            head = _FIRST_WORD.match(parts[i + 1], header.end() if header else 0)
+            if not left or head is None:
+                continue
+            right, cut = head.group(1), len(kept) - len(left)
+            joined = left + right
+            low = _lower(fold(joined)).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES)
+            if next(self._glued.iter(low.decode("utf-8", "surrogatepass")), None) is None:
+                continue  # no distinctive term in the two words at all: the common case, decided cheaply
+            for span in self._spans(joined):
+                if span.kept is None and span.start < len(left) < span.end:
+                    hits.append(Hit(category=span.category, matched=joined[span.start:span.end], term=span.term))
+                    parts[i] = parts[i][:cut + span.start] + span.placeholder + parts[i][len(kept):]
+                    parts[i + 1] = (parts[i + 1][:head.start(1)] + span.placeholder
+                                    + parts[i + 1][head.start(1) + span.end - len(left):])
+                    break
+        return parts, hits
+
+    def _neutral_roles(self, text: str, hits: list[Hit]) -> tuple[str, list[Hit]]:
+        """A harness's speaker and role names replaced by neutral ones of the same shape
+        ("Orchestrator (-> WebSurfer)" -> "Coordinator (-> Browser)"), or kept and counted."""
+        lowered = text.lower()
+        if not any(word in lowered for word in self._role_words):
+            return text, hits
+        def neutral(found: re.Match[str]) -> str:
+            if found.group("name"):
+                name = found.group("name")
+                new = self._role_names[name.lower()]
+                new = new.upper() if name.isupper() else new if name[0].isupper() else new.lower()
+            elif found.group("suffix"):
+                name = found.group("suffix")
+                new = found.group("joint") + self._role_suffixes[name]
+                name = found.group(0)
+            else:
+                name = found.group("stock")
+                new = self._boilerplate[name]
+            hits.append(Hit(category=ROLE, matched=name, term=compact(name), kept=KEPT_BY_STUDY if self.keep_roles else None))
+            return found.group(0) if self.keep_roles else new
+
+        return self._roles.sub(neutral, text), hits
+
+
+def _may_encode(text: str) -> bool:
+    """Whether a base64 or hex token can be here: a digit beside a letter (or a run of digits)."""
+    shape = text.encode("utf-8", "surrogatepass").translate(_TOKEN_SHAPE)
+    return b"a0" in shape or b"0a" in shape or b"00000000" in shape
+
+
+def _mask(text: str, span: _Span) -> str:
+    """The placeholder of a span, or a neutral word of its case shape inside an identifier or path."""
+    neutral = NEUTRAL.get(span.category)
+    if neutral is None:
+        return span.placeholder
+
+    def glued(i: int, step: int) -> bool:
+        if not 0 <= i < len(text):
+            return False
+        c = text[i]
+        if c.isascii() and c.isalnum():
+            return True
+        after = i + step
+        return c in _IDENTIFIER_JOINERS and 0 <= after < len(text) and (
+            (text[after].isascii() and text[after].isalnum()) or c in "/\\")
+
+    if not (glued(span.start - 1, -1) or glued(span.end, 1)):
+        return span.placeholder
+    shown = text[span.start:span.end]
+    letters = [c for c in shown if c.isalpha()]
+    if letters and all(c.isupper() for c in letters):
+        return neutral.upper()
+    return neutral.capitalize() if letters and letters[0].isupper() else neutral
+
+
+def _decoded(token: str, hexadecimal: bool) -> str | None:
+    """A base64 or hex token's text when it decodes to printable UTF-8, else None."""
+    try:
+        if hexadecimal:
+            raw = bytes.fromhex(token)
+        else:
+            token = token.rstrip("=").replace("-", "+").replace("_", "/")
+            raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+        text = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return text if all(c.isprintable() or c.isspace() for c in text) else None
 
 
 def check_keep(keep: Iterable[str], vocabulary: Vocabulary, extra: Mapping[str, Iterable[str]]) -> frozenset[str]:

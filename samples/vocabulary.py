@@ -26,7 +26,8 @@ class Vocabulary:
     ``ordinary`` terms are also ordinary words (masked only in a model context);
     ``glued_short`` short terms still masked inside a longer word; ``ordinary_containing``
     ordinary words that contain a term; ``variants`` words that may follow a model name.
-    All are lower case.
+    All are lower case. ``roles``, ``role_suffixes`` and ``boilerplate`` map a harness's
+    speaker names, agent-name endings and stock replies to neutral ones (as written).
     """
 
     models: tuple[str, ...]
@@ -38,6 +39,9 @@ class Vocabulary:
     glued_short: frozenset[str] = frozenset()
     ordinary_containing: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    roles: tuple[tuple[str, str], ...] = ()
+    role_suffixes: tuple[tuple[str, str], ...] = ()
+    boilerplate: tuple[tuple[str, str], ...] = ()
 
 
 def _terms(table: dict, key: str, where: str) -> list[str]:
@@ -45,6 +49,15 @@ def _terms(table: dict, key: str, where: str) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) and len(v.strip()) >= 2 for v in values):
         raise InputError(f"{where}: field '{key}' must be a list of strings of at least 2 characters")
     return [v.strip() for v in values]
+
+
+def _neutral(table: dict, key: str, where: str) -> tuple[tuple[str, str], ...]:
+    values = table.get(key, {})
+    if not isinstance(values, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]+", k)
+            and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]+", v) for k, v in values.items()):
+        raise InputError(f"{where}: field '{key}' must map names to neutral names (letters, digits, '_'; 2+ characters)")
+    return tuple(sorted(values.items()))
 
 
 def load_vocabulary(path: str | Path = VOCABULARY_PATH) -> Vocabulary:
@@ -81,7 +94,10 @@ def load_vocabulary(path: str | Path = VOCABULARY_PATH) -> Vocabulary:
                       domains=tuple(domains), families=families, ordinary=frozenset(ordinary),
                       glued_short=frozenset(glued_short),
                       ordinary_containing=tuple(t.lower() for t in _terms(matching, "ordinary_containing", where)),
-                      variants=tuple(t.lower() for t in _terms(matching, "variants", where)))
+                      variants=tuple(t.lower() for t in _terms(matching, "variants", where)),
+                      **{field: _neutral(data.get("harness_roles", {}), key, f"{path}: [harness_roles]")
+                         for field, key in (("roles", "names"), ("role_suffixes", "suffixes"),
+                                            ("boilerplate", "boilerplate"))})
 
 
 @lru_cache(maxsize=1)

@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="append", default=[], metavar="TERM",
                         help="leave this vendor or harness name readable, e.g. --keep Google (repeatable; model names "
                              "and the study's own agents and backbones are always masked)")
+    parser.add_argument("--keep-roles", action="store_true",
+                        help="leave agent-framework speaker and role names readable (Orchestrator, WebSurfer, *_Expert, "
+                             "TERMINATE); they are masked to neutral roles by default and counted in blind/audit.json")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -33,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from samples.blind import blind_study
 
     summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed, replace=args.replace,
-                          keep=args.keep)
+                          keep=args.keep, keep_roles=args.keep_roles)
     if args.json:
         print(json.dumps({"ok": True, **summary}, indent=2, sort_keys=True))
         return 0

@@ -123,7 +123,7 @@ def test_audit_says_what_was_masked_where(study: Path) -> None:
     detail = json.loads((study / "sealed" / "scrub_detail.json").read_text())
     # the tool name keeps its meaning: only the model inside it is masked
     assert any(m[1] == "claude" for row in detail["masked"] for m in row["masked"])
-    assert "[MODEL]_web_search" in (study / "blind" / "tasks.jsonl").read_text(encoding="utf-8")
+    assert "model_web_search" in (study / "blind" / "tasks.jsonl").read_text(encoding="utf-8")
     # every masked term with its count, sealed; the audit's category totals add up to them
     assert detail["terms"]["masked"]["claude"] > 0 and detail["terms"]["masked"]["openhands"] > 0
     assert sum(detail["terms"]["masked"].values()) == sum(audit["masked_by_category"].values())

@@ -25,27 +25,29 @@ from samples.sampler import sample_study
 from samples.scrub import Hit, Scrubber
 from samples.vocabulary import default_vocabulary
 
-# (raw text, what the annotator sees); derived by hand from the masking rules.
+# (raw text, what the annotator sees); derived by hand from the masking rules. A name glued
+# inside an identifier or path becomes a neutral word of its case shape ("my_model_tool"),
+# so the mask leaves no telltale hole; elsewhere a placeholder ("[MODEL]").
 DISGUISED = [
-    ("the claudeSearch tool", "the [MODEL]Search tool"),                       # camelCase tool name
-    ("ClaudeSearch", "[MODEL]Search"),                                          # CamelCase
-    ("GPT4oBrowser", "[MODEL]Browser"),                                         # model + version + product word
-    ("searchWithClaude", "searchWith[MODEL]"),                                  # model at the end of an identifier
-    ("my_gpt_tool", "my_[MODEL]_tool"),                                         # snake_case
-    ("chatgptplus", "[MODEL]plus"),                                             # glued product word, lower case
-    ("askclaude", "ask[MODEL]"),                                                # glued, model last
-    ('{"claude_api_key": "x"}', '{"[MODEL]_api_key": "x"}'),                    # JSON argument key
-    ("/v1/models/claude/messages", "/v1/models/[MODEL]/messages"),              # URL path segment
+    ("the claudeSearch tool", "the modelSearch tool"),                       # camelCase tool name
+    ("ClaudeSearch", "ModelSearch"),                                          # CamelCase
+    ("GPT4oBrowser", "ModelBrowser"),                                         # model + version + product word
+    ("searchWithClaude", "searchWithModel"),                                  # model at the end of an identifier
+    ("my_gpt_tool", "my_model_tool"),                                         # snake_case
+    ("chatgptplus", "modelplus"),                                             # glued product word, lower case
+    ("askclaude", "askmodel"),                                                # glued, model last
+    ('{"claude_api_key": "x"}', '{"model_api_key": "x"}'),                    # JSON argument key
+    ("/v1/models/claude/messages", "/v1/models/model/messages"),              # URL path segment
     ("https://example.com/tools/gemini/run", "[URL]"),                          # URL naming a model
-    ("DeepSeekClient", "[VENDOR]Client"),                                       # vendor in a class name
-    ("tool: GeminiWebSearch", "tool: [MODEL]WebSearch"),
-    ("OpenHandsAgent", "[AGENT]Agent"),                                         # harness in an identifier
+    ("DeepSeekClient", "VendorClient"),                                       # vendor in a class name
+    ("tool: GeminiWebSearch", "tool: ModelWebSearch"),
+    ("OpenHandsAgent", "AgentAgent"),                                         # harness in an identifier
     ("\u0421laude", "[MODEL]"),                                                 # Cyrillic Es for C
     ("G\u03a1\u03a4-4o", "[MODEL]"),                                            # Greek Rho and Tau
     ("\u0501eepseek", "[VENDOR]"),                                              # Cyrillic Komi De for d
     ("qw\u0435n3", "[MODEL]"),                                                  # Cyrillic Ie for e
     ("GEM\u0406N\u0406", "[MODEL]"),                                            # Cyrillic I for I
-    ("\uff23\uff4c\uff41\uff55\uff44\uff45Search", "[MODEL]Search"),            # fullwidth letters
+    ("\uff23\uff4c\uff41\uff55\uff44\uff45Search", "ModelSearch"),            # fullwidth letters
     ("\\u0043laude", "[MODEL]"),                                                # backslash escape in text
     ("\\ud835\\udc02laude", "[MODEL]"),                                         # JSON surrogate pair: bold C
     ("&#67;laude", "[MODEL]"),                                                  # HTML decimal entity
@@ -61,14 +63,14 @@ DISGUISED = [
     ("Claude\u2011Sonnet\u20114", "[MODEL]"),                                    # non-breaking hyphens
     ("c l a u d e", "[MODEL]"),                                                 # spelled out
     ("Claude 3.5 Sonnet", "[MODEL] [MODEL]"),                                   # ordinary word in a model name
-    ("llama3_runner", "[MODEL]_runner"),                                        # ordinary word + version
+    ("llama3_runner", "model_runner"),                                        # ordinary word + version
     ("I was trained by Google.", "I was trained by [VENDOR]."),                 # self-identification
     ("As Grok, I think so.", "As [MODEL], I think so."),
     ("I\u2019m Devin, your engineer.", "I\u2019m [AGENT], your engineer."),
     ("Google Gemini answered", "[VENDOR] [MODEL] answered"),                    # vendor beside a model
     ("see api.openai.com and x.ai/api", "see [URL] and [URL]"),                 # bare domains
     ("anthropic_client.messages.create(model='claude-3-5-sonnet-20241022')",
-     "[VENDOR]_client.messages.create(model='[MODEL]')"),
+     "vendor_client.messages.create(model='[MODEL]')"),
 ]
 
 # Ordinary words that contain or equal an identity term; they must stay as written.
@@ -122,6 +124,9 @@ class _Naive(Scrubber):
     def scrub(self, text: str) -> tuple[str, list[Hit]]:
         return self.pattern.sub("[MASKED]", text), []
 
+    def scrub_across(self, parts: list[str]) -> tuple[list[str], list[Hit]]:
+        return list(parts), []
+
 
 def test_the_detector_catches_what_a_naive_scrubber_misses() -> None:
     disguised = [raw for raw, _ in DISGUISED if _Naive().scrub(raw)[0] == raw]
@@ -154,7 +159,7 @@ def test_the_audit_counts_masked_and_kept_terms(tmp_path: Path) -> None:
     blind_study(study, annotators=["ann1"], keep=["Google"])
     audit = json.loads((study / "blind" / "audit.json").read_text())
     tasks = (study / "blind" / "tasks.jsonl").read_text(encoding="utf-8")
-    assert "Google translation says 42." in tasks and "Google [MODEL]" in tasks and "ask[MODEL]" in tasks
+    assert "Google translation says 42." in tasks and "Google [MODEL]" in tasks and "askmodel" in tasks
     # by hand: masked claude, gpt, gemini (model), ZetaHarness (agent); kept Google twice: as an ordinary
     # word (kept anyway) and beside Gemini (kept because the study keeps it); an identify_trajectory unit
     # shows each step twice (in its text and as a turn), so every count doubles
