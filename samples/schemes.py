@@ -38,8 +38,9 @@ SCHEMES: dict[str, LabelScheme] = {
                     description="ISE refusal classifier (App. D.3): REFUSAL or CLAIM."),
         LabelScheme(name="ehq4", labels=("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"), positive=None,
                     description="EHQ section 3.3 four-class response label."),
-        LabelScheme(name="decision", labels=("ANSWER", "DECLINE"), positive="DECLINE",
-                    description="Aggarwal et al. DECISION parser output."),
+        LabelScheme(name="decision", labels=("ANSWER", "CALL_TOOL", "DECLINE"), positive="DECLINE",
+                    description="Aggarwal et al. three-way decision: ANSWER commits; CALL_TOOL and DECLINE do not "
+                                "(J counts DECLINE only, App. D Table 6)."),
     )
 }
 

@@ -75,7 +75,7 @@ def test_aggarwal_rule_judges_record_both_parsers(tmp_path) -> None:
     table = read_labels(tmp_path / "labels.jsonl")
     got = {(judge, unit): row.label for (unit, judge, _), row in table.items()}
     ids = [u.unit_id for u in units]
-    assert [got[("aggarwal-strict", i)] for i in ids] == ["ANSWER", None, "DECLINE", None]
-    assert [got[("aggarwal-semantic", i)] for i in ids] == ["ANSWER", "DECLINE", "DECLINE", None]
+    assert [got[("aggarwal-strict", i)] for i in ids] == ["ANSWER", None, "CALL_TOOL", None]
+    assert [got[("aggarwal-semantic", i)] for i in ids] == ["ANSWER", "DECLINE", "CALL_TOOL", None]
     row = table[(ids[1], "aggarwal-strict", 0)]
     assert (row.label_strict, row.label_lenient, row.unscored_reason.split(":")[0]) == (None, "DECLINE", "wrong_format")
