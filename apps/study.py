@@ -87,6 +87,9 @@ class Annotation(_Section):
     simulated_panel: dict[str, float] = Field(
         default_factory=dict, description="Simulated annotator name -> label-flip probability (apps/demo/panel.py).")
     panel_seed: int = Field(default=DEFAULT_SEED, description="Seed of the simulated panel's draws.")
+    schemes: dict[str, str] = Field(default_factory=dict, description="Unit kind -> the label scheme (and its codebook) "
+                                                                     "people code it under in either backend, e.g. "
+                                                                     "{ response = \"decision\" }; default the kind's.")
 
     @field_validator("backend")
     @classmethod
@@ -96,6 +99,16 @@ class Annotation(_Section):
         if name not in backend_names():
             raise ValueError(f"unknown annotation backend {name!r}; registered: {backend_names()}")
         return name
+
+    @field_validator("schemes")
+    @classmethod
+    def _schemes(cls, chosen: dict[str, str]) -> dict[str, str]:
+        from samples.kinds import check_schemes
+
+        try:
+            return check_schemes(chosen, where="schemes")
+        except InputError as error:
+            raise ValueError(str(error)) from None
 
     def model_post_init(self, _: Any) -> None:
         from annotate.base import backend_settings

@@ -44,6 +44,19 @@ SCHEMES: dict[str, LabelScheme] = {
     )
 }
 
+def register_scheme(scheme: LabelScheme) -> LabelScheme:
+    """Add a label scheme as the built-ins are added (its codebook: ``annotate.codebook.register_codebook``);
+    an existing name is refused, so labels already given keep their meaning."""
+    if not scheme.name or scheme.name in SCHEMES:
+        raise InputError(f"label scheme {scheme.name!r}: the name is empty or already registered; known: {sorted(SCHEMES)}")
+    if len(scheme.labels) < 2 or len(set(scheme.labels)) != len(scheme.labels) or not all(scheme.labels):
+        raise InputError(f"label scheme {scheme.name!r}: labels {list(scheme.labels)}; expected two or more distinct non-empty labels")
+    if scheme.positive is not None and scheme.positive not in scheme.labels:
+        raise InputError(f"label scheme {scheme.name!r}: positive {scheme.positive!r} is not one of {list(scheme.labels)}")
+    SCHEMES[scheme.name] = scheme
+    return scheme
+
+
 class _DefaultSchemes(Mapping[str, str]):
     """Unit kind -> the scheme it is judged under unless a judge or study says otherwise: a
     read-only view of the unit-kind registry (``samples.kinds``), which owns it."""
