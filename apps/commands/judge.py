@@ -210,7 +210,9 @@ def _list(args: argparse.Namespace) -> int:
     for p in prompts:
         table.add_row(p["name"], p["version"], p["output"], ", ".join(p["unit_kinds"]), p["sha256"][:12], p["source"])
     console.print(table)
-    console.print("providers: " + ", ".join(data["providers"]) + "   (rule models: ehq, aggarwal)")
+    from judges.providers.rule import rule_names
+
+    console.print("providers: " + ", ".join(data["providers"]) + f"   (rule models: {', '.join(rule_names())})")
     console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
     for j in configured:
         console.print(f"judge {j['name']}: {j['provider']}:{j['model']} output={j['output']} parse={j['parse_mode']} samples={j['samples']}")

@@ -1,0 +1,305 @@
+"""Aggarwal's decision statistics ("Calibrated Enough to Know, Not Calibrated to Act", seed 004).
+
+A model answers a question it cannot know with one of three decisions: ANSWER (commits),
+CALL_TOOL or DECLINE (do not). What is counted, as the paper counts it:
+
+- **commitment rate** = ANSWER / every row, unreadable output and failed calls included: the
+  paper's 36.8% on the fully fabricated arm is 106/288 (section 3.2), so an unreadable row is a
+  non-commitment, never dropped. The rate without failed calls (no content, zero cost; section 2
+  drops them) is reported beside it, as ``commit_rate_without_failed``.
+- **J** (App. D Table 6) = DECLINE rate on unknowable items - DECLINE rate on answerable ones: a
+  tool call is not a decline. ``j_non_commitment`` (any non-ANSWER) is beside it.
+- **T** (section 2.1) = share of right actions - share of wrong ones over a composition, right =
+  the gold action; an unreadable row is neither.
+- A model whose rows are mostly unparsed (more than ``lower_bound_share``) has a commitment rate
+  that is a lower bound, not restraint (Qwen3.7-plus, section 3.3): it is flagged.
+
+Probability scoring of stated confidences (Brier, Brier skill, the CORP decomposition of Dimitriadis,
+Gneiting and Jordan 2021 by the pool-adjacent-violators algorithm, ECE at several bin counts, AUROC
+with ties at half credit), Cohen's h and a TOST equivalence test on rate differences are here too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from samples.errors import InputError
+
+DECISIONS: tuple[str, ...] = ("ANSWER", "CALL_TOOL", "DECLINE")
+UNREADABLE = "unreadable"
+FAILED = "failed"
+OUTCOMES: tuple[str, ...] = (*DECISIONS, UNREADABLE, FAILED)
+"""What one row can be: a decision, output no parser could read, or a call that returned nothing at zero cost."""
+DEFAULT_LOWER_BOUND_SHARE = 0.5
+DEFAULT_ECE_BINS: tuple[int, ...] = (5, 10, 15)
+
+
+def outcome(label: str | None, *, failed: bool) -> str:
+    """One row's outcome from a parser's label (None = unscored) and whether the call failed."""
+    if failed:
+        return FAILED
+    if label is None:
+        return UNREADABLE
+    if label not in DECISIONS:
+        raise InputError(f"decision label {label!r}: expected one of {list(DECISIONS)} or none (unscored)")
+    return label
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rate:
+    """k of n with its Wilson interval; None when n = 0 (with the reason)."""
+
+    k: int
+    n: int
+    statistic: float | None
+    ci_low: float | None
+    ci_high: float | None
+    undefined_reason: str | None = None
+
+
+def rate(k: int, n: int, *, level: float = 0.95) -> Rate:
+    if n == 0:
+        return Rate(k=0, n=0, statistic=None, ci_low=None, ci_high=None, undefined_reason="no rows")
+    from scipy.stats import binomtest
+
+    low, high = binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    return Rate(k=k, n=n, statistic=k / n, ci_low=float(low), ci_high=float(high))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionTable:
+    """The three-way decision table of one group of rows (commit / decline / tool / unparsed / failed)."""
+
+    counts: Mapping[str, int]
+    n: int
+    commit: Rate
+    """ANSWER over every row (the paper's denominator)."""
+    commit_without_failed: Rate
+    decline: Rate
+    tool: Rate
+    unparsed: Rate
+    """Unreadable output over rows that returned content."""
+    lower_bound: bool
+    """Mostly unparsed: the commitment rate is a lower bound, not evidence of restraint."""
+
+
+def decision_table(outcomes: Sequence[str], *, level: float = 0.95,
+                   lower_bound_share: float = DEFAULT_LOWER_BOUND_SHARE) -> DecisionTable:
+    values = np.asarray(list(outcomes), dtype=object)
+    unknown = sorted(set(values.tolist()) - set(OUTCOMES))
+    if unknown:
+        raise InputError(f"decision outcomes {unknown}: expected {list(OUTCOMES)}")
+    counts = {name: int((values == name).sum()) for name in OUTCOMES}
+    n = len(values)
+    returned = n - counts[FAILED]
+    unparsed = rate(counts[UNREADABLE], returned, level=level)
+    return DecisionTable(
+        counts=counts, n=n, commit=rate(counts["ANSWER"], n, level=level),
+        commit_without_failed=rate(counts["ANSWER"], returned, level=level),
+        decline=rate(counts["DECLINE"], n, level=level), tool=rate(counts["CALL_TOOL"], n, level=level),
+        unparsed=unparsed,
+        lower_bound=unparsed.statistic is not None and unparsed.statistic > lower_bound_share,
+    )
+
+
+# --- a composition with gold actions ------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Composition:
+    """A decision policy scored on unknowable (gold DECLINE) and answerable (gold ANSWER) items."""
+
+    n_unknowable: int
+    n_answerable: int
+    j: float | None
+    """Youden's J as App. D Table 6: DECLINE rate on unknowable - DECLINE rate on answerable."""
+    j_non_commitment: float | None
+    """Any non-ANSWER (tool, decline, unreadable) counted as declining."""
+    balanced_accuracy: float | None
+    t: float | None
+    """Share of right actions - share of wrong actions (an unreadable row is neither)."""
+    answerable_accuracy: float | None
+    """ANSWER rate on the answerable arm (the share answered, not answer correctness)."""
+    unparsed: int
+    undefined_reason: str | None = None
+
+
+def composition_scores(outcomes: Sequence[str], gold: Sequence[str]) -> Composition:
+    values, truth = np.asarray(list(outcomes), dtype=object), np.asarray(list(gold), dtype=object)
+    if len(values) != len(truth):
+        raise InputError(f"composition: {len(values)} outcomes for {len(truth)} gold actions")
+    bad = sorted(set(truth.tolist()) - {"ANSWER", "DECLINE"})
+    if bad:
+        raise InputError(f"composition: gold action(s) {bad}; expected ANSWER (answerable) or DECLINE (unknowable)")
+    unknowable, answerable = truth == "DECLINE", truth == "ANSWER"
+    n_u, n_a = int(unknowable.sum()), int(answerable.sum())
+    readable = np.isin(values, DECISIONS)
+    unparsed = int((~readable).sum())
+    if n_u == 0 or n_a == 0:
+        return Composition(n_unknowable=n_u, n_answerable=n_a, j=None, j_non_commitment=None, balanced_accuracy=None,
+                           t=None, answerable_accuracy=None, unparsed=unparsed,
+                           undefined_reason="J needs both unknowable and answerable items")
+    if not readable.any():
+        return Composition(n_unknowable=n_u, n_answerable=n_a, j=None, j_non_commitment=None, balanced_accuracy=None,
+                           t=None, answerable_accuracy=None, unparsed=unparsed,
+                           undefined_reason="no readable decision on any item")
+    decline, answer = values == "DECLINE", values == "ANSWER"
+    right = values == truth
+    wrong = readable & ~right
+    return Composition(
+        n_unknowable=n_u, n_answerable=n_a,
+        j=float(decline[unknowable].mean() - decline[answerable].mean()),
+        j_non_commitment=float((~answer)[unknowable].mean() - (~answer)[answerable].mean()),
+        balanced_accuracy=float((decline[unknowable].mean() + answer[answerable].mean()) / 2),
+        t=float(right.mean() - wrong.mean()), answerable_accuracy=float(answer[answerable].mean()), unparsed=unparsed,
+    )
+
+
+# --- effect sizes and equivalence ---------------------------------------------------------------
+
+
+def cohens_h(p1: float, p2: float) -> float:
+    """Cohen's h = 2 asin(sqrt p1) - 2 asin(sqrt p2), the arcsine effect size of two proportions."""
+    for name, p in (("p1", p1), ("p2", p2)):
+        if not 0.0 <= p <= 1.0:
+            raise InputError(f"cohens_h: {name} = {p!r}; expected a proportion in [0, 1]")
+    return 2 * math.asin(math.sqrt(p1)) - 2 * math.asin(math.sqrt(p2))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Equivalence:
+    """A paired difference of rates with its (1 - 2 alpha) cluster-bootstrap interval and the TOST verdict."""
+
+    difference: float
+    ci_low: float
+    ci_high: float
+    level: float
+    margin: float
+    equivalent: bool
+    """The whole interval lies inside (-margin, +margin): both one-sided tests reject at alpha."""
+    cohens_h: float
+    n_clusters: int
+
+
+def tost_paired_rates(first: Sequence[bool], second: Sequence[bool], clusters: Sequence[str], *, margin: float,
+                      level: float = 0.90, n_resamples: int = 2000, seed: int = 20261129) -> Equivalence:
+    """TOST on mean(first) - mean(second) over the same rows, resampling clusters (the paper's case-clustered
+    bootstrap); ``level`` 0.90 is the interval of two one-sided tests at alpha 0.05."""
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if not (len(a) == len(b) == len(clusters)) or len(a) == 0:
+        raise InputError(f"tost: {len(a)}, {len(b)} and {len(clusters)} rows; expected the same non-zero number")
+    if not 0 < margin < 1:
+        raise InputError(f"tost: margin {margin!r}; expected a rate difference in (0, 1)")
+    if not 0 < level < 1:
+        raise InputError(f"tost: level {level!r}; expected a number in (0, 1)")
+    names, index = np.unique(np.asarray(list(clusters), dtype=str), return_inverse=True)
+    k = len(names)
+    sum_a, sum_b = np.bincount(index, a, minlength=k), np.bincount(index, b, minlength=k)
+    size = np.bincount(index, minlength=k).astype(float)
+    draws = np.random.default_rng(seed).integers(0, k, size=(n_resamples, k))
+    weights = np.stack([np.bincount(row, minlength=k) for row in draws]).astype(float)
+    boot = (weights @ sum_a - weights @ sum_b) / (weights @ size)
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    diff = float(a.mean() - b.mean())
+    return Equivalence(difference=diff, ci_low=float(low), ci_high=float(high), level=level, margin=margin,
+                       equivalent=bool(-margin < low and high < margin), cohens_h=cohens_h(a.mean(), b.mean()),
+                       n_clusters=k)
+
+
+# --- probability scoring ------------------------------------------------------------------------
+
+_PROBABILITY = re.compile(r"^\s*PROBABILITY_YES\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)", re.MULTILINE)
+
+
+def stated_probability(text: str | None) -> float | None:
+    """The PROBABILITY_YES a response states (0-100, or 0-1 written with a point), as a probability; None when
+    it states none (NA, missing) or one outside [0, 100]."""
+    match = _PROBABILITY.search(text or "")
+    if match is None:
+        return None
+    value = float(match.group(1))
+    if "." in match.group(1) and value <= 1 and not match.group(2):
+        return value
+    return value / 100 if 0 <= value <= 100 else None
+
+
+def _pav(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pool-adjacent-violators: the weighted isotonic (non-decreasing) fit of ``y`` already sorted by forecast."""
+    values, weights, sizes = [], [], []
+    for value, weight in zip(y.tolist(), w.tolist()):
+        values.append(value)
+        weights.append(weight)
+        sizes.append(1)
+        while len(values) > 1 and values[-2] > values[-1]:
+            total = weights[-2] + weights[-1]
+            values[-2] = (values[-2] * weights[-2] + values[-1] * weights[-1]) / total
+            weights[-2] = total
+            sizes[-2] += sizes[-1]
+            del values[-1], weights[-1], sizes[-1]
+    return np.repeat(values, sizes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbabilityScores:
+    n: int
+    base_rate: float | None
+    brier: float | None
+    brier_skill: float | None
+    """1 - Brier / Brier of always forecasting the base rate (undefined when every outcome is the same)."""
+    miscalibration: float | None
+    """CORP MCB = Brier - Brier of the PAV-recalibrated forecasts."""
+    discrimination: float | None
+    """CORP DSC = uncertainty - Brier of the PAV-recalibrated forecasts."""
+    uncertainty: float | None
+    """CORP UNC = base rate x (1 - base rate); Brier = MCB - DSC + UNC."""
+    ece: Mapping[int, float | None]
+    """Expected calibration error with equal-width bins, per number of bins."""
+    auroc: float | None
+    """P(forecast of a yes > forecast of a no), ties at half credit."""
+    undefined_reason: str | None = None
+
+
+def probability_scores(forecasts: Sequence[float], outcomes: Sequence[bool], *,
+                       bins: Sequence[int] = DEFAULT_ECE_BINS) -> ProbabilityScores:
+    p, y = np.asarray(forecasts, dtype=float), np.asarray(outcomes, dtype=float)
+    if len(p) != len(y):
+        raise InputError(f"probability scores: {len(p)} forecasts for {len(y)} outcomes")
+    if len(p) and (not np.isfinite(p).all() or (p < 0).any() or (p > 1).any()):
+        raise InputError("probability scores: forecasts must be probabilities in [0, 1]")
+    if any(not isinstance(b, int) or b < 1 for b in bins):
+        raise InputError(f"probability scores: bins {list(bins)}; expected positive integers")
+    none = {b: None for b in bins}
+    if len(p) == 0:
+        return ProbabilityScores(n=0, base_rate=None, brier=None, brier_skill=None, miscalibration=None,
+                                 discrimination=None, uncertainty=None, ece=none, auroc=None,
+                                 undefined_reason="no stated probabilities with a resolved outcome")
+    n = len(p)
+    base = float(y.mean())
+    brier = float(np.mean((p - y) ** 2))
+    uncertainty = base * (1 - base)
+    # CORP: PAV on the distinct forecast values (ties pooled first), so equal forecasts get equal recalibrations.
+    order = np.argsort(p, kind="stable")
+    values, first, counts = np.unique(p[order], return_index=True, return_counts=True)
+    means = np.add.reduceat(y[order], first) / counts
+    recalibrated = np.repeat(_pav(means, counts.astype(float)), counts)
+    brier_recal = float(np.mean((recalibrated - y[order]) ** 2))
+    ece = {}
+    for b in bins:
+        index = np.minimum((p * b).astype(int), b - 1)
+        gap = np.abs(np.bincount(index, p, minlength=b) - np.bincount(index, y, minlength=b))
+        ece[b] = float(gap.sum() / n)
+    yes, no = p[y == 1], p[y == 0]
+    auroc = None
+    if len(yes) and len(no):
+        auroc = float(((yes[:, None] > no[None, :]).sum() + 0.5 * (yes[:, None] == no[None, :]).sum()) / (len(yes) * len(no)))
+    reason = None if 0 < base < 1 else "every outcome is the same: skill and AUROC are undefined"
+    return ProbabilityScores(
+        n=n, base_rate=base, brier=brier, brier_skill=(1 - brier / uncertainty) if uncertainty > 0 else None,
+        miscalibration=brier - brier_recal, discrimination=uncertainty - brier_recal, uncertainty=uncertainty,
+        ece=ece, auroc=auroc, undefined_reason=reason,
+    )
