@@ -303,3 +303,190 @@ def probability_scores(forecasts: Sequence[float], outcomes: Sequence[bool], *,
         miscalibration=brier - brier_recal, discrimination=uncertainty - brier_recal, uncertainty=uncertainty,
         ece=ece, auroc=auroc, undefined_reason=reason,
     )
+
+
+# --- a study's decisions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionSettings:
+    """``[decisions]`` of a study file (apps.study.Decisions), as the stage passes it."""
+
+    strict_parser: str
+    semantic_parser: str
+    roster_dataset: str | None
+    composition_dataset: str | None
+    cell_field: str
+    outcome_field: str | None
+    lower_bound_share: float
+    margin: float
+    level: float
+    n_resamples: int
+    seed: int
+
+
+def _jsonl(path) -> list[dict]:
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    return [decode_json_line(line) for _, line in iter_jsonl_lines(path)] if path.is_file() else []
+
+
+def _failed(trajectory: Mapping) -> bool:
+    """No content returned at zero cost (section 2: a call that failed, never an observation)."""
+    if trajectory.get("final_answer"):
+        return False
+    usage = (trajectory.get("metadata") or {}).get("usage")
+    return isinstance(usage, Mapping) and usage.get("cost") == 0 and not usage.get("completion_tokens")
+
+
+def _record(r: Rate) -> dict:
+    return {"k": r.k, "n": r.n, "statistic": r.statistic, "ci_low": r.ci_low, "ci_high": r.ci_high,
+            "undefined_reason": r.undefined_reason}
+
+
+def _row(parser: str, group: str, name: str, table: DecisionTable) -> dict:
+    return {"parser": parser, "group": group, "name": name, "counts": dict(table.counts), "n": table.n,
+            "commit": _record(table.commit), "commit_without_failed": _record(table.commit_without_failed),
+            "decline": _record(table.decline), "tool": _record(table.tool), "unparsed": _record(table.unparsed),
+            "lower_bound": table.lower_bound}
+
+
+def decision_study(layout, settings: DecisionSettings) -> dict:
+    """The decisions document body of a study: every trajectory of the roster dataset is one row (no row left out
+    of a denominator), read through the judges' labels of its response unit."""
+    from samples.canonical import file_sha256
+
+    trajectories = _jsonl(layout.trajectories)
+    unit_of = {u["unit_id"]: u for u in _jsonl(layout.units) if u.get("kind") == "response"}
+    labels: dict[tuple[str, str], str | None] = {}
+    judges: set[str] = set()
+    for row in _jsonl(layout.judge_labels):
+        unit = unit_of.get(row["unit_id"])
+        if unit is not None and row.get("sample_index", 0) == 0:
+            labels[(row["judge"], unit["trajectory_id"])] = row.get("label")
+            judges.add(row["judge"])
+    for name in (settings.strict_parser, settings.semantic_parser):
+        if name not in judges:
+            raise InputError(f"[decisions]: judge {name!r} has no labels on response units; judges with labels: {sorted(judges)}")
+    roster = [t for t in trajectories if settings.roster_dataset in (None, t.get("dataset"))]
+    composition = [t for t in trajectories if settings.composition_dataset is not None
+                   and t.get("dataset") == settings.composition_dataset]
+    if settings.roster_dataset is not None and not roster:
+        raise InputError(f"[decisions] roster_dataset {settings.roster_dataset!r}: no trajectories of that dataset; "
+                         f"datasets: {sorted({t.get('dataset') for t in trajectories})}")
+    body: dict = {"strict_parser": settings.strict_parser, "semantic_parser": settings.semantic_parser,
+                  "settings": {k: getattr(settings, k) for k in DecisionSettings.__dataclass_fields__}}
+
+    def outcomes(parser: str, rows: Sequence[Mapping]) -> list[str]:
+        return [outcome(labels.get((parser, t["id"])), failed=_failed(t)) for t in rows]
+
+    def cell(t: Mapping) -> str:
+        return str((t.get("metadata") or {}).get(settings.cell_field, "all"))
+
+    table_rows = []
+    by_model: dict[str, dict[str, DecisionTable]] = {}
+    for parser in (settings.strict_parser, settings.semantic_parser):
+        table_rows.append(_row(parser, "all", "all", decision_table(outcomes(parser, roster), level=settings.level,
+                                                                    lower_bound_share=settings.lower_bound_share)))
+        for group, key in (("family", lambda t: t.get("family") or "unknown"), ("model", lambda t: t["backbone"]),
+                           ("model_cell", lambda t: f"{t['backbone']} | {cell(t)}")):
+            for name in sorted({key(t) for t in roster}):
+                table = decision_table(outcomes(parser, [t for t in roster if key(t) == name]), level=settings.level,
+                                       lower_bound_share=settings.lower_bound_share)
+                table_rows.append(_row(parser, group, name, table))
+                if group == "model":
+                    by_model.setdefault(name, {})[parser] = table
+    body["rows"] = table_rows
+    semantic = {m: t[settings.semantic_parser] for m, t in by_model.items()}
+    body["never_commit"] = sorted(m for m, t in semantic.items() if t.counts["ANSWER"] == 0)
+    body["always_commit"] = sorted(m for m, t in semantic.items() if t.counts["ANSWER"] == t.n)
+    body["lower_bound_models"] = sorted(m for m, t in by_model.items() if all(x.lower_bound for x in t.values()))
+    deltas = []
+    for name in sorted({(t["backbone"], cell(t)) for t in roster}):
+        rows = [t for t in roster if (t["backbone"], cell(t)) == name]
+        strict = decision_table(outcomes(settings.strict_parser, rows)).unparsed.statistic
+        sem = decision_table(outcomes(settings.semantic_parser, rows)).unparsed.statistic
+        deltas.append({"model": name[0], "cell": name[1], "n": len(rows), "strict_unparsed": strict,
+                       "semantic_unparsed": sem,
+                       "delta_pp": None if strict is None or sem is None else 100 * (strict - sem)})
+    body["parser_deltas"] = deltas
+    body["equivalence"] = _equivalence(roster, outcomes, settings)
+    body["probability"] = _probability(roster, labels, settings)
+    gold = [(t, (t.get("references") or [None])[0]) for t in composition]
+    body["composition"] = [
+        {"judge": judge, **composition_scores(outcomes(judge, [t for t, _ in gold]), [g for _, g in gold]).__dict__}
+        for judge in sorted(judges)] if gold else []
+    body["fingerprints"] = {layout.relative(p): file_sha256(p) for p in (layout.trajectories, layout.units, layout.judge_labels)
+                            if p.is_file()}
+    return body
+
+
+def _equivalence(roster: Sequence[Mapping], outcomes, settings: DecisionSettings) -> dict:
+    """TOST (and Cohen's h) on the commitment rate read by the semantic vs the strict parser, paired by row and
+    clustered by case: is the parser choice immaterial to the headline rate within the margin?"""
+    if not roster:
+        return {}
+    strict = [o == "ANSWER" for o in outcomes(settings.strict_parser, roster)]
+    semantic = [o == "ANSWER" for o in outcomes(settings.semantic_parser, roster)]
+    cases = [str((t.get("metadata") or {}).get("item_id", t["id"])) for t in roster]
+    result = tost_paired_rates(semantic, strict, cases, margin=settings.margin, level=0.90,
+                               n_resamples=settings.n_resamples, seed=settings.seed)
+    return {"semantic_minus_strict_commit": result.__dict__}
+
+
+def _probability(roster: Sequence[Mapping], labels: Mapping, settings: DecisionSettings) -> dict:
+    """Stated PROBABILITY_YES on the rows the semantic parser reads as ANSWER, against the resolved outcome."""
+    if settings.outcome_field is None:
+        return {}
+    forecasts, resolved = [], []
+    for t in roster:
+        if labels.get((settings.semantic_parser, t["id"])) != "ANSWER":
+            continue
+        value = (t.get("metadata") or {}).get(settings.outcome_field)
+        p = stated_probability(t.get("final_answer"))
+        if isinstance(value, bool) and p is not None:
+            forecasts.append(p)
+            resolved.append(value)
+    scores = probability_scores(forecasts, resolved)
+    return {"outcome_field": settings.outcome_field, **{k: (dict(v) if isinstance(v, Mapping) else v)
+                                                        for k, v in scores.__dict__.items()}}
+
+
+def _pct(r: Mapping) -> str:
+    return "undefined" if r["statistic"] is None else f"{100 * r['statistic']:.1f}% ({r['k']}/{r['n']})"
+
+
+def summary_lines(doc) -> list[str]:
+    """The figures `accord run` prints, from the saved document."""
+    lines = []
+    for row in doc.rows:
+        if row.group == "all":
+            c = row.counts
+            lines.append(f"{row.parser}: commit {_pct(row.commit.model_dump())}; decline {c['DECLINE']}, tool {c['CALL_TOOL']}, "
+                         f"unreadable {c['unreadable']}, failed calls {c['failed']}; without failed calls "
+                         f"{_pct(row.commit_without_failed.model_dump())}")
+    for row in doc.rows:
+        if row.parser == doc.semantic_parser and row.group == "family":
+            lines.append(f"  family {row.name}: commit {_pct(row.commit.model_dump())}")
+    lines.append(f"never commit: {', '.join(doc.never_commit) or 'none'}; always commit: {', '.join(doc.always_commit) or 'none'}")
+    if doc.lower_bound_models:
+        lines.append(f"mostly unparsed (commitment is a lower bound): {', '.join(doc.lower_bound_models)}")
+    moved = [d for d in doc.parser_deltas if d.delta_pp]
+    lines.append(f"strict vs semantic parser: {len(moved)} of {len(doc.parser_deltas)} model x cell(s) differ in unparsed share")
+    tost = doc.equivalence.get("semantic_minus_strict_commit")
+    if tost:
+        lines.append(f"semantic - strict commitment {100 * tost['difference']:+.2f}p, 90% CI [{100 * tost['ci_low']:+.2f}, "
+                     f"{100 * tost['ci_high']:+.2f}], margin +/-{100 * tost['margin']:.0f}p: "
+                     f"{'equivalent' if tost['equivalent'] else 'not shown equivalent'} (Cohen's h {tost['cohens_h']:+.3f})")
+    prob = doc.probability
+    if prob.get("n"):
+        ece = ", ".join(f"ECE{b} {v:.3f}" for b, v in prob["ece"].items() if v is not None)
+        auroc = "undefined" if prob["auroc"] is None else f"{prob['auroc']:.3f}"
+        lines.append(f"stated probabilities (n {prob['n']}): Brier {prob['brier']:.3f}, {ece}, AUROC {auroc}")
+    for c in doc.composition:
+        if c.j is None:
+            lines.append(f"  {c.judge}: J undefined ({c.undefined_reason})")
+            continue
+        lines.append(f"  {c.judge}: J {100 * c.j:+.0f}, any-non-commitment J {100 * c.j_non_commitment:+.0f}, balanced accuracy "
+                     f"{c.balanced_accuracy:.3f}, T {100 * c.t:+.1f} on {c.n_unknowable}:{c.n_answerable} unknowable:answerable")
+    return lines

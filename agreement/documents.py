@@ -377,6 +377,86 @@ class PreferenceDocument(StageDocument):
         return layout.preference
 
 
+# --- decisions (Aggarwal) -----------------------------------------------------------------------
+
+
+class RateRecord(_Doc):
+    """k of n with its Wilson interval; ``statistic`` None when n = 0."""
+
+    k: int
+    n: int
+    statistic: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    undefined_reason: str | None = None
+
+
+class DecisionRow(_Doc):
+    """The three-way decision table of one group (all rows, a family, a model, a model x cell) under one parser."""
+
+    parser: str = Field(description="The judge whose labels are read (e.g. the strict or the semantic parser).")
+    group: str = Field(description="'all', 'family', 'model' or 'model_cell'.")
+    name: str = Field(description="The group's value ('all', a family, a model, 'model | cell').")
+    counts: dict[str, int] = Field(description="ANSWER, CALL_TOOL, DECLINE, unreadable, failed.")
+    n: int
+    commit: RateRecord = Field(description="ANSWER over every row (unreadable and failed rows included).")
+    commit_without_failed: RateRecord
+    decline: RateRecord
+    tool: RateRecord
+    unparsed: RateRecord = Field(description="Unreadable over rows that returned content.")
+    lower_bound: bool = Field(description="Mostly unparsed: the commitment rate is a lower bound.")
+
+
+class ParserDelta(_Doc):
+    """Strict vs semantic parser on one model x cell: unparsed shares and their difference (percentage points)."""
+
+    model: str
+    cell: str
+    n: int
+    strict_unparsed: float | None
+    semantic_unparsed: float | None
+    delta_pp: float | None
+
+
+class CompositionRecord(_Doc):
+    """One judge (a parser, a degenerate strategy, any decision judge) on the gold-labelled composition."""
+
+    judge: str
+    n_unknowable: int
+    n_answerable: int
+    j: float | None
+    j_non_commitment: float | None
+    balanced_accuracy: float | None
+    t: float | None
+    answerable_accuracy: float | None
+    unparsed: int
+    undefined_reason: str | None = None
+
+
+class DecisionDocument(StageDocument):
+    """Aggarwal's figures from accord's own outputs: decision tables, roster split, parser comparison,
+    equivalence tests, probability scores and the degenerate baselines on the composition."""
+
+    STAGE: ClassVar[str] = "decisions"
+    COMMAND: ClassVar[str] = "accord run"
+
+    strict_parser: str
+    semantic_parser: str
+    rows: list[DecisionRow] = Field(default_factory=list)
+    never_commit: list[str] = Field(default_factory=list, description="Models with no ANSWER on any row (semantic parser).")
+    always_commit: list[str] = Field(default_factory=list, description="Models that ANSWER on every row.")
+    lower_bound_models: list[str] = Field(default_factory=list, description="Models mostly unparsed under both parsers.")
+    parser_deltas: list[ParserDelta] = Field(default_factory=list)
+    equivalence: dict[str, Any] = Field(default_factory=dict, description="TOST and Cohen's h on rate differences.")
+    probability: dict[str, Any] = Field(default_factory=dict, description="Stated PROBABILITY_YES scored on resolved outcomes.")
+    composition: list[CompositionRecord] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.decisions
+
+
 # --- verdict ------------------------------------------------------------------------------------
 
 

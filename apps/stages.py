@@ -283,6 +283,19 @@ def _judge_run(ctx: Context) -> Outcome:
                                                  "ok": j.ok, "unscored": j.unscored} for j in summary.judges}})
 
 
+def _decisions_run(ctx: Context) -> Outcome:
+    from agreement.decisions import DecisionSettings, decision_study, summary_lines
+    from agreement.documents import DecisionDocument, write_document
+
+    d = ctx.study.decisions
+    document = write_document(DecisionDocument, ctx.layout,
+                              decision_study(ctx.layout, DecisionSettings(**d.model_dump())))
+    for line in summary_lines(document):
+        ctx.console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+    (overall,) = [r for r in document.rows if r.group == "all" and r.parser == d.semantic_parser]
+    return Outcome(summary={"commit": overall.commit.statistic, "rows": overall.n})
+
+
 def _sample_material(ctx: Context) -> dict[str, Any]:
     from samples.plans import load_plan
 
@@ -602,6 +615,11 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
               run=_ingest_run),
         Stage(name="judge", title="run the judges over every unit (cached, resumable)", material=_judge_material,
               outputs=lambda ctx: [ctx.layout.judge_labels], run=_judge_run),
+        *([Stage(name="decisions", title="decision tables, parser comparison and degenerate baselines (Aggarwal)",
+                 material=lambda ctx: {"trajectories": ctx.sha(ctx.layout.trajectories), "units": ctx.sha(ctx.layout.units),
+                                       "labels": ctx.sha(ctx.layout.judge_labels),
+                                       "settings": ctx.study.decisions.model_dump(mode="json")},
+                 outputs=lambda ctx: [ctx.layout.decisions], run=_decisions_run)] if study.decisions is not None else []),
         Stage(name="sample", title="draw the stratified sample", material=_sample_material,
               outputs=lambda ctx: [ctx.layout.sample, ctx.layout.sample_manifest], run=_sample_run),
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",

@@ -13,6 +13,7 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [validation]     tie_policy, n_resamples, seed, level, weighted
     [audit]?         judge, positive labels, model_field, judge_families, n_resamples, n_permutations
     [gate]           policy (a policy TOML, see data/policies/README.md), judges
+    [decisions]?     strict_parser, semantic_parser, roster_dataset, composition_dataset, ... (Aggarwal's figures)
     [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
 
 Problems are ``InputError`` naming the file, the key and what is allowed. The parsed
@@ -238,6 +239,26 @@ class Score(_Section):
             raise ValueError("give exactly one of correctness_judge or correctness_field")
 
 
+class Decisions(_Section):
+    """``[decisions]``: Aggarwal's decision figures (agreement.decisions) from the judges' labels, after the judge stage."""
+
+    strict_parser: str = Field(description="Judge reading only DECISION: lines (rule:aggarwal, parse_mode strict).")
+    semantic_parser: str = Field(description="Judge reading the semantic prefixes too (rule:aggarwal, parse_mode lenient).")
+    roster_dataset: str | None = Field(default=None, description="Dataset whose every trajectory is a roster row "
+                                                                 "(default: every trajectory).")
+    composition_dataset: str | None = Field(default=None, description="Dataset of gold-labelled items (references[0] = "
+                                                                      "DECLINE or ANSWER) every judge is scored on.")
+    cell_field: str = Field(default="category", description="Trajectory metadata key naming a row's cell (arm).")
+    outcome_field: str | None = Field(default=None, description="Metadata key with the resolved yes/no outcome for "
+                                                                "scoring stated probabilities.")
+    lower_bound_share: float = Field(default=0.5, gt=0, lt=1, description="Unparsed share above which a model's "
+                                                                        "commitment rate is flagged as a lower bound.")
+    margin: float = Field(default=0.05, gt=0, lt=1, description="TOST equivalence margin on rate differences.")
+    level: float = Field(default=0.95, gt=0, lt=1, description="Level of the Wilson intervals on rates.")
+    n_resamples: int = Field(default=2000, ge=100, description="Cluster-bootstrap resamples of the TOST interval.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
+
+
 class StudyFile(_Section):
     """The parsed study file; ``path`` is the file itself, every other path is absolute."""
 
@@ -256,6 +277,7 @@ class StudyFile(_Section):
     validation: Validation
     audit: Audit | None = None
     preference: Preference | None = None
+    decisions: Decisions | None = None
     gate: Gate
     score: Score | None = None
 

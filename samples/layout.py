@@ -232,6 +232,11 @@ class StudyLayout:
         return self.root / "audit" / "preference.json"
 
     @property
+    def decisions(self) -> Path:
+        """Aggarwal's decision tables, parser comparison and degenerate baselines (``[decisions]``)."""
+        return self.root / "decisions" / "decisions.json"
+
+    @property
     def verdict(self) -> Path:
         return self.root / "gate" / "verdict.json"
 
