@@ -480,7 +480,8 @@ def summary_lines(doc) -> list[str]:
                      f"{'equivalent' if tost['equivalent'] else 'not shown equivalent'} (Cohen's h {tost['cohens_h']:+.3f})")
     prob = doc.probability
     if prob.get("n"):
-        ece = ", ".join(f"ECE{b} {v:.3f}" for b, v in prob["ece"].items() if v is not None)
+        ece = ", ".join(f"ECE{b} {v:.3f}" for b, v in sorted(prob["ece"].items(), key=lambda kv: int(kv[0]))
+                        if v is not None)
         auroc = "undefined" if prob["auroc"] is None else f"{prob['auroc']:.3f}"
         lines.append(f"stated probabilities (n {prob['n']}): Brier {prob['brier']:.3f}, {ece}, AUROC {auroc}")
     for c in doc.composition:

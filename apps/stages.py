@@ -284,14 +284,12 @@ def _judge_run(ctx: Context) -> Outcome:
 
 
 def _decisions_run(ctx: Context) -> Outcome:
-    from agreement.decisions import DecisionSettings, decision_study, summary_lines
+    from agreement.decisions import DecisionSettings, decision_study
     from agreement.documents import DecisionDocument, write_document
 
     d = ctx.study.decisions
     document = write_document(DecisionDocument, ctx.layout,
                               decision_study(ctx.layout, DecisionSettings(**d.model_dump())))
-    for line in summary_lines(document):
-        ctx.console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
     (overall,) = [r for r in document.rows if r.group == "all" and r.parser == d.semantic_parser]
     return Outcome(summary={"commit": overall.commit.statistic, "rows": overall.n})
 
