@@ -548,7 +548,7 @@ class ScoreDocument(StageDocument):
 
 
 DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, QualityDocument, AuditDocument, PreferenceDocument,
-                                               VerdictDocument, ScoreDocument)
+                                               VerdictDocument, ScoreDocument, DecisionDocument)
 D = TypeVar("D", bound=StageDocument)
 
 

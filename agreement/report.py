@@ -26,6 +26,7 @@ from agreement.documents import (
     Criterion,
     GoldAccuracyRecord,
     Interval,
+    DecisionDocument,
     PreferenceDocument,
     QualityDocument,
     ScoreDocument,
@@ -400,6 +401,32 @@ def preference_table(doc: PreferenceDocument) -> Table:
                          "bias [CI]", ""], rows=rows, note=doc.note)
 
 
+def decision_tables(doc: DecisionDocument) -> list[Table]:
+    """Aggarwal's three-way decision table per parser and group, the parser comparison and the composition."""
+    def pct(r: Any) -> str:
+        return "--" if r.statistic is None else f"{fmt(r.statistic, percent=True)}% ({r.k}/{r.n})"
+
+    rows = [[r.parser, r.group, r.name, str(r.n), pct(r.commit), str(r.counts["DECLINE"]), str(r.counts["CALL_TOOL"]),
+             str(r.counts["unreadable"]), str(r.counts["failed"]), "lower bound (mostly unparsed)" if r.lower_bound else ""]
+            for r in doc.rows if r.group in ("all", "family", "model")]
+    tables = [Table(title="Decisions (commit / decline / tool / unparsed / failed)",
+                    header=["parser", "group", "name", "rows", "commit", "DECLINE", "CALL_TOOL", "unreadable", "failed", ""],
+                    rows=rows, note="Commitment = ANSWER over every row; unreadable output and failed calls stay in "
+                                    "the denominator (Aggarwal section 3.2). A tool call is not a decline.")]
+    tables.append(Table(title="Strict vs semantic parser: unparsed share per model and cell",
+                        header=["model", "cell", "rows", "strict unparsed %", "semantic unparsed %", "delta (pp)"],
+                        rows=[[d.model, d.cell, str(d.n), fmt(d.strict_unparsed, digits=1, percent=True),
+                               fmt(d.semantic_unparsed, digits=1, percent=True), fmt(d.delta_pp, digits=1)]
+                              for d in doc.parser_deltas]))
+    if doc.composition:
+        tables.append(Table(title="Every judge on the gold-labelled composition (degenerate strategies beside them)",
+                            header=["judge", "unknowable", "answerable", "J (decline)", "J (any non-commitment)",
+                                    "balanced accuracy", "T", "unparsed"],
+                            rows=[[c.judge, str(c.n_unknowable), str(c.n_answerable), fmt(c.j), fmt(c.j_non_commitment),
+                                   fmt(c.balanced_accuracy), fmt(c.t), str(c.unparsed)] for c in doc.composition]))
+    return tables
+
+
 def score_tables(doc: ScoreDocument) -> list[Table]:
     rows, corrected = [], []
     for row in doc.rows:
@@ -581,6 +608,10 @@ def build_report(root: str | Path) -> ReportContent:
     preference = docs.get(PreferenceDocument)
     if isinstance(preference, PreferenceDocument):
         tables.append(preference_table(preference))
+    decisions = docs.get(DecisionDocument)
+    if isinstance(decisions, DecisionDocument):
+        tables += decision_tables(decisions)
+        fingerprints.update(decisions.fingerprints)
     if isinstance(score, ScoreDocument):
         tables += score_tables(score)
         figures += [f for f in [scatter_figure(score)] if f]

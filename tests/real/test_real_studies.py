@@ -260,3 +260,37 @@ def test_aggarwal_stated_probabilities_are_scored_against_the_resolved_outcomes(
     assert prob["n"] == len(pairs) == 106
     assert math.isclose(prob["brier"], brier_score_loss(y, p), abs_tol=1e-12)
     assert math.isclose(prob["auroc"], roc_auc_score(y, p), abs_tol=1e-12)
+
+
+def test_aggarwal_people_code_decisions_and_call_tool_reaches_the_report(aggarwal_study, capsys):
+    """Two people code the sampled outputs under the `decision` scheme (the study's [annotation] schemes), reading
+    the decision line as the codebook says; the run goes on to validation, the gate and the report, and CALL_TOOL
+    is a class of its own all the way (runs last: it adds labels to the module's study folder)."""
+    from agreement.documents import DecisionDocument
+    from annotate.app_backend import AnnotatorSession
+    from annotate.store import Store
+
+    decision = re.compile(r"^\s*(?:DECISION|RESPONSE)\s*:\s*(ANSWER|CALL_TOOL|DECLINE)\b", re.M)
+    store = Store.for_study(aggarwal_study)
+    try:
+        for name in ("coder-1", "coder-2"):
+            session = AnnotatorSession(store, store.add_annotator(name))
+            for task_id in session.order():
+                assert session.scheme(task_id) == "decision"
+                found = decision.search(session.task(task_id).text.replace("<answer>", "\n"))
+                # No stated decision: the codebook says not to infer one; the person ticks unsure.
+                session.submit(task_id, found.group(1) if found else "DECLINE", base_revision=0, unsure=found is None)
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["run", str(STUDIES / "aggarwal" / "study.toml"), "--output", str(aggarwal_study), "--quiet"]) in (0, 1)
+    humans = [json.loads(line) for line in (aggarwal_study / "labels" / "human.jsonl").read_text().splitlines()]
+    assert len(humans) == 48 and "CALL_TOOL" in {h["label"] for h in humans}
+    validation = read_document(ValidationDocument, aggarwal_study)
+    (section,) = validation.sections
+    semantic = next(v for v in section.judges_vs_humans if v.judge == "aggarwal-semantic")
+    # People read the same decision lines as the semantic parser: on every unit both scored they agree.
+    assert semantic.vs_majority.results["percent_agreement"].statistic == 1.0
+    html = (aggarwal_study / "report" / "report.html").read_text()
+    assert "Decisions (commit / decline / tool / unparsed / failed)" in html and "CALL_TOOL" in html
+    assert read_document(DecisionDocument, aggarwal_study) is not None
