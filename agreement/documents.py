@@ -457,6 +457,41 @@ class DecisionDocument(StageDocument):
         return layout.decisions
 
 
+# --- EHQ ----------------------------------------------------------------------------------------
+
+
+class EhqModel(_Doc):
+    """One model's EHQ (section 3) under one set of labels, with percentile bootstrap intervals over its records."""
+
+    model: str
+    labels: str = Field(description="'judge' (every unit the judge labelled), 'judge_on_sample' or 'human_reference' "
+                                    "(the resolved human labels of the sampled units).")
+    n: int
+    ehq1: Interval
+    ehq2: Interval
+    ehq3: Interval
+    n_calibration: int = Field(description="|S_m|: substantive answers with a parseable confidence (EHQ3's support).")
+    composite: Interval
+    n_truncated: int = Field(default=0, description="Evaluated responses that were cut off (truncated runs).")
+
+
+class EhqDocument(StageDocument):
+    STAGE: ClassVar[str] = "ehq"
+    COMMAND: ClassVar[str] = "accord run"
+
+    judge: str
+    models: list[EhqModel] = Field(default_factory=list)
+    reranking: dict[str, Any] = Field(default_factory=dict, description="Per score: judge vs human reference across "
+                                                                        "models (Pearson, Spearman, largest rank shift).")
+    agreement: dict[str, Any] = Field(default_factory=dict, description="Judge vs resolved reference at the four-class "
+                                                                        "and the coarse (restraint/substantive) resolution.")
+    coarse_mapping: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.ehq
+
+
 # --- verdict ------------------------------------------------------------------------------------
 
 
@@ -548,7 +583,7 @@ class ScoreDocument(StageDocument):
 
 
 DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, QualityDocument, AuditDocument, PreferenceDocument,
-                                               VerdictDocument, ScoreDocument, DecisionDocument)
+                                               VerdictDocument, ScoreDocument, DecisionDocument, EhqDocument)
 D = TypeVar("D", bound=StageDocument)
 
 

@@ -114,3 +114,122 @@ def coarse(label: str) -> str:
         return COARSE[label]
     except KeyError:
         raise InputError(f"ehq: label {label!r} has no coarse class; the mapping covers {list(COARSE)}") from None
+
+
+# --- a study's EHQ ------------------------------------------------------------------------------
+
+SCORES: tuple[str, ...] = ("ehq1", "ehq2", "ehq3", "composite")
+
+
+def normalised_confidence(value: object) -> float | None:
+    """The elicited 0-100 confidence as a probability (section 3: 'normalised to [0,1]'); None when absent or
+    not one integer in 0..100 (never imputed)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) / 100 if float(value).is_integer() and 0 <= value <= 100 else None
+    from ehq.evaluation.confidence import parse_confidence
+
+    return parse_confidence(str(value))
+
+
+def _interval(statistic: float | None, draws: list[float | None], level: float, reason: str | None) -> dict:
+    defined = np.array([d for d in draws if d is not None], dtype=float)
+    if statistic is None or len(defined) < len(draws):
+        return {"statistic": statistic, "ci_low": None, "ci_high": None,
+                "undefined_reason": reason if statistic is None else "undefined in some resamples: no interval"}
+    low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
+    return {"statistic": statistic, "ci_low": float(low), "ci_high": float(high), "undefined_reason": None}
+
+
+def _model_record(model: str, which: str, labels: list[str], conf: list[float | None], truncated: int, *,
+                  n_resamples: int, seed: int, level: float) -> dict:
+    point = ehq_scores(labels, conf)
+    rng = np.random.default_rng([seed, len(labels)])
+    draws = [ehq_scores([labels[i] for i in idx], [conf[i] for i in idx])
+             for idx in rng.integers(0, len(labels), size=(n_resamples, len(labels)))] if labels else []
+    return {"model": model, "labels": which, "n": point.n, "n_calibration": point.n_calibration, "n_truncated": truncated,
+            **{name: _interval(getattr(point, name), [getattr(d, name) for d in draws], level, point.undefined_reason)
+               for name in SCORES}}
+
+
+def _kappa(a: list[str], b: list[str]) -> dict:
+    """Percent agreement and Cohen's kappa of two label lists over the same units (None when undefined)."""
+    if not a:
+        return {"n": 0, "percent_agreement": None, "cohen_kappa": None}
+    x, y = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    po = float((x == y).mean())
+    pe = float(sum((x == c).mean() * (y == c).mean() for c in set(a) | set(b)))
+    return {"n": len(a), "percent_agreement": po, "cohen_kappa": None if pe == 1 else (po - pe) / (1 - pe)}
+
+
+def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | None, tie_policy: str,
+              n_resamples: int, seed: int, level: float) -> dict:
+    """Per model: EHQ from the judge's labels on every unit, and on the sampled units from the judge and from the
+    resolved human reference; the re-ranking between the two; agreement at both resolutions."""
+    from agreement.study_io import labels_table, load_study
+    from agreement.validation import reference_labels
+    from samples.canonical import file_sha256
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+
+    units = {}
+    for _, line in iter_jsonl_lines(layout.units):
+        row = decode_json_line(line)
+        if row.get("kind") == "response":
+            units[row["unit_id"]] = row
+    trajectories = {}
+    for _, line in iter_jsonl_lines(layout.trajectories):
+        row = decode_json_line(line)
+        trajectories[row["id"]] = row
+
+    def model_of(unit_id: str) -> str:
+        return str((units[unit_id].get("strata") or {}).get(model_field, "unknown"))
+
+    def confidence_of(unit_id: str) -> float | None:
+        if confidence_field is None:
+            return None
+        meta = trajectories.get(units[unit_id]["trajectory_id"], {}).get("metadata") or {}
+        return normalised_confidence(meta.get(confidence_field))
+
+    def truncated(unit_id: str) -> bool:
+        return bool(trajectories.get(units[unit_id]["trajectory_id"], {}).get("truncated"))
+
+    judged: dict[str, str] = {}
+    for _, line in iter_jsonl_lines(layout.judge_labels):
+        row = decode_json_line(line)
+        if row["judge"] == judge and row.get("sample_index", 0) == 0 and row["unit_id"] in units and row.get("label"):
+            judged[row["unit_id"]] = row["label"]
+    if not judged:
+        raise InputError(f"[ehq] judge {judge!r}: no scored labels on response units")
+    models: list[dict] = []
+
+    def add(which: str, chosen: Mapping[str, str]) -> dict[str, EhqScores]:
+        out = {}
+        for model in sorted({model_of(u) for u in chosen}):
+            ids = sorted(u for u in chosen if model_of(u) == model)
+            labels, conf = [chosen[u] for u in ids], [confidence_of(u) for u in ids]
+            models.append(_model_record(model, which, labels, conf, sum(truncated(u) for u in ids),
+                                        n_resamples=n_resamples, seed=seed, level=level))
+            out[model] = ehq_scores(labels, conf)
+        return out
+
+    add("judge", judged)
+    study = load_study(layout.root)
+    table = labels_table(study, kinds=["response"])
+    reference = reference_labels(table, reference="resolved", tie_policy=tie_policy)
+    resolved = {str(r.unit): str(r.label) for r in reference.itertuples() if r.label is not None}
+    common = sorted(u for u in resolved if u in judged and resolved[u] in LABELS)
+    on_sample = add("judge_on_sample", {u: judged[u] for u in common})
+    human = add("human_reference", {u: resolved[u] for u in common})
+    reranking = {}
+    for name in SCORES:
+        r = rerank({m: getattr(s, name) for m, s in on_sample.items()}, {m: getattr(s, name) for m, s in human.items()})
+        reranking[name] = {"n_models": r.n_models, "pearson": r.pearson, "spearman": r.spearman,
+                           "max_rank_shift": r.max_rank_shift, "ranks": {m: list(v) for m, v in r.ranks.items()},
+                           "undefined_reason": r.undefined_reason}
+    four = _kappa([judged[u] for u in common], [resolved[u] for u in common])
+    two = _kappa([coarse(judged[u]) for u in common], [coarse(resolved[u]) for u in common])
+    inputs = (layout.units, layout.trajectories, layout.judge_labels)
+    fingerprints = {layout.relative(p): file_sha256(p) for p in inputs if p.is_file()}
+    return {"judge": judge, "models": models, "reranking": reranking, "coarse_mapping": dict(COARSE),
+            "agreement": {"four_class": four, "coarse": two}, "fingerprints": {**study.fingerprints, **fingerprints}}

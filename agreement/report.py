@@ -27,6 +27,7 @@ from agreement.documents import (
     GoldAccuracyRecord,
     Interval,
     DecisionDocument,
+    EhqDocument,
     PreferenceDocument,
     QualityDocument,
     ScoreDocument,
@@ -427,6 +428,24 @@ def decision_tables(doc: DecisionDocument) -> list[Table]:
     return tables
 
 
+def ehq_tables(doc: EhqDocument) -> list[Table]:
+    """EHQ per model under each set of labels, and the re-ranking between judge and human reference."""
+    rows = [[m.model, m.labels, str(m.n), fmt_ci(m.ehq1), fmt_ci(m.ehq2), fmt_ci(m.ehq3), str(m.n_calibration),
+             fmt_ci(m.composite), str(m.n_truncated)] for m in doc.models]
+    tables = [Table(title=f"EHQ per model (judge {doc.judge}; human reference = resolved labels of the sample)",
+                    header=["model", "labels", "N", "EHQ1", "EHQ2", "EHQ3", "|S_m|", "EHQ", "truncated"], rows=rows,
+                    note="EHQ3 and the composite are undefined (--) without substantive answers with a confidence.")]
+    rerank_rows = [[name, str(r.get("n_models")), fmt(r.get("pearson")), fmt(r.get("spearman")),
+                    "--" if r.get("max_rank_shift") is None else str(r["max_rank_shift"]), r.get("undefined_reason") or ""]
+                   for name, r in doc.reranking.items()]
+    agreement = "; ".join(f"{k}: agreement {fmt(v.get('percent_agreement'))}, kappa {fmt(v.get('cohen_kappa'))} (n {v.get('n')})"
+                          for k, v in doc.agreement.items())
+    tables.append(Table(title="Human re-ranking: scores from the judge vs from the human reference, across models",
+                        header=["score", "models", "Pearson", "Spearman", "largest rank shift", ""], rows=rerank_rows,
+                        note=agreement))
+    return tables
+
+
 def score_tables(doc: ScoreDocument) -> list[Table]:
     rows, corrected = [], []
     for row in doc.rows:
@@ -608,6 +627,9 @@ def build_report(root: str | Path) -> ReportContent:
     preference = docs.get(PreferenceDocument)
     if isinstance(preference, PreferenceDocument):
         tables.append(preference_table(preference))
+    ehq = docs.get(EhqDocument)
+    if isinstance(ehq, EhqDocument):
+        tables += ehq_tables(ehq)
     decisions = docs.get(DecisionDocument)
     if isinstance(decisions, DecisionDocument):
         tables += decision_tables(decisions)

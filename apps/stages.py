@@ -535,6 +535,19 @@ def _preference_run(ctx: Context) -> Outcome:
     return Outcome(summary={"judges": len(judges), "self_family_cells": len(own)})
 
 
+def _ehq_run(ctx: Context) -> Outcome:
+    from agreement.documents import EhqDocument, write_document
+    from agreement.ehq import ehq_study
+
+    e = ctx.study.ehq
+    with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
+        body = ehq_study(ctx.layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
+                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
+    document = write_document(EhqDocument, ctx.layout, body)
+    return Outcome(summary={"models": len({m.model for m in document.models}),
+                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
+
+
 def _gate_run(ctx: Context) -> Outcome:
     from agreement.documents import VerdictDocument, write_document
     from agreement.gate import gate_study
@@ -635,6 +648,12 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
 def _verdict_stages(study: StudyFile) -> list[Stage]:
     """From the labels to the verdict: audit, gate, score, report."""
     stages = []
+    if study.ehq is not None:
+        stages.append(Stage(name="ehq", title="EHQ scores per model and the human re-ranking",
+                            material=lambda ctx: {"tables": _tables(ctx), "units": ctx.sha(ctx.layout.units),
+                                                  "trajectories": ctx.sha(ctx.layout.trajectories),
+                                                  "settings": ctx.study.ehq.model_dump(mode="json")},
+                            outputs=lambda ctx: [ctx.layout.ehq], run=_ehq_run))
     if study.audit is not None:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},

@@ -14,6 +14,7 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [audit]?         judge, positive labels, model_field, judge_families, n_resamples, n_permutations
     [gate]           policy (a policy TOML, see data/policies/README.md), judges
     [decisions]?     strict_parser, semantic_parser, roster_dataset, composition_dataset, ... (Aggarwal's figures)
+    [ehq]?           judge, model_field, confidence_field, ... (EHQ scores and the human re-ranking)
     [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
 
 Problems are ``InputError`` naming the file, the key and what is allowed. The parsed
@@ -259,6 +260,19 @@ class Decisions(_Section):
     seed: int = Field(default=DEFAULT_SEED, ge=0)
 
 
+class Ehq(_Section):
+    """``[ehq]``: EHQ scores per model (agreement.ehq) from a four-class judge and from the human reference."""
+
+    judge: str = Field(description="The judge giving the four EHQ classes (e.g. rule:ehq).")
+    model_field: str = Field(default="backbone", description="Unit stratum naming the evaluated model.")
+    confidence_field: str | None = Field(default=None, description="Trajectory metadata key holding the elicited 0-100 "
+                                                                   "confidence (EHQ3 is undefined without it).")
+    tie_policy: Literal["exclude", "count_as_positive", "count_as_negative"] = Field(default="exclude")
+    n_resamples: int = Field(default=1000, ge=100, description="Bootstrap resamples per model and score.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+
+
 class StudyFile(_Section):
     """The parsed study file; ``path`` is the file itself, every other path is absolute."""
 
@@ -278,6 +292,7 @@ class StudyFile(_Section):
     audit: Audit | None = None
     preference: Preference | None = None
     decisions: Decisions | None = None
+    ehq: Ehq | None = None
     gate: Gate
     score: Score | None = None
 

@@ -232,6 +232,11 @@ class StudyLayout:
         return self.root / "audit" / "preference.json"
 
     @property
+    def ehq(self) -> Path:
+        """EHQ scores per model from the judge's and the human reference's labels (``[ehq]``)."""
+        return self.root / "ehq" / "ehq.json"
+
+    @property
     def decisions(self) -> Path:
         """Aggarwal's decision tables, parser comparison and degenerate baselines (``[decisions]``)."""
         return self.root / "decisions" / "decisions.json"
