@@ -232,4 +232,5 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
     inputs = (layout.units, layout.trajectories, layout.judge_labels)
     fingerprints = {layout.relative(p): file_sha256(p) for p in inputs if p.is_file()}
     return {"judge": judge, "models": models, "reranking": reranking, "coarse_mapping": dict(COARSE),
+            "simulated": study.simulated,
             "agreement": {"four_class": four, "coarse": two}, "fingerprints": {**study.fingerprints, **fingerprints}}
