@@ -70,6 +70,8 @@ class StageDocument(_Doc):
 
     STAGE: ClassVar[str] = ""
     COMMAND: ClassVar[str] = ""
+    READS_HUMAN_LABELS: ClassVar[bool] = True
+    """A human labels file appearing later makes the document stale (False: computed from judges' labels only)."""
 
     fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Study-relative input path -> sha256 of its bytes when this was written.")
@@ -439,6 +441,7 @@ class DecisionDocument(StageDocument):
 
     STAGE: ClassVar[str] = "decisions"
     COMMAND: ClassVar[str] = "accord run"
+    READS_HUMAN_LABELS: ClassVar[bool] = False
 
     strict_parser: str
     semantic_parser: str
@@ -636,7 +639,7 @@ def stale_reasons(doc: StageDocument, study: str | Path | StudyLayout) -> list[s
             reasons.append(f"stale: {relative} was removed after {stage}; rerun {command}")
         elif file_sha256(path) != digest:
             reasons.append(f"stale: {relative} changed after {stage}; rerun {command}")
-    if doc.fingerprints:
+    if doc.fingerprints and doc.READS_HUMAN_LABELS:
         for path in layout.human_label_files():
             relative = layout.relative(path)
             if relative not in doc.fingerprints:

@@ -293,4 +293,7 @@ def test_aggarwal_people_code_decisions_and_call_tool_reaches_the_report(aggarwa
     assert semantic.vs_majority.results["percent_agreement"].statistic == 1.0
     html = (aggarwal_study / "report" / "report.html").read_text()
     assert "Decisions (commit / decline / tool / unparsed / failed)" in html and "CALL_TOOL" in html
-    assert read_document(DecisionDocument, aggarwal_study) is not None
+    # The decision figures come from the judges' labels only: people's labels arriving do not make them stale.
+    from agreement.documents import stale_reasons
+
+    assert stale_reasons(read_document(DecisionDocument, aggarwal_study), aggarwal_study) == []
