@@ -476,6 +476,9 @@ class EhqModel(_Doc):
     n_calibration: int = Field(description="|S_m|: substantive answers with a parseable confidence (EHQ3's support).")
     composite: Interval
     n_truncated: int = Field(default=0, description="Evaluated responses that were cut off (truncated runs).")
+    truncation_bounds: dict[str, list[float] | None] = Field(
+        default_factory=dict, description="EHQ1 / EHQ2 [low, high] if every truncated response's label were the least "
+                                          "or the most favourable; None when nothing was truncated.")
 
 
 class EhqDocument(StageDocument):

@@ -142,13 +142,25 @@ def _interval(statistic: float | None, draws: list[float | None], level: float, 
     return {"statistic": statistic, "ci_low": float(low), "ci_high": float(high), "undefined_reason": None}
 
 
-def _model_record(model: str, which: str, labels: list[str], conf: list[float | None], truncated: int, *,
+def truncation_bounds(labels: Sequence[str], truncated: Sequence[bool]) -> dict[str, list[float] | None]:
+    """EHQ1 and EHQ2 if every cut-off response's label were the least / the most favourable (CONFIDENT_WRONG /
+    ABSTAIN): how far truncation could move them. None when nothing was truncated."""
+    if not any(truncated):
+        return {"ehq1": None, "ehq2": None}
+    worst = [("CONFIDENT_WRONG" if t else label) for label, t in zip(labels, truncated)]
+    best = [("ABSTAIN" if t else label) for label, t in zip(labels, truncated)]
+    low, high = ehq_scores(worst, [None] * len(worst)), ehq_scores(best, [None] * len(best))
+    return {"ehq1": [low.ehq1, high.ehq1], "ehq2": [low.ehq2, high.ehq2]}
+
+
+def _model_record(model: str, which: str, labels: list[str], conf: list[float | None], truncated: list[bool], *,
                   n_resamples: int, seed: int, level: float) -> dict:
     point = ehq_scores(labels, conf)
     rng = np.random.default_rng([seed, len(labels)])
     draws = [ehq_scores([labels[i] for i in idx], [conf[i] for i in idx])
              for idx in rng.integers(0, len(labels), size=(n_resamples, len(labels)))] if labels else []
-    return {"model": model, "labels": which, "n": point.n, "n_calibration": point.n_calibration, "n_truncated": truncated,
+    return {"model": model, "labels": which, "n": point.n, "n_calibration": point.n_calibration,
+            "n_truncated": sum(truncated), "truncation_bounds": truncation_bounds(labels, truncated),
             **{name: _interval(getattr(point, name), [getattr(d, name) for d in draws], level, point.undefined_reason)
                for name in SCORES}}
 
@@ -208,7 +220,7 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
         for model in sorted({model_of(u) for u in chosen}):
             ids = sorted(u for u in chosen if model_of(u) == model)
             labels, conf = [chosen[u] for u in ids], [confidence_of(u) for u in ids]
-            models.append(_model_record(model, which, labels, conf, sum(truncated(u) for u in ids),
+            models.append(_model_record(model, which, labels, conf, [truncated(u) for u in ids],
                                         n_resamples=n_resamples, seed=seed, level=level))
             out[model] = ehq_scores(labels, conf)
         return out

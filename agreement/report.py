@@ -428,10 +428,18 @@ def decision_tables(doc: DecisionDocument) -> list[Table]:
     return tables
 
 
+def _truncated(m: Any) -> str:
+    bounds = m.truncation_bounds.get("ehq1") if m.truncation_bounds else None
+    if not m.n_truncated or bounds is None:
+        return str(m.n_truncated)
+    ehq2 = m.truncation_bounds["ehq2"]
+    return f"{m.n_truncated} (EHQ1 {fmt(bounds[0])}-{fmt(bounds[1])}, EHQ2 {fmt(ehq2[0])}-{fmt(ehq2[1])})"
+
+
 def ehq_tables(doc: EhqDocument) -> list[Table]:
     """EHQ per model under each set of labels, and the re-ranking between judge and human reference."""
     rows = [[m.model, m.labels, str(m.n), fmt_ci(m.ehq1), fmt_ci(m.ehq2), fmt_ci(m.ehq3), str(m.n_calibration),
-             fmt_ci(m.composite), str(m.n_truncated)] for m in doc.models]
+             fmt_ci(m.composite), _truncated(m)] for m in doc.models]
     tables = [Table(title=f"EHQ per model (judge {doc.judge}; human reference = resolved labels of the sample)",
                     header=["model", "labels", "N", "EHQ1", "EHQ2", "EHQ3", "|S_m|", "EHQ", "truncated"], rows=rows,
                     note="EHQ3 and the composite are undefined (--) without substantive answers with a confidence.")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agreement.ehq import LABELS, coarse, ehq_scores, rerank
+from agreement.ehq import LABELS, coarse, ehq_scores, rerank, truncation_bounds
 from samples.errors import InputError
 
 
@@ -62,3 +62,12 @@ def test_rerank():
     x, y = np.array([0.8, 0.7, 0.5, 0.3]), np.array([0.6, 0.75, 0.5, 0.35])
     assert r.pearson == pytest.approx(np.corrcoef(x, y)[0, 1])
     assert rerank({"a": 0.5, "b": None}, {"a": 0.4, "b": 0.3}).pearson is None
+
+
+def test_truncation_bounds():
+    # 4 records, the 2nd and 4th cut off. Worst: both CONFIDENT_WRONG -> EHQ1 1/4 (the ABSTAIN), EHQ2 1 - 3/4;
+    # best: both ABSTAIN -> EHQ1 3/4, EHQ2 1 - 1/4 (the remaining CONFIDENT_WRONG).
+    labels = ["ABSTAIN", "CONFIDENT_CORRECT", "CONFIDENT_WRONG", "HEDGE"]
+    bounds = truncation_bounds(labels, [False, True, False, True])
+    assert bounds == {"ehq1": [0.25, 0.75], "ehq2": [0.25, 0.75]}
+    assert truncation_bounds(labels, [False] * 4) == {"ehq1": None, "ehq2": None}
