@@ -192,3 +192,19 @@ def test_a_person_codes_a_response_as_call_tool_in_label_studio(labelstudio_serv
     assert main(["ls", "pull", "--study", str(root), "--json"]) == 0
     rows = [HumanLabel.model_validate_json(line) for line in StudyLayout.of(root).labelstudio_labels.read_text().splitlines()]
     assert [(r.task_id, r.annotator, r.label, r.backend) for r in rows] == [("t_r1", "ui-decider", "CALL_TOOL", "labelstudio")]
+
+
+def test_imported_human_labels_are_checked_against_the_studys_scheme(tmp_path):
+    from annotate.imports import HumanColumns, import_human_labels
+    from samples.imports import MatchColumns
+
+    root = decision_study(tmp_path / "study")
+    table = tmp_path / "labels.csv"
+    table.write_text("task,annotator,label\nt_r1,alice,CALL_TOOL\nt_r2,alice,ANSWER\n", encoding="utf-8")
+    report = import_human_labels(table, root, match=MatchColumns(task="task"),
+                                 columns=HumanColumns(annotator="annotator", label="label"))
+    assert report.labels == 2
+    table.write_text("task,annotator,label\nt_r1,alice,ABSTAIN\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"label 'ABSTAIN' is not one of \['ANSWER', 'CALL_TOOL', 'DECLINE'\]"):
+        import_human_labels(table, root, match=MatchColumns(task="task"),
+                            columns=HumanColumns(annotator="annotator", label="label"))
