@@ -25,10 +25,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from samples.errors import InputError
+from samples.layout import StudyLayout
 
 DECISIONS: tuple[str, ...] = ("ANSWER", "CALL_TOOL", "DECLINE")
 UNREADABLE = "unreadable"
@@ -202,7 +204,8 @@ def tost_paired_rates(first: Sequence[bool], second: Sequence[bool], clusters: S
     sum_a, sum_b = np.bincount(index, a, minlength=k), np.bincount(index, b, minlength=k)
     size = np.bincount(index, minlength=k).astype(float)
     draws = np.random.default_rng(seed).integers(0, k, size=(n_resamples, k))
-    weights = np.stack([np.bincount(row, minlength=k) for row in draws]).astype(float)
+    weights = np.zeros((n_resamples, k))
+    np.add.at(weights, (np.arange(n_resamples)[:, None], draws), 1.0)  # times each cluster is drawn, per resample
     boot = (weights @ sum_a - weights @ sum_b) / (weights @ size)
     low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
     diff = float(a.mean() - b.mean())
@@ -325,7 +328,7 @@ class DecisionSettings:
     seed: int
 
 
-def _jsonl(path) -> list[dict]:
+def _jsonl(path: Path) -> list[dict]:
     from samples.jsonl import decode_json_line, iter_jsonl_lines
 
     return [decode_json_line(line) for _, line in iter_jsonl_lines(path)] if path.is_file() else []
@@ -351,7 +354,7 @@ def _row(parser: str, group: str, name: str, table: DecisionTable) -> dict:
             "lower_bound": table.lower_bound}
 
 
-def decision_study(layout, settings: DecisionSettings) -> dict:
+def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
     """The decisions document body of a study: every trajectory of the roster dataset is one row (no row left out
     of a denominator), read through the judges' labels of its response unit."""
     from samples.canonical import file_sha256
@@ -378,6 +381,10 @@ def decision_study(layout, settings: DecisionSettings) -> dict:
                   "settings": {k: getattr(settings, k) for k in DecisionSettings.__dataclass_fields__}}
 
     def outcomes(parser: str, rows: Sequence[Mapping]) -> list[str]:
+        missing = [t["id"] for t in rows if t.get("final_answer") and (parser, t["id"]) not in labels]
+        if missing:
+            raise InputError(f"[decisions]: judge {parser!r} has no label for {len(missing)} response(s) with content, "
+                             f"e.g. trajectory {missing[0]!r}; rerun the judge stage")
         return [outcome(labels.get((parser, t["id"])), failed=_failed(t)) for t in rows]
 
     def cell(t: Mapping) -> str:
