@@ -430,7 +430,8 @@ def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
 
 def _equivalence(roster: Sequence[Mapping], outcomes, settings: DecisionSettings) -> dict:
     """TOST (and Cohen's h) on the commitment rate read by the semantic vs the strict parser, paired by row and
-    clustered by case: is the parser choice immaterial to the headline rate within the margin?"""
+    clustered by case: is the parser choice immaterial to the headline rate within the margin? And Cohen's h of
+    each family's commitment rate against the rest of the roster (semantic parser)."""
     if not roster:
         return {}
     strict = [o == "ANSWER" for o in outcomes(settings.strict_parser, roster)]
@@ -438,7 +439,11 @@ def _equivalence(roster: Sequence[Mapping], outcomes, settings: DecisionSettings
     cases = [str((t.get("metadata") or {}).get("item_id", t["id"])) for t in roster]
     result = tost_paired_rates(semantic, strict, cases, margin=settings.margin, level=0.90,
                                n_resamples=settings.n_resamples, seed=settings.seed)
-    return {"semantic_minus_strict_commit": result.__dict__}
+    committed = np.asarray(semantic)
+    families = np.asarray([t.get("family") or "unknown" for t in roster], dtype=object)
+    family_h = {str(f): cohens_h(float(committed[families == f].mean()), float(committed[families != f].mean()))
+                for f in sorted(set(families.tolist())) if (families != f).any()}
+    return {"semantic_minus_strict_commit": result.__dict__, "family_vs_rest_commit_cohens_h": family_h}
 
 
 def _probability(roster: Sequence[Mapping], labels: Mapping, settings: DecisionSettings) -> dict:

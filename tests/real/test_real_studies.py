@@ -218,6 +218,9 @@ def test_aggarwal_prints_the_papers_figures(aggarwal_study, capsys):
         assert composition[judge].j == j, judge
         assert (composition[judge].n_unknowable, composition[judge].n_answerable) == (72, 24)
     assert composition["always-decline"].t == AGGARWAL_PUBLISHED["always_decline_t"]
+    # Cohen's h of the Claude family (29/72) against the other nine models (77/216), written out.
+    h = 2 * math.asin(math.sqrt(29 / 72)) - 2 * math.asin(math.sqrt(77 / 216))
+    assert math.isclose(doc.equivalence["family_vs_rest_commit_cohens_h"]["anthropic"], h, abs_tol=1e-12)
     assert composition["aggarwal-semantic"].j is None  # the parsers read no decision in a bare question
     # accord run printed them (stdout), from the saved document.
     capsys.readouterr()
