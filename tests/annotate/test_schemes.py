@@ -82,12 +82,24 @@ def test_the_store_codes_response_units_under_the_chosen_scheme(tmp_path, engine
         AppBackend(study=root).push_files(root / "blind")
 
 
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
-def test_a_new_scheme_registers_like_the_built_ins(tmp_path, engine):
+@pytest.fixture
+def commit3():
+    """A third party's scheme, registered for one test and removed after it (the registry is process-wide)."""
+    from annotate import codebook as codebooks
+
     name = "commit3"
-    if name not in SCHEMES:
-        register_scheme(LabelScheme(name=name, labels=("COMMIT", "HEDGE", "ABSTAIN"), positive="ABSTAIN",
-                                    description="A third party's three-way commitment scheme."))
+    register_scheme(LabelScheme(name=name, labels=("COMMIT", "HEDGE", "ABSTAIN"), positive="ABSTAIN",
+                                description="A third party's three-way commitment scheme."))
+    try:
+        yield name
+    finally:
+        SCHEMES.pop(name, None)
+        codebooks._REGISTERED.pop(name, None)
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_a_new_scheme_registers_like_the_built_ins(tmp_path, engine, commit3):
+    name = commit3
     with pytest.raises(InputError, match="already registered"):
         register_scheme(SCHEMES[name])
     with pytest.raises(InputError, match="positive 'X' is not one of"):
