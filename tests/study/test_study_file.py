@@ -77,7 +77,7 @@ def test_status_of_a_study_never_run(tmp_path, capsys) -> None:
     assert [row["state"] for row in status["stages"]] == ["pending"] * len(status["stages"])
     assert [row["stage"] for row in status["stages"]] == [
         "generate:agent", "generate:closed-book", "ingest", "judge", "sample", "blind", "annotate", "validate", "quality",
-        "audit", "gate", "score", "report"]
+        "ehq", "audit", "gate", "score", "report"]
     assert status["sample"]["sampled"] == 0 and status["verdict"] is None and status["waiting"] is None
     assert not (tmp_path / "fresh").exists(), "status only reads"
 
