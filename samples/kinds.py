@@ -21,10 +21,13 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from samples.errors import InputError
 from samples.schemes import get_scheme
+
+if TYPE_CHECKING:
+    from samples.layout import StudyLayout
 
 FirstTurn = Literal["required_for_positive", "absent"]
 FIRST_TURN_RULES: tuple[str, ...] = ("required_for_positive", "absent")
@@ -191,7 +194,7 @@ def check_schemes(chosen: Mapping[str, str], *, where: str) -> dict[str, str]:
     return dict(chosen)
 
 
-def study_schemes(layout: Any) -> dict[str, str]:
+def study_schemes(layout: StudyLayout) -> dict[str, str]:
     """The study's kind -> scheme choice as ``accord run`` resolved it (``study.json``
     ``annotation.schemes``); empty when the study names none, so every kind keeps its default."""
     import json
