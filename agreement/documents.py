@@ -71,6 +71,8 @@ class StageDocument(_Doc):
 
     STAGE: ClassVar[str] = ""
     COMMAND: ClassVar[str] = ""
+    READS_HUMAN_LABELS: ClassVar[bool] = True
+    """A human labels file appearing later makes the document stale (False: computed from judges' labels only)."""
 
     fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Study-relative input path -> sha256 of its bytes when this was written.")
@@ -390,6 +392,125 @@ class PreferenceDocument(StageDocument):
         return layout.preference
 
 
+# --- decisions (Aggarwal) -----------------------------------------------------------------------
+
+
+class RateRecord(_Doc):
+    """k of n with its Wilson interval; ``statistic`` None when n = 0."""
+
+    k: int
+    n: int
+    statistic: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    undefined_reason: str | None = None
+
+
+class DecisionRow(_Doc):
+    """The three-way decision table of one group (all rows, a family, a model, a model x cell) under one parser."""
+
+    parser: str = Field(description="The judge whose labels are read (e.g. the strict or the semantic parser).")
+    group: str = Field(description="'all', 'family', 'model' or 'model_cell'.")
+    name: str = Field(description="The group's value ('all', a family, a model, 'model | cell').")
+    counts: dict[str, int] = Field(description="ANSWER, CALL_TOOL, DECLINE, unreadable, failed.")
+    n: int
+    commit: RateRecord = Field(description="ANSWER over every row (unreadable and failed rows included).")
+    commit_without_failed: RateRecord
+    decline: RateRecord
+    tool: RateRecord
+    unparsed: RateRecord = Field(description="Unreadable over rows that returned content.")
+    lower_bound: bool = Field(description="Mostly unparsed: the commitment rate is a lower bound.")
+
+
+class ParserDelta(_Doc):
+    """Strict vs semantic parser on one model x cell: unparsed shares and their difference (percentage points)."""
+
+    model: str
+    cell: str
+    n: int
+    strict_unparsed: float | None
+    semantic_unparsed: float | None
+    delta_pp: float | None
+
+
+class CompositionRecord(_Doc):
+    """One judge (a parser, a degenerate strategy, any decision judge) on the gold-labelled composition."""
+
+    judge: str
+    n_unknowable: int
+    n_answerable: int
+    j: float | None
+    j_non_commitment: float | None
+    balanced_accuracy: float | None
+    t: float | None
+    answerable_accuracy: float | None
+    unparsed: int
+    undefined_reason: str | None = None
+
+
+class DecisionDocument(StageDocument):
+    """Aggarwal's figures from accord's own outputs: decision tables, roster split, parser comparison,
+    equivalence tests, probability scores and the degenerate baselines on the composition."""
+
+    STAGE: ClassVar[str] = "decisions"
+    COMMAND: ClassVar[str] = "accord run"
+    READS_HUMAN_LABELS: ClassVar[bool] = False
+
+    strict_parser: str
+    semantic_parser: str
+    rows: list[DecisionRow] = Field(default_factory=list)
+    never_commit: list[str] = Field(default_factory=list, description="Models with no ANSWER on any row (semantic parser).")
+    always_commit: list[str] = Field(default_factory=list, description="Models that ANSWER on every row.")
+    lower_bound_models: list[str] = Field(default_factory=list, description="Models mostly unparsed under both parsers.")
+    parser_deltas: list[ParserDelta] = Field(default_factory=list)
+    equivalence: dict[str, Any] = Field(default_factory=dict, description="TOST and Cohen's h on rate differences.")
+    probability: dict[str, Any] = Field(default_factory=dict, description="Stated PROBABILITY_YES scored on resolved outcomes.")
+    composition: list[CompositionRecord] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.decisions
+
+
+# --- EHQ ----------------------------------------------------------------------------------------
+
+
+class EhqModel(_Doc):
+    """One model's EHQ (section 3) under one set of labels, with percentile bootstrap intervals over its records."""
+
+    model: str
+    labels: str = Field(description="'judge' (every unit the judge labelled), 'judge_on_sample' or 'human_reference' "
+                                    "(the resolved human labels of the sampled units).")
+    n: int
+    ehq1: Interval
+    ehq2: Interval
+    ehq3: Interval
+    n_calibration: int = Field(description="|S_m|: substantive answers with a parseable confidence (EHQ3's support).")
+    composite: Interval
+    n_truncated: int = Field(default=0, description="Evaluated responses that were cut off (truncated runs).")
+    truncation_bounds: dict[str, list[float] | None] = Field(
+        default_factory=dict, description="EHQ1 / EHQ2 [low, high] if every truncated response's label were the least "
+                                          "or the most favourable; None when nothing was truncated.")
+
+
+class EhqDocument(StageDocument):
+    STAGE: ClassVar[str] = "ehq"
+    COMMAND: ClassVar[str] = "accord run"
+
+    judge: str
+    models: list[EhqModel] = Field(default_factory=list)
+    reranking: dict[str, Any] = Field(default_factory=dict, description="Per score: judge vs human reference across "
+                                                                        "models (Pearson, Spearman, largest rank shift).")
+    agreement: dict[str, Any] = Field(default_factory=dict, description="Judge vs resolved reference at the four-class "
+                                                                        "and the coarse (restraint/substantive) resolution.")
+    coarse_mapping: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.ehq
+
+
 # --- verdict ------------------------------------------------------------------------------------
 
 
@@ -506,7 +627,7 @@ class ScoreDocument(StageDocument):
 
 
 DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, QualityDocument, AuditDocument, PreferenceDocument,
-                                               VerdictDocument, ScoreDocument)
+                                               VerdictDocument, ScoreDocument, DecisionDocument, EhqDocument)
 D = TypeVar("D", bound=StageDocument)
 
 
@@ -563,6 +684,7 @@ def stale_reasons(doc: StageDocument, study: str | Path | StudyLayout) -> list[s
             reasons.append(f"stale: {relative} was removed after {stage}; rerun {command}")
         elif now != digest:
             reasons.append(f"stale: {relative} changed after {stage}; rerun {command}")
-    for relative in sorted(set(human) - set(doc.fingerprints)):
-        reasons.append(f"stale: {relative} appeared after {stage}; rerun {command}")
+    if doc.READS_HUMAN_LABELS:
+        for relative in sorted(set(human) - set(doc.fingerprints)):
+            reasons.append(f"stale: {relative} appeared after {stage}; rerun {command}")
     return reasons

@@ -26,6 +26,8 @@ from agreement.documents import (
     Criterion,
     GoldAccuracyRecord,
     Interval,
+    DecisionDocument,
+    EhqDocument,
     PreferenceDocument,
     QualityDocument,
     ScoreDocument,
@@ -397,6 +399,58 @@ def preference_table(doc: PreferenceDocument) -> Table:
                          "bias [CI]", ""], rows=rows, note=doc.note)
 
 
+def decision_tables(doc: DecisionDocument) -> list[Table]:
+    """Aggarwal's three-way decision table per parser and group, the parser comparison and the composition."""
+    def pct(r: Any) -> str:
+        return "--" if r.statistic is None else f"{fmt(r.statistic, percent=True)}% ({r.k}/{r.n})"
+
+    rows = [[r.parser, r.group, r.name, str(r.n), pct(r.commit), str(r.counts["DECLINE"]), str(r.counts["CALL_TOOL"]),
+             str(r.counts["unreadable"]), str(r.counts["failed"]), "lower bound (mostly unparsed)" if r.lower_bound else ""]
+            for r in doc.rows if r.group in ("all", "family", "model")]
+    tables = [Table(title="Decisions (commit / decline / tool / unparsed / failed)",
+                    header=["parser", "group", "name", "rows", "commit", "DECLINE", "CALL_TOOL", "unreadable", "failed", ""],
+                    rows=rows, note="Commitment = ANSWER over every row; unreadable output and failed calls stay in "
+                                    "the denominator (Aggarwal section 3.2). A tool call is not a decline.")]
+    tables.append(Table(title="Strict vs semantic parser: unparsed share per model and cell",
+                        header=["model", "cell", "rows", "strict unparsed %", "semantic unparsed %", "delta (pp)"],
+                        rows=[[d.model, d.cell, str(d.n), fmt(d.strict_unparsed, digits=1, percent=True),
+                               fmt(d.semantic_unparsed, digits=1, percent=True), fmt(d.delta_pp, digits=1)]
+                              for d in doc.parser_deltas]))
+    if doc.composition:
+        tables.append(Table(title="Every judge on the gold-labelled composition (degenerate strategies beside them)",
+                            header=["judge", "unknowable", "answerable", "J (decline)", "J (any non-commitment)",
+                                    "balanced accuracy", "T", "unparsed"],
+                            rows=[[c.judge, str(c.n_unknowable), str(c.n_answerable), fmt(c.j), fmt(c.j_non_commitment),
+                                   fmt(c.balanced_accuracy), fmt(c.t), str(c.unparsed)] for c in doc.composition]))
+    return tables
+
+
+def _truncated(m: Any) -> str:
+    bounds = m.truncation_bounds.get("ehq1") if m.truncation_bounds else None
+    if not m.n_truncated or bounds is None:
+        return str(m.n_truncated)
+    ehq2 = m.truncation_bounds["ehq2"]
+    return f"{m.n_truncated} (EHQ1 {fmt(bounds[0])}-{fmt(bounds[1])}, EHQ2 {fmt(ehq2[0])}-{fmt(ehq2[1])})"
+
+
+def ehq_tables(doc: EhqDocument) -> list[Table]:
+    """EHQ per model under each set of labels, and the re-ranking between judge and human reference."""
+    rows = [[m.model, m.labels, str(m.n), fmt_ci(m.ehq1), fmt_ci(m.ehq2), fmt_ci(m.ehq3), str(m.n_calibration),
+             fmt_ci(m.composite), _truncated(m)] for m in doc.models]
+    tables = [Table(title=f"EHQ per model (judge {doc.judge}; human reference = resolved labels of the sample)",
+                    header=["model", "labels", "N", "EHQ1", "EHQ2", "EHQ3", "|S_m|", "EHQ", "truncated"], rows=rows,
+                    note="EHQ3 and the composite are undefined (--) without substantive answers with a confidence.")]
+    rerank_rows = [[name, str(r.get("n_models")), fmt(r.get("pearson")), fmt(r.get("spearman")),
+                    "--" if r.get("max_rank_shift") is None else str(r["max_rank_shift"]), r.get("undefined_reason") or ""]
+                   for name, r in doc.reranking.items()]
+    agreement = "; ".join(f"{k}: agreement {fmt(v.get('percent_agreement'))}, kappa {fmt(v.get('cohen_kappa'))} (n {v.get('n')})"
+                          for k, v in doc.agreement.items())
+    tables.append(Table(title="Human re-ranking: scores from the judge vs from the human reference, across models",
+                        header=["score", "models", "Pearson", "Spearman", "largest rank shift", ""], rows=rerank_rows,
+                        note=agreement))
+    return tables
+
+
 def score_tables(doc: ScoreDocument) -> list[Table]:
     rows, corrected = [], []
     for row in doc.rows:
@@ -578,6 +632,13 @@ def build_report(root: str | Path) -> ReportContent:
     preference = docs.get(PreferenceDocument)
     if isinstance(preference, PreferenceDocument):
         tables.append(preference_table(preference))
+    ehq = docs.get(EhqDocument)
+    if isinstance(ehq, EhqDocument):
+        tables += ehq_tables(ehq)
+    decisions = docs.get(DecisionDocument)
+    if isinstance(decisions, DecisionDocument):
+        tables += decision_tables(decisions)
+        fingerprints.update(decisions.fingerprints)
     if isinstance(score, ScoreDocument):
         tables += score_tables(score)
         figures += [f for f in [scatter_figure(score)] if f]

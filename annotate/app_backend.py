@@ -32,6 +32,7 @@ from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.label_sources import LabelRows, register_label_source
+from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.records import BlindTask
 
@@ -81,15 +82,21 @@ class _Session:
             note=note, seconds_spent=seconds_spent, codebook_sha256=self._codebook_sha256(task_id),
         )
 
+    def scheme(self, task_id: str) -> str:
+        """The label scheme (and so the codebook) the task is coded under, as the store loaded it."""
+        scheme = self._store.task_scheme(task_id)
+        if scheme is None:
+            raise InputError(f"unknown task id {task_id!r}")
+        return scheme
+
     def _codebook_sha256(self, task_id: str) -> str | None:
         """The version of the codebook this process shows for the task's scheme (the page draws
         ``codebook_html`` of the same cached text); None for a task the store does not hold
         (the store then refuses the submit with its own message)."""
         from annotate.codebook import codebook_sha256
-        from samples.kinds import get_kind
 
-        kind = self._store.task_kind(task_id)
-        return None if kind is None else codebook_sha256(get_kind(kind).scheme)
+        scheme = self._store.task_scheme(task_id)
+        return None if scheme is None else codebook_sha256(scheme)
 
 
 class AnnotatorSession(_Session):
@@ -158,6 +165,13 @@ class PracticeSession:
     def task(self, task_id: str) -> BlindTask:
         return self._unit(task_id).task
 
+    def scheme(self, task_id: str) -> str:
+        """The scheme the study codes this practice unit's kind under (``[annotation] schemes``)."""
+        from samples.kinds import scheme_for, study_schemes
+
+        layout = self._store.layout
+        return scheme_for(self._unit(task_id).task.kind, study_schemes(layout) if layout is not None else None)
+
     def _unit(self, task_id: str) -> GoldUnit:
         if task_id not in self._units:
             raise InputError(f"task_id {task_id!r}: not a practice unit")
@@ -186,10 +200,10 @@ class PracticeSession:
     def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False,
                note: str = "", seconds_spent: float | None = None) -> PracticeResult:
         from samples.kinds import first_turn_problem
-        from samples.schemes import DEFAULT_SCHEME, get_scheme
+        from samples.schemes import get_scheme
 
         unit = self._unit(task_id)
-        scheme = DEFAULT_SCHEME[unit.task.kind]
+        scheme = self.scheme(task_id)
         get_scheme(scheme).check(label, where="practice unit")
         problem = first_turn_problem(unit.task.kind, label, first_turn, len(unit.task.turns or []), scheme=scheme)
         if problem:
@@ -251,6 +265,7 @@ class AppBackend:
         self.layout = StudyLayout.of(study) if study is not None else None
         self.labels_path = self.layout.app_labels if self.layout is not None else None
         self._late_seed = blinding_seed(self.layout) if self.layout is not None else None
+        self._schemes = study_schemes(self.layout) if self.layout is not None else {}
 
     allow_fewer_labels: bool = False
     """``accord run --store-moved``: the user moved the store on purpose; its labels replace the study's file."""
@@ -284,7 +299,8 @@ class AppBackend:
         self._check_store_moved()
         seed = self._late_seed if late_seed is None else late_seed
         placed = with_gold(self._gold(current=True), tasks, orders, late_seed=seed)
-        report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order)
+        report = self.store.load_tasks(placed.tasks, placed.orders, late_seed=seed, late_order=placed.late_order,
+                                       schemes=self._schemes)
         return PushReport(backend=self.name, n_tasks=report.n_tasks, annotators=report.annotators,
                           created=report.created, already_present=report.already_present)
 

@@ -40,9 +40,10 @@ from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
+from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, BlindTask
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.schemes import get_scheme
 
 GOLD_INPUT_FIELDS = ("gold_id", "kind", "text", "turns", "focus_turn", "question", "gold_answers", "label",
                      "first_turn", "reason")
@@ -97,9 +98,10 @@ def check_rate(rate: object) -> float:
     return float(rate)
 
 
-def read_gold_table(path: str | Path) -> list[dict]:
-    """Rows of a gold table (JSONL: GOLD_INPUT_FIELDS); every bad row is named by its line."""
-    from samples.kinds import first_turn_problem
+def read_gold_table(path: str | Path, schemes: Mapping[str, str] | None = None) -> list[dict]:
+    """Rows of a gold table (JSONL: GOLD_INPUT_FIELDS); every bad row is named by its line. Labels are
+    checked against the scheme the study codes each kind under (``schemes``: ``[annotation] schemes``)."""
+    from samples.kinds import first_turn_problem, scheme_for
 
     path = Path(path)
     if not path.is_file():
@@ -128,7 +130,7 @@ def read_gold_table(path: str | Path) -> list[dict]:
             problems.append(f"{where}: gold_id {row['gold_id']!r} repeats line {seen[row['gold_id']]}")
             continue
         seen[row["gold_id"]] = number
-        scheme = DEFAULT_SCHEME[row["kind"]]
+        scheme = scheme_for(row["kind"], schemes)
         try:
             get_scheme(scheme).check(row["label"], where=where)
         except InputError as error:
@@ -215,7 +217,7 @@ def add_practice(study: str | Path, table: str | Path) -> PracticeSet:
     from samples.jsonl import private_dir
 
     layout = StudyLayout.of(study)
-    units = gold_tasks(read_gold_table(table), salt=b"", prefix="p_")
+    units = gold_tasks(read_gold_table(table, study_schemes(StudyLayout.of(study))), salt=b"", prefix="p_")
     practice = PracticeSet(source=Path(table).name, source_sha256=file_sha256(table), units=units)
     private_dir(layout.labels_dir)
     write_json(layout.practice, practice.model_dump(mode="json"))
@@ -250,7 +252,7 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
         finally:
             store.close()
     salt, seed, sample_sha = blinding_salt(layout)
-    rows = read_gold_table(table)
+    rows = read_gold_table(table, study_schemes(StudyLayout.of(study)))
     units = gold_tasks(rows, salt=salt)
     real = {json.loads(line)["task_id"] for _, line in iter_jsonl_lines(layout.tasks)} if layout.tasks.is_file() else set()
     clash = sorted(real & {unit.task.task_id for unit in units})

@@ -11,7 +11,7 @@ every row imports or nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, check_label_types, collect, label_text,
                              read_table, select, table_source)
+from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name
 
@@ -61,10 +62,11 @@ def _name(value: str, where: str) -> str:
     return check_annotator_name(value, parameter=f"{where}: annotator name")
 
 
-def _check_label(label: str, kind: str, scheme: str | None, where: str) -> str:
-    from samples.schemes import DEFAULT_SCHEME, get_scheme
+def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes: Mapping[str, str] | None) -> str:
+    from samples.kinds import scheme_for
+    from samples.schemes import get_scheme
 
-    name = scheme or DEFAULT_SCHEME[kind]
+    name = scheme or scheme_for(kind, schemes)
     if name != ANY_SCHEME:
         get_scheme(name).check(label, where=where)
     return label
@@ -80,8 +82,10 @@ def _flag(value: object, where: str, column: str) -> bool:
 
 
 def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, match: MatchColumns,
-                           columns: HumanColumns, scheme: str | None, source: str) -> list[HumanLabel]:
-    """HumanLabel rows from table rows; every bad row is listed in one InputError."""
+                           columns: HumanColumns, scheme: str | None, source: str,
+                           schemes: Mapping[str, str] | None = None) -> list[HumanLabel]:
+    """HumanLabel rows from table rows; every bad row is listed in one InputError. Labels are checked against
+    ``scheme``, else the scheme the study codes the unit's kind under (``schemes``: ``[annotation] schemes``)."""
     cells = [(row.where, row.values.get(c)) for row in rows for c in (columns.annotators or (columns.label,))]
     check_label_types([(w, v) for w, v in cells if v not in (None, "")], column=columns.label or "annotator columns")
 
@@ -108,7 +112,7 @@ def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ma
             raise InputError(f"{row.where}: column {columns.role!r}: {role!r}; expected independent or adjudication")
         out = []
         for annotator, value in pairs:
-            label = _check_label(label_text(value), kind, scheme, row.where)
+            label = _check_label(label_text(value), kind, scheme, row.where, schemes)
             out.append(HumanLabel(task_id=task, annotator=annotator, label=label, first_turn=first,
                                   unsure=_flag(row.get(columns.unsure, required=False), row.where, columns.unsure or ""),
                                   note=str(row.get(columns.note, required=False) or ""), created_at=None,
@@ -162,7 +166,7 @@ def human_import(path: str | Path, study: str | Path, *, match: MatchColumns, co
                          "--first-turn-column": [columns.first_turn], "--unsure-column": [columns.unsure],
                          "--note-column": [columns.note], "--role-column": [columns.role]}, source=path)
     labels = human_labels_from_rows(rows, matcher or UnitMatcher.for_study(layout), match=match, columns=columns,
-                                    scheme=scheme, source=table_source(path))
+                                    scheme=scheme, schemes=study_schemes(layout), source=table_source(path))
     labels.sort(key=lambda r: (r.task_id, r.role, r.annotator))
     target = layout.imported_labels_dir / f"{name}.jsonl"
     return ImportReport(path=path, written=target, labels=len(labels), annotators=tuple(sorted({r.annotator for r in labels})),

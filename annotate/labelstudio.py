@@ -61,10 +61,10 @@ from annotate.records import HumanLabel
 from annotate.tasks import check_orders
 from samples.errors import InputError
 from samples.jsonl import atomic_writer, read_models
-from samples.kinds import first_turn_problem, get_kind
+from samples.kinds import first_turn_problem, get_kind, scheme_for, study_schemes
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, BlindTask, UnitKind
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.schemes import get_scheme
 
 TOKEN_ENV = "ACCORD_LS_TOKEN"
 ADMIN_PASSWORD_ENV = "ACCORD_LS_ADMIN_PASSWORD"
@@ -538,6 +538,7 @@ class LabelStudioBackend:
         """
         by_id = {task.task_id: task for task in tasks}
         check_orders(tasks, orders)
+        chosen = study_schemes(StudyLayout.of(self.study))
         state = self._state() or LabelStudioState(url=self.url)
         for task in tasks:
             known = state.tasks.get(task.task_id)
@@ -568,7 +569,11 @@ class LabelStudioBackend:
             self._on_progress(step, len(plan), f"{annotator}: {kind}")
             owner = self._owner(annotator, credentials)
             account = state.annotators[annotator]
-            scheme = state.schemes.setdefault(kind, DEFAULT_SCHEME[kind])
+            scheme = state.schemes.setdefault(kind, scheme_for(kind, chosen))
+            if scheme != scheme_for(kind, chosen):
+                raise InputError(f"kind {kind!r}: its projects offer label scheme {scheme!r}, the study now asks "
+                                 f"{scheme_for(kind, chosen)!r}; labels given must keep their meaning: code the new "
+                                 "scheme in a new study folder")
             project = account.projects.get(kind)
             lost: list[str] = []
             if project is not None and not self._reconcile(owner, annotator, kind, project):

@@ -35,10 +35,10 @@ from annotate.records import HumanLabel
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
-from samples.kinds import first_turn_offered, first_turn_problem
+from samples.kinds import first_turn_offered, first_turn_problem, scheme_for
 from samples.layout import StudyLayout
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.schemes import get_scheme
 
 AnnotatorRole = Literal["annotator", "adjudicator"]
 ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
@@ -443,7 +443,7 @@ class Store:
 
     def load_tasks(self, tasks: Sequence[BlindTask], orders: Mapping[str, Sequence[str]], *,
                    late_seed: int | None = None, late_order: Callable[[str], Sequence[str]] | None = None,
-                   ) -> LoadReport:
+                   schemes: Mapping[str, str] | None = None) -> LoadReport:
         """Add blinded tasks and per-annotator orders; loading the same set again changes nothing.
 
         A task id already present with another payload, or an annotator whose stored
@@ -451,6 +451,8 @@ class Store:
         With ``late_seed`` (the blinding seed), every annotator of the store who has no
         order yet gets ``annotator_order(tasks, name, late_seed)`` in the same transaction,
         or ``late_order(name)`` when given (the gold units placed in it: ``annotate.gold``).
+        Each task is coded under ``samples.kinds.scheme_for(kind, schemes)`` (the study's
+        ``[annotation] schemes``); a loaded task asked for under another scheme is refused.
         """
         from samples.blind import annotator_order
 
@@ -459,15 +461,20 @@ class Store:
         with self._write() as tx:
             # One read of what is loaded and one batch of inserts: a database across a network answers
             # each statement in a round trip, so per-task statements would take minutes for a large sample.
-            present = {row[0]: row[1] for row in tx.execute("SELECT task_id, payload FROM tasks").fetchall()}
+            present = {row[0]: (row[1], row[2]) for row in tx.execute("SELECT task_id, payload, scheme FROM tasks").fetchall()}
             new_rows = []
             for task in tasks:
                 payload = task.model_dump_json()
+                scheme = scheme_for(task.kind, schemes)
                 if task.task_id in present:
-                    if present[task.task_id] != payload:
+                    if present[task.task_id][0] != payload:
                         raise InputError(f"task {task.task_id!r}: already in the store with different content; a loaded task cannot change")
+                    if present[task.task_id][1] != scheme:
+                        raise InputError(f"task {task.task_id!r}: loaded under label scheme {present[task.task_id][1]!r}, now "
+                                         f"asked under {scheme!r}; labels given must keep their meaning: code the new "
+                                         "scheme in a new study folder")
                     continue
-                new_rows.append((task.task_id, task.kind, DEFAULT_SCHEME[task.kind], payload, loaded_at))
+                new_rows.append((task.task_id, task.kind, scheme, payload, loaded_at))
             if new_rows:
                 tx.executemany("INSERT INTO tasks (task_id, kind, scheme, payload, loaded_at) VALUES (?, ?, ?, ?, ?)", new_rows)
             created = len(new_rows)
@@ -498,6 +505,11 @@ class Store:
         if row is None:
             raise InputError(f"unknown task id {task_id!r}")
         return BlindTask.model_validate_json(row[0])
+
+    def task_scheme(self, task_id: str) -> str | None:
+        """The label scheme a task is coded under (None for a task not in the store)."""
+        row = self._one("SELECT scheme FROM tasks WHERE task_id = ?", (task_id,))
+        return None if row is None else str(row[0])
 
     def task_kind(self, task_id: str) -> str | None:
         """A task's unit kind without reading its payload (None for a task not in the store)."""

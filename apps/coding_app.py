@@ -36,7 +36,7 @@ from apps.workspace import (
     workspace,
 )
 from samples.errors import InputError
-from samples.kinds import first_turn_problem, get_kind
+from samples.kinds import first_turn_problem
 from samples.records import BlindTask
 from samples.schemes import get_scheme
 
@@ -193,7 +193,7 @@ def label_workspace(
     identity = form_identity(role, task.task_id, base_revision)
     state = st.session_state
     state.setdefault(f"t0:{identity}", time.monotonic())
-    scheme = get_kind(task.kind).scheme
+    scheme = session.scheme(task.task_id)
     labels = get_scheme(scheme).labels
     turns = first_turn_choices(task)
     stored = FormValues(

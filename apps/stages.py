@@ -285,6 +285,17 @@ def _judge_run(ctx: Context) -> Outcome:
                                                  "ok": j.ok, "unscored": j.unscored} for j in summary.judges}})
 
 
+def _decisions_run(ctx: Context) -> Outcome:
+    from agreement.decisions import DecisionSettings, decision_study
+    from agreement.documents import DecisionDocument, write_document
+
+    d = ctx.study.decisions
+    document = write_document(DecisionDocument, ctx.layout,
+                              decision_study(ctx.layout, DecisionSettings(**d.model_dump())))
+    (overall,) = [r for r in document.rows if r.group == "all" and r.parser == d.semantic_parser]
+    return Outcome(summary={"commit": overall.commit.statistic, "rows": overall.n})
+
+
 def _sample_material(ctx: Context) -> dict[str, Any]:
     from samples.plans import load_plan
 
@@ -568,6 +579,19 @@ def _preference_run(ctx: Context) -> Outcome:
     return Outcome(summary={"judges": len(judges), "self_family_cells": len(own)})
 
 
+def _ehq_run(ctx: Context) -> Outcome:
+    from agreement.documents import EhqDocument, write_document
+    from agreement.ehq import ehq_study
+
+    e = ctx.study.ehq
+    with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
+        body = ehq_study(ctx.layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
+                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
+    document = write_document(EhqDocument, ctx.layout, body)
+    return Outcome(summary={"models": len({m.model for m in document.models}),
+                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
+
+
 def _gate_run(ctx: Context) -> Outcome:
     from agreement.documents import VerdictDocument, write_document
     from agreement.gate import gate_study
@@ -647,6 +671,11 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
               run=_ingest_run),
         Stage(name="judge", title="run the judges over every unit (cached, resumable)", material=_judge_material,
               outputs=lambda ctx: [ctx.layout.judge_labels], run=_judge_run),
+        *([Stage(name="decisions", title="decision tables, parser comparison and degenerate baselines (Aggarwal)",
+                 material=lambda ctx: {"trajectories": ctx.sha(ctx.layout.trajectories), "units": ctx.sha(ctx.layout.units),
+                                       "labels": ctx.sha(ctx.layout.judge_labels),
+                                       "settings": ctx.study.decisions.model_dump(mode="json")},
+                 outputs=lambda ctx: [ctx.layout.decisions], run=_decisions_run)] if study.decisions is not None else []),
         Stage(name="sample", title="draw the stratified sample", material=_sample_material,
               outputs=lambda ctx: [ctx.layout.sample, ctx.layout.sample_manifest], run=_sample_run),
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",
@@ -664,6 +693,12 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
 def _verdict_stages(study: StudyFile) -> list[Stage]:
     """From the labels to the verdict: audit, gate, score, report."""
     stages = []
+    if study.ehq is not None:
+        stages.append(Stage(name="ehq", title="EHQ scores per model and the human re-ranking",
+                            material=lambda ctx: {"tables": _tables(ctx), "units": ctx.sha(ctx.layout.units),
+                                                  "trajectories": ctx.sha(ctx.layout.trajectories),
+                                                  "settings": ctx.study.ehq.model_dump(mode="json")},
+                            outputs=lambda ctx: [ctx.layout.ehq], run=_ehq_run))
     if study.audit is not None:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},

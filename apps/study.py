@@ -13,6 +13,8 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [validation]     tie_policy, n_resamples, seed, level, weighted (default: the gate policy's), annotator_quality
     [audit]?         judge, positive labels, model_field, judge_families, n_resamples, n_permutations
     [gate]           policy (a policy TOML, see data/policies/README.md), judges
+    [decisions]?     strict_parser, semantic_parser, roster_dataset, composition_dataset, ... (Aggarwal's figures)
+    [ehq]?           judge, model_field, confidence_field, ... (EHQ scores and the human re-ranking)
     [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
 
 Problems are ``InputError`` naming the file, the key and what is allowed. The parsed
@@ -88,6 +90,9 @@ class Annotation(_Section):
     simulated_panel: dict[str, float] = Field(
         default_factory=dict, description="Simulated annotator name -> label-flip probability (apps/demo/panel.py).")
     panel_seed: int = Field(default=DEFAULT_SEED, description="Seed of the simulated panel's draws.")
+    schemes: dict[str, str] = Field(default_factory=dict, description="Unit kind -> the label scheme (and its codebook) "
+                                                                     "people code it under in either backend, e.g. "
+                                                                     "{ response = \"decision\" }; default the kind's.")
 
     @field_validator("backend")
     @classmethod
@@ -97,6 +102,16 @@ class Annotation(_Section):
         if name not in backend_names():
             raise ValueError(f"unknown annotation backend {name!r}; registered: {backend_names()}")
         return name
+
+    @field_validator("schemes")
+    @classmethod
+    def _schemes(cls, chosen: dict[str, str]) -> dict[str, str]:
+        from samples.kinds import check_schemes
+
+        try:
+            return check_schemes(chosen, where="schemes")
+        except InputError as error:
+            raise ValueError(str(error)) from None
 
     def model_post_init(self, _: Any) -> None:
         from annotate.base import backend_settings
@@ -259,6 +274,39 @@ class Score(_Section):
             raise ValueError("give exactly one of correctness_judge or correctness_field")
 
 
+class Decisions(_Section):
+    """``[decisions]``: Aggarwal's decision figures (agreement.decisions) from the judges' labels, after the judge stage."""
+
+    strict_parser: str = Field(description="Judge reading only DECISION: lines (rule:aggarwal, parse_mode strict).")
+    semantic_parser: str = Field(description="Judge reading the semantic prefixes too (rule:aggarwal, parse_mode lenient).")
+    roster_dataset: str | None = Field(default=None, description="Dataset whose every trajectory is a roster row "
+                                                                 "(default: every trajectory).")
+    composition_dataset: str | None = Field(default=None, description="Dataset of gold-labelled items (references[0] = "
+                                                                      "DECLINE or ANSWER) every judge is scored on.")
+    cell_field: str = Field(default="category", description="Trajectory metadata key naming a row's cell (arm).")
+    outcome_field: str | None = Field(default=None, description="Metadata key with the resolved yes/no outcome for "
+                                                                "scoring stated probabilities.")
+    lower_bound_share: float = Field(default=0.5, gt=0, lt=1, description="Unparsed share above which a model's "
+                                                                        "commitment rate is flagged as a lower bound.")
+    margin: float = Field(default=0.05, gt=0, lt=1, description="TOST equivalence margin on rate differences.")
+    level: float = Field(default=0.95, gt=0, lt=1, description="Level of the Wilson intervals on rates.")
+    n_resamples: int = Field(default=2000, ge=100, description="Cluster-bootstrap resamples of the TOST interval.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
+
+
+class Ehq(_Section):
+    """``[ehq]``: EHQ scores per model (agreement.ehq) from a four-class judge and from the human reference."""
+
+    judge: str = Field(description="The judge giving the four EHQ classes (e.g. rule:ehq).")
+    model_field: str = Field(default="backbone", description="Unit stratum naming the evaluated model.")
+    confidence_field: str | None = Field(default=None, description="Trajectory metadata key holding the elicited 0-100 "
+                                                                   "confidence (EHQ3 is undefined without it).")
+    tie_policy: Literal["exclude", "count_as_positive", "count_as_negative"] = Field(default="exclude")
+    n_resamples: int = Field(default=1000, ge=100, description="Bootstrap resamples per model and score.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+
+
 class StudyFile(_Section):
     """The parsed study file; ``path`` is the file itself, every other path is absolute."""
 
@@ -277,6 +325,8 @@ class StudyFile(_Section):
     validation: Validation
     audit: Audit | None = None
     preference: Preference | None = None
+    decisions: Decisions | None = None
+    ehq: Ehq | None = None
     gate: Gate
     score: Score | None = None
     label_map: list[LabelMap] = Field(default_factory=list, description="[[label_map]] tables: a judge and people "

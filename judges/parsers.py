@@ -210,10 +210,10 @@ def identify_lenient(text: str | None, *, truncated: bool = False) -> Parsed:
 # ---------------------------------------------------------------- Aggarwal DECISION lines
 # Aggarwal (004_*, section 2 "Parsing" and Appendix C): the strict parser accepts only a
 # line beginning "DECISION:"; the semantic parser also RESPONSE:, FINAL DECISION:,
-# VERDICT:, ACTION:, CHOICE:, ANS:. Neither infers a decision from prose. CALL_TOOL is
-# a non-commitment: the paper's commitment measure J does not distinguish it from
-# DECLINE, so it maps to the scheme's DECLINE.
-_DECISION_VALUES = {"ANSWER": "ANSWER", "DECLINE": "DECLINE", "CALL_TOOL": "DECLINE"}
+# VERDICT:, ACTION:, CHOICE:, ANS:. Neither infers a decision from prose. The three
+# decisions stay apart: CALL_TOOL is a non-commitment but not a decline (the paper's J
+# counts declines only, App. D Table 6), so folding it would lose the decision table.
+_DECISION_VALUES = ("ANSWER", "CALL_TOOL", "DECLINE")
 _STRICT_PREFIXES = ("DECISION",)
 _SEMANTIC_PREFIXES = ("DECISION", "RESPONSE", "FINAL DECISION", "VERDICT", "ACTION", "CHOICE", "ANS")
 _ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
@@ -233,7 +233,7 @@ def _decision_parser(prefixes: tuple[str, ...]) -> Callable[..., Parsed]:
         value = match.group(1)
         if value not in _DECISION_VALUES:
             return _unscored("wrong_format", f"decision {value!r} is not ANSWER, CALL_TOOL or DECLINE")
-        return Parsed(label=_DECISION_VALUES[value])
+        return Parsed(label=value)
 
     return parse
 

@@ -162,7 +162,7 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     rather than "timeout_s"; "params" -> "--param" gives "--param temperature").
     """
     from judges.providers.base import provider_names
-    from judges.providers.rule import RULE_OUTPUT_KIND
+    from judges.providers.rule import rule_names, rule_output_kind
     from judges.providers.sdk import JUDGE_PARAMS
 
     flags = flags or {}
@@ -187,11 +187,11 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     if provider not in provider_names():
         raise InputError(f"{where}: provider {provider!r} is not one of {provider_names()}")
     if provider == "rule":
-        if model not in RULE_OUTPUT_KIND:
-            raise InputError(f"{where}: rule model {model!r} is not one of {sorted(RULE_OUTPUT_KIND)}")
+        if model not in rule_names():
+            raise InputError(f"{where}: rule model {model!r} is not one of {rule_names()}")
         if "prompt" in data:
             raise InputError(f"{where}: a rule judge takes no prompt")
-        prompt, output, kinds = None, RULE_OUTPUT_KIND[model], ("response",)
+        prompt, output, kinds = None, rule_output_kind(model), ("response",)
     else:
         if not isinstance(data.get("prompt"), str):
             raise InputError(f"{where}: prompt is required: a shipped prompt name or a .toml prompt file path")

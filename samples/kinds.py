@@ -21,10 +21,13 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from samples.errors import InputError
 from samples.schemes import get_scheme
+
+if TYPE_CHECKING:
+    from samples.layout import StudyLayout
 
 FirstTurn = Literal["required_for_positive", "absent"]
 FIRST_TURN_RULES: tuple[str, ...] = ("required_for_positive", "absent")
@@ -170,6 +173,42 @@ def first_turn_problem(kind: str, label: str, first_turn: Any, n_turns: int, *, 
     if not isinstance(first_turn, int) or isinstance(first_turn, bool) or not 0 <= first_turn < max(n_turns, 1):
         return f"There is no turn {first_turn!r} in this unit: choose a turn from 0 to {max(n_turns, 1) - 1}."
     return None
+
+
+def scheme_for(kind: str, chosen: Mapping[str, str] | None = None) -> str:
+    """The label scheme people code ``kind`` under: the study's choice (``chosen``, kind -> scheme,
+    from ``[annotation] schemes``) or the kind's default."""
+    return (chosen or {}).get(kind) or get_kind(kind).scheme
+
+
+def check_schemes(chosen: Mapping[str, str], *, where: str) -> dict[str, str]:
+    """A study's kind -> scheme choice: known kinds, registered schemes, and a positive label wherever
+    the kind's first-turn rule needs one (a "yes" names its first turn)."""
+    for kind, scheme in chosen.items():
+        spec = get_kind(kind)
+        try:
+            positive = get_scheme(scheme).positive
+        except InputError as error:
+            raise InputError(f"{where}.{kind}: {error}") from None
+        if spec.first_turn == "required_for_positive" and positive is None:
+            raise InputError(f"{where}.{kind}: scheme {scheme!r} has no positive label, but kind {kind!r} asks a "
+                             f"positive label for its first turn; choose a scheme with one")
+    return dict(chosen)
+
+
+def study_schemes(layout: StudyLayout) -> dict[str, str]:
+    """The study's kind -> scheme choice as ``accord run`` resolved it (``study.json``
+    ``annotation.schemes``); empty when the study names none, so every kind keeps its default."""
+    import json
+
+    path = layout.resolved_study
+    if not path.is_file():
+        return {}
+    try:
+        chosen = (json.loads(path.read_text(encoding="utf-8")).get("annotation") or {}).get("schemes") or {}
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}: not JSON ({error})") from None
+    return check_schemes(chosen, where=f"{path} annotation.schemes")
 
 
 # --- judges --------------------------------------------------------------------------------

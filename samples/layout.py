@@ -247,6 +247,16 @@ class StudyLayout:
         return self.root / "gate" / "history.jsonl"
 
     @property
+    def ehq(self) -> Path:
+        """EHQ scores per model from the judge's and the human reference's labels (``[ehq]``)."""
+        return self.root / "ehq" / "ehq.json"
+
+    @property
+    def decisions(self) -> Path:
+        """Aggarwal's decision tables, parser comparison and degenerate baselines (``[decisions]``)."""
+        return self.root / "decisions" / "decisions.json"
+
+    @property
     def verdict(self) -> Path:
         return self.root / "gate" / "verdict.json"
 

@@ -38,10 +38,24 @@ SCHEMES: dict[str, LabelScheme] = {
                     description="ISE refusal classifier (App. D.3): REFUSAL or CLAIM."),
         LabelScheme(name="ehq4", labels=("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"), positive=None,
                     description="EHQ section 3.3 four-class response label."),
-        LabelScheme(name="decision", labels=("ANSWER", "DECLINE"), positive="DECLINE",
-                    description="Aggarwal et al. DECISION parser output."),
+        LabelScheme(name="decision", labels=("ANSWER", "CALL_TOOL", "DECLINE"), positive="DECLINE",
+                    description="Aggarwal et al. three-way decision: ANSWER commits; CALL_TOOL and DECLINE do not "
+                                "(J counts DECLINE only, App. D Table 6)."),
     )
 }
+
+def register_scheme(scheme: LabelScheme) -> LabelScheme:
+    """Add a label scheme as the built-ins are added (its codebook: ``annotate.codebook.register_codebook``);
+    an existing name is refused, so labels already given keep their meaning."""
+    if not scheme.name or scheme.name in SCHEMES:
+        raise InputError(f"label scheme {scheme.name!r}: the name is empty or already registered; known: {sorted(SCHEMES)}")
+    if len(scheme.labels) < 2 or len(set(scheme.labels)) != len(scheme.labels) or not all(scheme.labels):
+        raise InputError(f"label scheme {scheme.name!r}: labels {list(scheme.labels)}; expected two or more distinct non-empty labels")
+    if scheme.positive is not None and scheme.positive not in scheme.labels:
+        raise InputError(f"label scheme {scheme.name!r}: positive {scheme.positive!r} is not one of {list(scheme.labels)}")
+    SCHEMES[scheme.name] = scheme
+    return scheme
+
 
 class _DefaultSchemes(Mapping[str, str]):
     """Unit kind -> the scheme it is judged under unless a judge or study says otherwise: a

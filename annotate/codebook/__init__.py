@@ -11,13 +11,30 @@ from __future__ import annotations
 import functools
 import hashlib
 from importlib import resources
+from pathlib import Path
 
 from samples.errors import InputError
+
+_REGISTERED: dict[str, Path] = {}
+
+
+def register_codebook(scheme: str, path: str | Path) -> None:
+    """Give a registered label scheme (``samples.schemes.register_scheme``) its Markdown codebook file,
+    as the built-ins have theirs in this package."""
+    from samples.schemes import get_scheme
+
+    get_scheme(scheme)
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"codebook of scheme {scheme!r}: {str(path)!r} is not a file")
+    _REGISTERED[scheme] = path
 
 
 def codebook(scheme: str) -> str:
     """The Markdown codebook of a label scheme."""
     try:
+        if scheme in _REGISTERED:
+            return _REGISTERED[scheme].read_text(encoding="utf-8")
         return resources.files(__name__).joinpath(f"{scheme}.md").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"no codebook for label scheme {scheme!r}") from None

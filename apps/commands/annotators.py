@@ -77,6 +77,7 @@ def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, i
     from annotate.tasks import check_name, load_orders, load_tasks
     from samples.errors import InputError
     from samples.generation import check_generation
+    from samples.kinds import study_schemes
 
     check_name(name)
     if role != "annotator" or not layout.tasks.is_file():
@@ -88,7 +89,8 @@ def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, i
     if seed is None and name not in orders:
         raise InputError(f"{layout.blind_audit}: no blinding seed recorded; {name!r} was not named at blind time and "
                          f"a late annotator's order is seeded by it (rerun accord blind, or add {name!r} there)")
-    store.load_tasks(tasks, orders)
+    schemes = study_schemes(layout)
+    store.load_tasks(tasks, orders, schemes=schemes)
     token = store.add_annotator(name, role)
-    store.load_tasks(tasks, orders, late_seed=seed)
+    store.load_tasks(tasks, orders, late_seed=seed, schemes=schemes)
     return token, len(store.order(name))

@@ -240,7 +240,9 @@ def _list(args: argparse.Namespace) -> int:
     console.print(table)
     for p in prompts:  # below the table: a source is prose, and the names above must stay whole
         console.print(f"{p['name']}: {p['source']}", soft_wrap=True, highlight=False)
-    console.print("providers: " + ", ".join(data["providers"]) + "   (rule models: ehq, aggarwal)")
+    from judges.providers.rule import rule_names
+
+    console.print("providers: " + ", ".join(data["providers"]) + f"   (rule models: {', '.join(rule_names())})")
     console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
     for j in configured:
         console.print(f"judge {j['name']}: {j['provider']}:{j['model']} output={j['output']} parse={j['parse_mode']} samples={j['samples']}")

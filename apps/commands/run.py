@@ -57,16 +57,28 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"study": str(study.path), "output": str(study.output), "stages": result.stages,
                           "waiting": result.waiting, "verdict": result.verdict}, indent=2, sort_keys=True))
-    if result.waiting is not None:
-        return 0
     from samples.layout import StudyLayout
 
     layout = StudyLayout(study.output)
+    if not args.json:
+        for line in decision_lines(layout):
+            print(f"{study.study.name}: {line}")
+    if result.waiting is not None:
+        return 0
     if not args.json:
         for line in verdict_lines(layout):
             print(f"{study.study.name}: {line}")
     console.print(f"gate verdict: [bold]{result.verdict}[/]; report: {layout.report_html}")
     return 1 if result.verdict == "REJECT" else 0
+
+
+def decision_lines(layout) -> list[str]:
+    """The study's decision figures (``[decisions]``: Aggarwal's tables and baselines), every run."""
+    from agreement.decisions import summary_lines
+    from agreement.documents import DecisionDocument, read_document
+
+    document = read_document(DecisionDocument, layout)
+    return [] if document is None else summary_lines(document)
 
 
 def verdict_lines(layout) -> list[str]:

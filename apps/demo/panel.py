@@ -218,6 +218,11 @@ def run_panel(store: Store, *, annotators: Sequence[SimulatedAnnotator] = DEFAUL
         raise InputError(f"annotators {missing}: no task order in the store {store.location}; "
                          f"blind the sample with these annotator names and load its orders first")
     tasks = {task_id: store.task(task_id) for name in names for task_id in orders[name]}
+    other = sorted({f"{t.kind} ({store.task_scheme(i)})" for i, t in tasks.items()
+                    if store.task_scheme(i) != DEFAULT_SCHEME[t.kind]})
+    if other:
+        raise InputError(f"the simulated panel codes each kind under its default scheme only; the store codes {other}: "
+                         "have people code them, or drop [annotation] schemes for a simulated run")
     latent_counts = Counter(f"{task.kind}:{latent_label(task).label}" for task in tasks.values())
     submitted: Counter[str] = Counter()
     present: Counter[str] = Counter()

@@ -1,6 +1,7 @@
 """`rule` provider: deterministic Python classifiers run as judges (no network, no cache).
 
-Models:
+Rules are a registry (``register_rule``), as a third party would add one; the built-ins:
+
 - ``ehq``: the EHQ paper's own classifier, ``ehq.evaluation.classifier.classify_response``
   (section 3.3 rules). It needs the EHQ item with its gold answer; a ``response`` unit
   carries it in ``Unit.reference["ehq_item"]`` (the EHQ-3000 item dict: ``question_id``,
@@ -11,58 +12,105 @@ Models:
 - ``aggarwal``: passes the response through unchanged so the ``decision`` output kind's
   strict (``DECISION:`` only) and semantic parsers of Aggarwal (section 2, Appendix C)
   read it; the judge's parse mode picks which one is reported, both are recorded.
+- Aggarwal's degenerate strategies (section 2.1, Table 2), judges with no understanding that
+  any metric worth reporting must beat: ``always-decline``, ``always-answer``, ``tense``
+  (decline iff the question is in the future tense: a future auxiliary *will*, *shall*,
+  *'ll*, *won't* or *going to*) and ``will`` (decline iff the question contains the word
+  "will"). They read the unit's question (its text when it has none) and answer with a
+  ``DECISION:`` line, so they are scored beside every other judge on the same units.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from samples.errors import InputError
 
 from judges.providers.base import CallError, Completion, ProviderConfig, register_provider
 
 EHQ_ITEM_KEY = "ehq_item"
-RULE_OUTPUT_KIND = {"ehq": "ehq4", "aggarwal": "decision"}
+
+
+class Rule(Protocol):
+    """A deterministic classifier: what it reads from a unit, and the text its output parser reads."""
+
+    name: str
+    output_kind: str
+
+    def version(self) -> str:
+        """What identifies the rule's logic in a fingerprint (change it when the rule changes)."""
+        ...
+
+    def request(self, unit: Any, user: str) -> dict[str, Any]:
+        """The request fields the rule reads (canonical JSON; nothing else reaches ``classify``)."""
+        ...
+
+    def classify(self, request: Mapping[str, Any]) -> Completion: ...
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def register_rule(rule: Rule) -> Rule:
+    """Add a rule model (``provider = "rule"``, ``model = rule.name``); its output kind must be registered."""
+    from judges.parsers import get_output_kind
+
+    get_output_kind(rule.output_kind)
+    if rule.name in _RULES and _RULES[rule.name] is not rule:
+        raise InputError(f"rule {rule.name!r} is already registered")
+    _RULES[rule.name] = rule
+    return rule
+
+
+def get_rule(model: str) -> Rule:
+    try:
+        return _RULES[model]
+    except KeyError:
+        raise InputError(f"rule provider: unknown model {model!r}; known: {sorted(_RULES)}") from None
+
+
+def rule_names() -> list[str]:
+    return sorted(_RULES)
+
+
+def rule_output_kind(model: str) -> str:
+    return get_rule(model).output_kind
 
 
 def rule_version(model: str) -> str:
     """What identifies the classifier's rules in a fingerprint."""
-    if model == "ehq":
+    return get_rule(model).version()
+
+
+def _text(text: str) -> Completion:
+    return Completion(text=text, truncated=False, input_tokens=None, output_tokens=None)
+
+
+class _Ehq:
+    name = "ehq"
+    output_kind = "ehq4"
+
+    def version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
             return f"ehq=={version('ehq')}"
         except PackageNotFoundError:
             raise InputError("the ehq rule judge needs the ehq package: pip install 'accord[judges]'") from None
-    return "aggarwal-parsers/1"
 
+    def request(self, unit: Any, user: str) -> dict[str, Any]:
+        item = unit.reference.get(EHQ_ITEM_KEY)
+        if not isinstance(item, Mapping) or "correct_answer" not in item:
+            raise InputError(
+                f"unit {unit.unit_id}: the ehq rule judge needs reference[{EHQ_ITEM_KEY!r}], the EHQ item "
+                "with its gold 'correct_answer' (and optional 'acceptable_answers')"
+            )
+        return {"response": user, "item": dict(item)}
 
-class RuleProvider:
-    name = "rule"
-    cacheable = False
-
-    def __init__(self, config: ProviderConfig) -> None:
-        self.config = config
-
-    def build_request(self, *, model: str, system: str | None, user: str, params: Mapping[str, Any],
-                      output_kind: str, sample_index: int, unit: Any) -> dict[str, Any]:
-        if model not in RULE_OUTPUT_KIND:
-            raise InputError(f"rule provider: unknown model {model!r}; known: {sorted(RULE_OUTPUT_KIND)}")
-        request: dict[str, Any] = {"provider": self.name, "model": model, "response": user, "version": rule_version(model)}
-        if model == "ehq":
-            item = unit.reference.get(EHQ_ITEM_KEY)
-            if not isinstance(item, Mapping) or "correct_answer" not in item:
-                raise InputError(
-                    f"unit {unit.unit_id}: the ehq rule judge needs reference[{EHQ_ITEM_KEY!r}], the EHQ item "
-                    "with its gold 'correct_answer' (and optional 'acceptable_answers')"
-                )
-            request["item"] = dict(item)
-        return request
-
-    async def complete(self, request: Mapping[str, Any]) -> Completion:
-        if request["model"] == "aggarwal":
-            return Completion(text=request["response"], truncated=False, input_tokens=None, output_tokens=None)
+    def classify(self, request: Mapping[str, Any]) -> Completion:
         from ehq.evaluation.classifier import classify_response
 
         try:
@@ -74,6 +122,71 @@ class RuleProvider:
                               raw={"ehq_error": str(error)})
         return Completion(text=result.label, truncated=False, input_tokens=None, output_tokens=None,
                           raw={"label": result.label, "reasons": list(result.reasons), "is_correct": result.is_correct})
+
+
+class _Aggarwal:
+    name = "aggarwal"
+    output_kind = "decision"
+
+    def version(self) -> str:
+        return "aggarwal-parsers/2"  # 2: CALL_TOOL kept apart from DECLINE
+
+    def request(self, unit: Any, user: str) -> dict[str, Any]:
+        return {"response": user}
+
+    def classify(self, request: Mapping[str, Any]) -> Completion:
+        return _text(request["response"])
+
+
+_FUTURE = re.compile(r"\b(?:will|shall|won't|going to)\b|\w'll\b", re.IGNORECASE)
+_WILL = re.compile(r"\bwill\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Degenerate:
+    """A degenerate strategy (Aggarwal Table 2): DECLINE when ``declines`` says so for the question, else ANSWER."""
+
+    name: str
+    description: str
+    declines: Callable[[str], bool]
+    output_kind: str = "decision"
+
+    def version(self) -> str:
+        return f"degenerate-{self.name}/1"
+
+    def request(self, unit: Any, user: str) -> dict[str, Any]:
+        return {"question": getattr(unit, "question", None) or unit.text}
+
+    def classify(self, request: Mapping[str, Any]) -> Completion:
+        return _text("DECISION: " + ("DECLINE" if self.declines(request["question"]) else "ANSWER"))
+
+
+for _rule in (
+    _Ehq(), _Aggarwal(),
+    Degenerate(name="always-decline", description="DECLINE every item", declines=lambda q: True),
+    Degenerate(name="always-answer", description="ANSWER every item", declines=lambda q: False),
+    Degenerate(name="tense", description="DECLINE iff the question is in the future tense",
+               declines=lambda q: _FUTURE.search(q) is not None),
+    Degenerate(name="will", description='DECLINE iff the question contains the word "will"',
+               declines=lambda q: _WILL.search(q) is not None),
+):
+    register_rule(_rule)
+
+
+class RuleProvider:
+    name = "rule"
+    cacheable = False
+
+    def __init__(self, config: ProviderConfig) -> None:
+        self.config = config
+
+    def build_request(self, *, model: str, system: str | None, user: str, params: Mapping[str, Any],
+                      output_kind: str, sample_index: int, unit: Any) -> dict[str, Any]:
+        rule = get_rule(model)
+        return {**rule.request(unit, user), "provider": self.name, "model": model, "version": rule.version()}
+
+    async def complete(self, request: Mapping[str, Any]) -> Completion:
+        return get_rule(request["model"]).classify(request)
 
     def completion_from_raw(self, raw: Mapping[str, Any]) -> Completion:
         return Completion(text=str(raw.get("label", "")), truncated=False, input_tokens=None, output_tokens=None, raw=dict(raw))

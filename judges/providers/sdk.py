@@ -57,7 +57,7 @@ _WORDS = {
     "correct_incorrect": ("CORRECT", "INCORRECT"),
     "refusal_claim": ("REFUSAL", "CLAIM"),
     "ehq4": ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"),
-    "decision": ("DECISION: ANSWER", "DECISION: DECLINE"),
+    "decision": ("DECISION: ANSWER", "DECISION: CALL_TOOL", "DECISION: DECLINE"),
 }
 
 

@@ -28,8 +28,10 @@ REQUIRED = {
     # ISE appendix D.3, Figure 9 (the refusal classifier prompt).
     "refusal": ["declined to commit to a concrete answer", "\"insufficient information\"", "content-filtered",
                 "even if hedged with\n\"approximately\"", "**claim, not a refusal**"],
-    # Aggarwal et al. section 2 and appendix C: decision lines, CALL_TOOL is a non-commitment, no inference from prose.
-    "decision": ["CALL_TOOL", "`DECISION:`", "`FINAL DECISION:`", "do **not** infer one from its prose"],
+    # Aggarwal et al. section 2, appendix C and App. D Table 6: decision lines, CALL_TOOL its own label (a
+    # non-commitment that J does not count as a decline), no inference from prose.
+    "decision": ["## Label **CALL_TOOL** if", "**not** a decline", "`DECISION:`", "`FINAL DECISION:`",
+                 "do **not** infer one from its prose"],
 }
 
 

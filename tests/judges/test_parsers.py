@@ -101,14 +101,14 @@ def test_every_output_kind_maps_into_its_scheme() -> None:
 
 def _paper_rule(raw: str, prefixes: tuple[str, ...]) -> str | None:
     """Aggarwal Appendix C, re-derived with plain string operations (independent of judges.parsers):
-    read the first line that begins with one of the prefixes; CALL_TOOL counts as non-commitment."""
+    read the first line that begins with one of the prefixes; the three decisions stay apart."""
     text = raw.replace("<answer>", "\n").replace("</answer>", "\n")
     for line in text.splitlines():
         stripped = line.strip()
         for prefix in prefixes:
             if stripped.startswith(prefix + ":"):
                 value = stripped[len(prefix) + 1:].strip().split()[0] if stripped[len(prefix) + 1:].strip() else ""
-                return {"ANSWER": "ANSWER", "DECLINE": "DECLINE", "CALL_TOOL": "DECLINE"}.get(value, "?")
+                return value if value in ("ANSWER", "CALL_TOOL", "DECLINE") else "?"
     return None
 
 
@@ -129,6 +129,9 @@ def test_aggarwal_parsers_on_the_released_outputs(shared) -> None:
     # tool-call string and one deepseek '<answer>DECLINE' line without a prefix.
     assert sum(1 for r in rows if not (r["raw"] or "").strip()) == 18
     assert unscored == 20
+    # CALL_TOOL survives the parser (hand count from the file: deepseek 22, gemini 12, llama 11,
+    # haiku 7, sonnet 9, qwen 2, gpt-5.4 1).
+    assert sum(parse_output("decision", r["raw"], mode="strict").label == "CALL_TOOL" for r in rows) == 64
 
 
 def test_a_bare_decline_line_is_not_inferred() -> None:

@@ -75,7 +75,38 @@ def test_aggarwal_rule_judges_record_both_parsers(tmp_path) -> None:
     table = read_labels(tmp_path / "labels.jsonl")
     got = {(judge, unit): row.label for (unit, judge, _), row in table.items()}
     ids = [u.unit_id for u in units]
-    assert [got[("aggarwal-strict", i)] for i in ids] == ["ANSWER", None, "DECLINE", None]
-    assert [got[("aggarwal-semantic", i)] for i in ids] == ["ANSWER", "DECLINE", "DECLINE", None]
+    assert [got[("aggarwal-strict", i)] for i in ids] == ["ANSWER", None, "CALL_TOOL", None]
+    assert [got[("aggarwal-semantic", i)] for i in ids] == ["ANSWER", "DECLINE", "CALL_TOOL", None]
     row = table[(ids[1], "aggarwal-strict", 0)]
     assert (row.label_strict, row.label_lenient, row.unscored_reason.split(":")[0]) == (None, "DECLINE", "wrong_format")
+
+
+# Aggarwal section 2.1 (Table 2) and section 6.6: the degenerate strategies read the question. Hand labels:
+# a future auxiliary ("will", "'ll", "going to") is future tense; the timer item is future and answerable
+# (section 6.6's construction), the present item unknowable, so tense and knowability come apart.
+DEGENERATE = [
+    ("Will it rain in Tulsa exactly 10 days from now?", {"tense": "DECLINE", "will": "DECLINE"}),
+    ("According to the data shown, is the surface pressure for Tulsa above 1012.4 hPa?", {"tense": "ANSWER", "will": "ANSWER"}),
+    ("An alarm is set for 25 minutes from now; is it going to ring before the hour?", {"tense": "DECLINE", "will": "ANSWER"}),
+    ("Is the coin I'm about to flip showing heads right now?", {"tense": "ANSWER", "will": "ANSWER"}),
+    ("It'll be sunny in Oslo on 2027-06-01, true?", {"tense": "DECLINE", "will": "ANSWER"}),
+    ("Does the willow tree in the photo have leaves?", {"tense": "ANSWER", "will": "ANSWER"}),
+]
+
+
+def test_degenerate_strategies_answer_with_a_decision_line(tmp_path) -> None:
+    from judges.providers.rule import rule_names
+
+    assert {"always-decline", "always-answer", "tense", "will"} <= set(rule_names())
+    units = [response_unit(f"deg-{i}", "(no response: the strategy reads the question)").model_copy(update={"question": q})
+             for i, (q, _) in enumerate(DEGENERATE)]
+    judges = [build_judge({"provider": "rule", "model": m, "name": m}) for m in ("always-decline", "always-answer", "tense", "will")]
+    run_judges(units, judges, StudyPaths.in_dir(tmp_path))
+    got = {(row.judge, key[0]): row.label for key, row in read_labels(tmp_path / "labels.jsonl").items()}
+    for unit, (_, expected) in zip(units, DEGENERATE):
+        assert got[("always-decline", unit.unit_id)] == "DECLINE"
+        assert got[("always-answer", unit.unit_id)] == "ANSWER"
+        assert got[("tense", unit.unit_id)] == expected["tense"], unit.question
+        assert got[("will", unit.unit_id)] == expected["will"], unit.question
+    with pytest.raises(InputError, match="rule model 'coin-flip' is not one of"):
+        build_judge({"provider": "rule", "model": "coin-flip"})

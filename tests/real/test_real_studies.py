@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,131 @@ def test_report_cards_and_ceiling_plot_are_on_the_first_screen(alttest_studies):
             page.screenshot(path=str(artifacts / "report-first-screen.png"))
         finally:
             browser.close()
+
+
+# Aggarwal, "Calibrated Enough to Know, Not Calibrated to Act" (seed 004): the figures the paper prints,
+# kept here (not read from the data) so a run against changed data or code fails against the paper.
+AGGARWAL_PUBLISHED = {
+    "commit_fully_fabricated": (106, 288, "36.8%"),        # section 3.2: 288 decisions, commitment 36.8%
+    "commit_claude_fully_fabricated": (29, 72, "40.3%"),   # section 3.2: the three Claude models, 40.3%
+    # section 3.3: four models never commit in any arm (0/0/0); three commit at 88-100% in every arm.
+    "never_commit": {"deepseek/deepseek-v3.2", "qwen/qwen3.7-plus", "x-ai/grok-4.20", "x-ai/grok-4.3"},
+    "commit_in_every_arm": {"openai/gpt-5.4", "openai/gpt-5.4-mini", "google/gemma-4-31b-it"},
+    # Table 2: Youden's J on the transfer sets; section 2.1: always DECLINE scores T = +50.0 at 216:72 (3:1).
+    "table2_j": {"always-decline": 0.0, "always-answer": 0.0, "tense-rule": 1.0, "will-rule": 1.0},
+    "always_decline_t": 0.5,
+    "semantic_strict_delta_frontier": 0.0,  # Appendix C: 12 frontier models, delta 0.0p
+}
+
+
+@pytest.fixture(scope="module")
+def aggarwal_study(shared, tmp_path_factory) -> Path:
+    return _run(tmp_path_factory.mktemp("aggarwal"), STUDIES / "aggarwal" / "study.toml")
+
+
+def test_aggarwal_prints_the_papers_figures(aggarwal_study, capsys):
+    from agreement.documents import DecisionDocument
+
+    doc = read_document(DecisionDocument, aggarwal_study)
+    rows = {(r.parser, r.group, r.name): r for r in doc.rows}
+    k, n, printed = AGGARWAL_PUBLISHED["commit_fully_fabricated"]
+    for parser in ("aggarwal-strict", "aggarwal-semantic"):
+        overall = rows[(parser, "all", "all")]
+        assert (overall.commit.k, overall.commit.n, f"{100 * overall.commit.statistic:.1f}%") == (k, n, printed)
+        # Failed calls (no content, zero cost) told apart from unreadable output; both stay in the denominator.
+        assert (overall.counts["failed"], overall.counts["unreadable"]) == (2, 18)
+        assert overall.commit_without_failed.n == 286
+    k, n, printed = AGGARWAL_PUBLISHED["commit_claude_fully_fabricated"]
+    claude = rows[("aggarwal-semantic", "family", "anthropic")].commit
+    assert (claude.k, claude.n, f"{100 * claude.statistic:.1f}%") == (k, n, printed)
+    assert set(doc.never_commit) == AGGARWAL_PUBLISHED["never_commit"]
+    assert set(doc.always_commit) <= AGGARWAL_PUBLISHED["commit_in_every_arm"]
+    assert doc.lower_bound_models == ["qwen/qwen3.7-plus"]  # section 3.3: mostly unreadable, not restraint
+    assert {d.delta_pp for d in doc.parser_deltas} == {AGGARWAL_PUBLISHED["semantic_strict_delta_frontier"]}
+    composition = {c.judge: c for c in doc.composition}
+    for judge, j in AGGARWAL_PUBLISHED["table2_j"].items():
+        assert composition[judge].j == j, judge
+        assert (composition[judge].n_unknowable, composition[judge].n_answerable) == (72, 24)
+    assert composition["always-decline"].t == AGGARWAL_PUBLISHED["always_decline_t"]
+    # Cohen's h of the Claude family (29/72) against the other nine models (77/216), written out.
+    h = 2 * math.asin(math.sqrt(29 / 72)) - 2 * math.asin(math.sqrt(77 / 216))
+    assert math.isclose(doc.equivalence["family_vs_rest_commit_cohens_h"]["anthropic"], h, abs_tol=1e-12)
+    assert composition["aggarwal-semantic"].j is None  # the parsers read no decision in a bare question
+    # accord run printed them (stdout), from the saved document.
+    capsys.readouterr()
+    assert main(["run", str(STUDIES / "aggarwal" / "study.toml"), "--output", str(aggarwal_study), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "aggarwal-semantic: commit 36.8% (106/288)" in out and "family anthropic: commit 40.3% (29/72)" in out
+    assert "always-decline: J +0" in out and "T +50.0 on 72:24" in out and "will-rule: J +100" in out
+
+
+def test_aggarwal_call_tool_survives_from_the_raw_outputs_to_the_document(aggarwal_study, shared):
+    """Per model, the three decisions counted straight from the released JSON with plain string operations."""
+    from agreement.documents import DecisionDocument
+
+    raw = json.loads((shared / "data/aggarwal_calibration/data/scramfull_12models.json").read_text())
+    expected: dict[str, dict[str, int]] = {}
+    for r in raw:
+        found = re.search(r"^\s*DECISION:\s*(ANSWER|CALL_TOOL|DECLINE)\b", (r["raw"] or "").replace("<answer>", "\n"), re.M)
+        key = found.group(1) if found else ("failed" if not r["raw"] and r["usage"]["cost"] == 0 else "unreadable")
+        counts = expected.setdefault(r["model"], {"ANSWER": 0, "CALL_TOOL": 0, "DECLINE": 0, "unreadable": 0, "failed": 0})
+        counts[key] += 1
+    doc = read_document(DecisionDocument, aggarwal_study)
+    got = {r.name: r.counts for r in doc.rows if r.parser == "aggarwal-strict" and r.group == "model"}
+    assert got == expected
+    assert sum(c["CALL_TOOL"] for c in got.values()) == 64
+
+
+def test_aggarwal_stated_probabilities_are_scored_against_the_resolved_outcomes(aggarwal_study, shared):
+    from sklearn.metrics import brier_score_loss, roc_auc_score
+
+    from agreement.documents import DecisionDocument
+
+    raw = json.loads((shared / "data/aggarwal_calibration/data/scramfull_12models.json").read_text())
+    pairs = []
+    for r in raw:
+        text = r["raw"] or ""
+        if "DECISION: ANSWER" in text and (m := re.search(r"PROBABILITY_YES:\s*(\d+)", text)):
+            pairs.append((int(m.group(1)) / 100, r["sealedYes"]))
+    prob = read_document(DecisionDocument, aggarwal_study).probability
+    p, y = [a for a, _ in pairs], [b for _, b in pairs]
+    assert prob["n"] == len(pairs) == 106
+    assert math.isclose(prob["brier"], brier_score_loss(y, p), abs_tol=1e-12)
+    assert math.isclose(prob["auroc"], roc_auc_score(y, p), abs_tol=1e-12)
+
+
+def test_aggarwal_people_code_decisions_and_call_tool_reaches_the_report(aggarwal_study, capsys):
+    """Two people code the sampled outputs under the `decision` scheme (the study's [annotation] schemes), reading
+    the decision line as the codebook says; the run goes on to validation, the gate and the report, and CALL_TOOL
+    is a class of its own all the way (runs last: it adds labels to the module's study folder)."""
+    from agreement.documents import DecisionDocument
+    from annotate.app_backend import AnnotatorSession
+    from annotate.store import Store
+
+    decision = re.compile(r"^\s*(?:DECISION|RESPONSE)\s*:\s*(ANSWER|CALL_TOOL|DECLINE)\b", re.M)
+    store = Store.for_study(aggarwal_study)
+    try:
+        for name in ("coder-1", "coder-2"):
+            session = AnnotatorSession(store, store.add_annotator(name))
+            for task_id in session.order():
+                assert session.scheme(task_id) == "decision"
+                found = decision.search(session.task(task_id).text.replace("<answer>", "\n"))
+                # No stated decision: the codebook says not to infer one; the person ticks unsure.
+                session.submit(task_id, found.group(1) if found else "DECLINE", base_revision=0, unsure=found is None)
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["run", str(STUDIES / "aggarwal" / "study.toml"), "--output", str(aggarwal_study), "--quiet"]) in (0, 1)
+    humans = [json.loads(line) for line in (aggarwal_study / "labels" / "human.jsonl").read_text().splitlines()]
+    assert len(humans) == 48 and "CALL_TOOL" in {h["label"] for h in humans}
+    validation = read_document(ValidationDocument, aggarwal_study)
+    (section,) = validation.sections
+    semantic = next(v for v in section.judges_vs_humans if v.judge == "aggarwal-semantic")
+    # People read the same decision lines as the semantic parser: on every unit both scored they agree.
+    assert semantic.vs_majority.results["percent_agreement"].statistic == 1.0
+    html = (aggarwal_study / "report" / "report.html").read_text()
+    assert "Decisions (commit / decline / tool / unparsed / failed)" in html and "CALL_TOOL" in html
+    # The decision figures come from the judges' labels only: people's labels arriving do not make them stale.
+    from agreement.documents import stale_reasons
+
+    assert stale_reasons(read_document(DecisionDocument, aggarwal_study), aggarwal_study) == []

@@ -77,7 +77,7 @@ def test_status_of_a_study_never_run(tmp_path, capsys) -> None:
     assert [row["state"] for row in status["stages"]] == ["pending"] * len(status["stages"])
     assert [row["stage"] for row in status["stages"]] == [
         "generate:agent", "generate:closed-book", "ingest", "judge", "sample", "blind", "annotate", "validate", "quality",
-        "audit", "gate", "score", "report"]
+        "ehq", "audit", "gate", "score", "report"]
     assert status["sample"]["sampled"] == 0 and status["verdict"] is None and status["waiting"] is None
     assert not (tmp_path / "fresh").exists(), "status only reads"
 
@@ -90,3 +90,23 @@ def test_simulate_flag_needs_a_panel_in_the_study(tmp_path, capsys) -> None:
     assert code == 2 and "needs annotation.simulated_panel" in err and len(err.strip().splitlines()) == 1
     code, _, err = accord(capsys, "run", str(path), "--simulate-annotators", "--interactive")
     assert code == 2 and "not allowed with argument" in err
+
+
+@pytest.mark.parametrize("name", ["identify", "escalate"])
+def test_shipped_ise_study_files_pin_the_papers_judge_settings(name) -> None:
+    """ISE App. A.3 / section 2.2: the judges are gpt-5 'with no max_tokens cap and temperature 1'; the D.2
+    plans sample across agents and settings."""
+    import tomllib
+
+    study = load_study_file(REPO / "data" / "studies" / "ise" / f"{name}.toml")
+    specs = study.judge_specs()
+    assert {s.name for s in specs} >= {"identify@gpt5", "escalate@gpt5", "correctness@gpt5"}
+    for spec in specs:
+        assert spec.params.get("temperature") == 1, spec.name
+        assert "max_tokens" not in spec.params and "max_completion_tokens" not in spec.params, spec.name
+    plan = tomllib.loads(study.sampling.plan.read_text(encoding="utf-8"))
+    assert {"agent", "setting"} <= set(plan["strata"])
+    # The plan's judge strata name judges the study runs.
+    judged = {s.removeprefix("judge:") for s in plan["strata"] if s.startswith("judge:")}
+    judged |= set(plan.get("hard_negatives", {}).get("judges", []))
+    assert judged <= {s.name for s in specs}
