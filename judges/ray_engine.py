@@ -167,6 +167,7 @@ class RayEngine:
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
+        context.issue_detectors_config.detectors = []  # memory advice for long pipelines, noise for a judge run
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         by_key: dict[str, list[tuple[_Task, str]]] = {}
         for task, fingerprint in pending:
@@ -209,7 +210,9 @@ class RayEngine:
         spec = tasks[0][0].spec
         tally = run.tallies[spec.name]
         tally.calls += 1
-        if not (isinstance(body, dict) and "choices" in body):
+        # Ray Data carries rows as Arrow structs, so an error body in a block of answers comes back
+        # with "choices": None (and answers with "error": None): an answer is a body with choices.
+        if not (isinstance(body, dict) and body.get("choices")):
             error = body.get("error") if isinstance(body, dict) else None
             message = (error.get("message") if isinstance(error, dict) else error) or str(body)
             RayEngine._fail(key, tasks, f"HTTP error: {str(message)[:300]}", run, counted=True)
@@ -235,13 +238,14 @@ class RayEngine:
 
 
 def _as_sdk_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The body as the OpenAI SDK would have dumped it, so the cache holds one shape whichever engine answered."""
+    """The body as the OpenAI SDK would have dumped it, so the cache holds one shape whichever engine answered
+    (top-level nulls dropped first: Arrow's struct unification adds the other rows' fields as null)."""
     try:
         from openai.types.chat import ChatCompletion
     except ImportError:
         return body
     try:
-        return ChatCompletion.model_validate(body).model_dump(mode="json")
+        return ChatCompletion.model_validate({k: v for k, v in body.items() if v is not None}).model_dump(mode="json")
     except ValueError:
         return body
 
