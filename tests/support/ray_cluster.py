@@ -45,12 +45,14 @@ class RayCluster:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        from ray.util import get_node_ip_address
+
+        return f"{get_node_ip_address()}:{self.port}"  # where Ray's GCS listens and what it advertises
 
     def _start(self, role: str, args: list[str]) -> subprocess.Popen:
         log = (self.temp_dir / f"{role}.log").open("ab")
         process = subprocess.Popen(
-            [_ray_cli(), "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(NODE_CPUS),
+            [_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
              "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats",
              "--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port()), *args],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -60,7 +62,7 @@ class RayCluster:
 
     def start(self) -> "RayCluster":
         self.head = self._start("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
-                                         "--ray-client-server-port", str(free_port()), "--temp-dir", str(self.temp_dir)])
+                                         "--temp-dir", str(self.temp_dir)])
         self.wait_nodes(1, self.head)
         self.start_worker()
         return self
@@ -89,8 +91,11 @@ class RayCluster:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"ray start exited with {process.returncode}; see {self.temp_dir}")
-            out = subprocess.run([sys.executable, "-c", probe, self.address], capture_output=True, text=True,
-                                 timeout=120)
+            try:
+                out = subprocess.run([sys.executable, "-c", probe, self.address], capture_output=True, text=True,
+                                     timeout=60)
+            except subprocess.TimeoutExpired:
+                continue
             if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(count)]:
                 return
             time.sleep(1.0)
