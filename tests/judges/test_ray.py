@@ -23,10 +23,10 @@ from samples.errors import InputError
 from samples.layout import StudyLayout
 
 from tests.judges import cli_runs
-from tests.judges.units import escalate_units
+from tests.judges.units import escalate_unit, escalate_units
 from tests.support.counting_proxy import CountingProxy, body_key
 
-pytestmark = [pytest.mark.ray, pytest.mark.llama, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
 
 JUDGE = "escalate@smollm2"
 
@@ -95,6 +95,7 @@ def _cached_bodies(study: Path) -> set[str]:
         cache.close()
 
 
+@pytest.mark.llama
 def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, endpoints, tmp_path) -> None:
     units = escalate_units(16, " (ray equality)")
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
@@ -133,6 +134,7 @@ def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, end
     assert [p.calls() for p in endpoints] == before
 
 
+@pytest.mark.llama
 def test_killed_driver_resumes_without_losing_doubling_or_repeating_an_answered_call(ray_cluster, endpoints,
                                                                                     tmp_path) -> None:
     n = 24
@@ -175,6 +177,7 @@ def test_killed_driver_resumes_without_losing_doubling_or_repeating_an_answered_
           f"lost 0, duplicated 0, answered calls repeated {repeated}")
 
 
+@pytest.mark.llama
 def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, tmp_path) -> None:
     n = 24
     units = escalate_units(n, " (worker kill)")
@@ -210,6 +213,34 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, t
     print(f"\n[ray worker kill] {n} labels, worker node with {on_worker} actor process(es) killed after {logged} "
           f"logged: first run ok {first['ok']}, call_failed {first['failed']}; "
           f"{'resume calls ' + str(resumed['calls']) if first['failed'] else 'no resume needed'}; lost 0, duplicated 0")
+
+
+def test_error_bodies_fail_unparseable_answers_stay_unscored_and_a_shared_request_goes_once(ray_cluster, fault_server,
+                                                                                            tmp_path) -> None:
+    from judges.runner import StudyPaths, run_judges
+    from judges.spec import build_judge
+
+    units = escalate_units(5) + [escalate_unit("traj-400", "An answer. #fault:400"),
+                                 escalate_unit("traj-maybe", "Another answer. #fault:ok:maybe"),
+                                 escalate_unit("traj-twin", escalate_units(1)[0].text)]  # the same text as traj-0
+    judge = build_judge({"prompt": "ise-escalate", "provider": "openai", "model": "judge-m", "name": "esc",
+                         "base_url": fault_server.base_url + "/v1", "concurrency": 2, "max_retries": 0,
+                         "engine": "ray", "ray": {"address": ray_cluster.address, "batch_size": 2}})
+    paths = StudyPaths.in_dir(tmp_path / "judges")
+    stats = run_judges(units, [judge], paths).judges[0]
+    assert len(fault_server.attempts) == 7  # 8 labels, 7 distinct requests
+    assert (stats.calls, stats.failed, stats.ok, stats.unscored) == (7, 1, 6, 2)
+    assert stats.unscored_reasons == {"call_failed": 1, "wrong_format": 1}
+    table, rows = read_label_rows(paths.labels)
+    assert rows == 8
+    by_unit = {key[0]: row for key, row in table.items()}
+    assert by_unit[units[5].unit_id].unscored_reason == "call_failed: HTTP error: error 400"
+    assert by_unit[units[6].unit_id].raw_output == "maybe" and by_unit[units[6].unit_id].label is None
+    assert by_unit[units[7].unit_id].label == by_unit[units[0].unit_id].label == "yes"
+    assert [e["error"] for e in read_run_log(paths.runs) if e["event"] == "call_failed"] == ["HTTP error: error 400"]
+
+    again = run_judges(units, [judge], paths).judges[0]  # only the failed call is tried again
+    assert (again.already_done, again.calls, again.failed) == (7, 1, 1) and len(fault_server.attempts) == 8
 
 
 def test_a_vllm_judge_on_a_cluster_without_gpus_is_refused_before_anything_is_written(ray_cluster, tmp_path) -> None:
