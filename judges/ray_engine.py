@@ -302,7 +302,9 @@ def _http_processor(build_processor: Any, spec: "JudgeSpec", options: RayOptions
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         return {"key": row["key"], "response": json.dumps(row["http_response"])}
 
-    light = {"num_cpus": 0.01}
+    # Row reshaping is light but not free: a tiny CPU share, and at most two tasks at a time, since a
+    # fractional share alone lets Ray start a Python worker process per pending block.
+    light = {"num_cpus": 0.01, "concurrency": 2}
     return build_processor(config, preprocess=preprocess, postprocess=postprocess,
                            preprocess_map_kwargs=light, postprocess_map_kwargs=light)
 
