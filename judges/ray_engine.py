@@ -168,7 +168,7 @@ class RayEngine:
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.issue_detectors_config.detectors = []  # memory advice for long pipelines, noise for a judge run
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
         by_key: dict[str, list[tuple[_Task, str]]] = {}
         for task, fingerprint in pending:
             by_key.setdefault(task.key, []).append((task, fingerprint))
@@ -276,6 +276,7 @@ def _http_processor(build_processor: Any, spec: "JudgeSpec", options: RayOptions
     import functools
 
     import aiohttp
+    from ray.data import TaskPoolStrategy
     from ray.data.llm import HttpRequestProcessorConfig
 
     actors = spec.concurrency if options.qps is None else max(1, min(spec.concurrency, options.qps))
@@ -304,7 +305,7 @@ def _http_processor(build_processor: Any, spec: "JudgeSpec", options: RayOptions
 
     # Row reshaping is light but not free: a tiny CPU share, and at most two tasks at a time, since a
     # fractional share alone lets Ray start a Python worker process per pending block.
-    light = {"num_cpus": 0.01, "concurrency": 2}
+    light = {"num_cpus": 0.01, "compute": TaskPoolStrategy(size=2)}
     return build_processor(config, preprocess=preprocess, postprocess=postprocess,
                            preprocess_map_kwargs=light, postprocess_map_kwargs=light)
 

@@ -23,6 +23,7 @@ from samples.errors import InputError
 from samples.layout import StudyLayout
 
 from tests.judges import cli_runs
+from tests.judges.fault_server import FaultServer
 from tests.judges.units import escalate_unit, escalate_units
 from tests.support.counting_proxy import CountingProxy, body_key
 
@@ -31,21 +32,31 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(1800)]
 JUDGE = "escalate@smollm2"
 
 
-@pytest.fixture(scope="module")
-def endpoints(llama_server):
-    """Two llama-server endpoints (the session's and a second server), each behind a counting proxy."""
-    second = LlamaServer(name="llama-server-ray-tests", parallel=2, ctx_size=4096)
-    try:
-        second.start()
-    except InputError as error:
-        pytest.fail(str(error))
-    proxies = [CountingProxy(llama_server.base_url).start(), CountingProxy(second.base_url).start()]
+@pytest.fixture(scope="module", params=[pytest.param("llama", marks=pytest.mark.llama), "stub"])
+def endpoints(request):
+    """Two endpoints, each behind a counting proxy: two llama-servers (the session's and a second
+    one), or two stub chat servers answering after 0.5 s (tests/judges/fault_server.py), which
+    need no model build and keep the engine's timing apart from a model's."""
+    if request.param == "llama":
+        second = LlamaServer(name="llama-server-ray-tests", parallel=2, ctx_size=4096)
+        try:
+            second.start()
+        except InputError as error:
+            pytest.fail(str(error))
+        servers = [request.getfixturevalue("llama_server"), second]
+        urls = [server.base_url for server in servers]
+    else:
+        servers = [FaultServer(delay_s=0.5).start(), FaultServer(delay_s=0.5).start()]
+        urls = [server.base_url for server in servers]
+    proxies = [CountingProxy(url).start() for url in urls]
     try:
         yield proxies
     finally:
         for proxy in proxies:
             proxy.stop()
-        second.stop()
+        servers[1].stop()
+        if request.param == "stub":
+            servers[0].stop()
 
 
 def _config(path: Path, base_url: str, *, concurrency: int = 2, ray: str = "") -> Path:
@@ -95,7 +106,6 @@ def _cached_bodies(study: Path) -> set[str]:
         cache.close()
 
 
-@pytest.mark.llama
 def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, endpoints, tmp_path) -> None:
     units = escalate_units(16, " (ray equality)")
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
@@ -134,7 +144,6 @@ def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, end
     assert [p.calls() for p in endpoints] == before
 
 
-@pytest.mark.llama
 def test_killed_driver_resumes_without_losing_doubling_or_repeating_an_answered_call(ray_cluster, endpoints,
                                                                                     tmp_path) -> None:
     n = 24
@@ -177,7 +186,6 @@ def test_killed_driver_resumes_without_losing_doubling_or_repeating_an_answered_
           f"lost 0, duplicated 0, answered calls repeated {repeated}")
 
 
-@pytest.mark.llama
 def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, tmp_path) -> None:
     n = 24
     units = escalate_units(n, " (worker kill)")
