@@ -26,6 +26,7 @@ next run tries again, as with the local engine. Ray itself is an extra: ``pip in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -151,7 +152,8 @@ class RayEngine:
         if not ray.is_initialized():
             logging.getLogger("ray").setLevel(logging.WARNING)
             try:
-                ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+                with contextlib.redirect_stdout(sys.stderr):
+                    ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
             except Exception as error:  # ConnectionError, a version mismatch, a bad address
                 raise InputError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
         gpus = cluster_gpus(ray)
@@ -162,6 +164,12 @@ class RayEngine:
                                  f"per engine; the Ray cluster at {address} has {gpus:g}")
 
     def call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
+        # Ray prints its nodes' warnings and retried tasks on the driver's stdout, which is the
+        # command's own (`--json`): while the cluster works, they go to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            self._call_all(pending, run)
+
+    def _call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
         ray = _import_ray()  # ray.data comes with ray.data.llm
         # The row functions travel to the workers by value: the nodes need Ray, not accord.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

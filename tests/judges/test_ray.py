@@ -63,7 +63,8 @@ def _config(path: Path, base_url: str, *, concurrency: int = 2, ray: str = "") -
     path.write_text(
         f'[[judge]]\nname = "{JUDGE}"\nprompt = "ise-escalate"\nprovider = "local"\nmodel = "smollm2"\n'
         f'base_url = "{base_url}/v1"\nconcurrency = {concurrency}\ntimeout_s = 600\nmax_retries = 2\n'
-        'params = { temperature = 0.0, max_tokens = 4, seed = 7 }\n' + ray)
+        'params = { temperature = 0.0, max_tokens = 4, seed = 7 }\n'
+        + (f'engine = "ray"\n[judge.ray]\n{ray}' if ray else ''))
     return path
 
 
@@ -150,7 +151,7 @@ def test_killed_driver_resumes_without_losing_doubling_or_repeating_an_answered_
     units = escalate_units(n, " (driver kill)")
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
     config = _config(tmp_path / "judges.toml", endpoints[0].base_url,
-                     ray='[judge.ray]\nbatch_size = 1\n')
+                     ray='batch_size = 1\n')
     study = tmp_path / "study"
     command = _command(study, units_file, config, *_ray_flags(ray_cluster, endpoints))
 
@@ -192,7 +193,7 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, t
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
     # One CPU per actor and four actors for two endpoints on 2 x 4 logical CPUs: Ray spreads them over both nodes.
     config = _config(tmp_path / "judges.toml", endpoints[0].base_url,
-                     ray='[judge.ray]\nbatch_size = 1\nnum_cpus = 1\n')
+                     ray='batch_size = 1\nnum_cpus = 1\n')
     study = tmp_path / "study"
     command = _command(study, units_file, config, *_ray_flags(ray_cluster, endpoints))
     process = subprocess.Popen(command, cwd=cli_runs.REPO, env=cli_runs.env(), stdout=subprocess.PIPE,
@@ -208,7 +209,7 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, t
         if process.poll() is None:
             process.kill()
         ray_cluster.start_worker()
-    assert process.returncode == 0, err[-3000:]
+    assert process.returncode == 0 and out.strip(), err[-3000:]
     first = json.loads(out)["judges"][0]
     # Whatever the cluster could not answer after the kill is an unscored call_failed row, retried by the next run.
     resumed = _run(command) if first["failed"] else first
