@@ -20,7 +20,9 @@ killed driver leaves every answer it recorded in the cache, so the resumed run r
 no answered call; a killed worker node is Ray Data's to recover (its actors restart
 elsewhere and their blocks are retried). A call that fails (an error body, or the
 processor giving up after its retries) becomes an unscored ``call_failed`` row that the
-next run tries again, as with the local engine. Ray itself is an extra: ``pip install
+next run tries again, as with the local engine. The processor retries inside the cluster
+(``max_retries``, exponential from ``backoff_s``), so the run counts no retries, and the
+labels carry no per-call ``latency_s`` (null). Ray itself is an extra: ``pip install
 'accord[ray]'``; nothing here imports it until a run uses the engine.
 """
 
@@ -145,6 +147,9 @@ class RayEngine:
             raise InputError(f"the Ray judges of one run must use one cluster; got addresses {sorted(addresses)}")
         for spec in judges:
             options: RayOptions = spec.engine_options or RayOptions()
+            if spec.requests_per_minute or spec.tokens_per_minute:
+                raise InputError(f"judge {spec.name!r}: requests_per_minute and tokens_per_minute bound the local "
+                                 "engine; on Ray set qps per endpoint in [judge.ray] (or --qps)")
             if options.processor == "http" and (spec.provider not in ("openai", "local") or spec.connection.api != "openai"):
                 raise InputError(f"judge {spec.name!r}: the ray http processor posts OpenAI chat requests; "
                                  f"provider {spec.provider!r} with api {spec.connection.api!r} is not one")
