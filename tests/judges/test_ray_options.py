@@ -102,3 +102,17 @@ def test_engine_flags_are_checked_before_anything_runs(tmp_path, flags, message)
     done = subprocess.run([*cli_runs.command(tmp_path / "study", units_file, config), *flags], cwd=cli_runs.REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"requests_per_minute": 60}, "requests_per_minute and tokens_per_minute bound the local engine"),
+    ({"provider": "anthropic", "params": {"max_tokens": 8}}, "the ray http processor posts OpenAI chat requests"),
+])
+def test_a_judge_the_ray_engine_cannot_run_is_refused_before_anything_is_written(tmp_path, extra, message) -> None:
+    from judges.runner import StudyPaths, run_judges
+
+    judge = build_judge({**BASE, **extra, "engine": "ray", "ray": {"address": "127.0.0.1:1"}})
+    paths = StudyPaths.in_dir(tmp_path / "judges")
+    with pytest.raises(InputError, match=message):
+        run_judges(escalate_units(1), [judge], paths)
+    assert not paths.label_log.exists() and not paths.cache.exists()
