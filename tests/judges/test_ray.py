@@ -38,7 +38,7 @@ def endpoints(request):
     one), or two stub chat servers answering after 0.5 s (tests/judges/fault_server.py), which
     need no model build and keep the engine's timing apart from a model's."""
     if request.param == "llama":
-        second = LlamaServer(name="llama-server-ray-tests", parallel=2, ctx_size=4096)
+        second = LlamaServer(name="llama-server-ray-tests", parallel=4, ctx_size=8192)  # as the session's
         try:
             second.start()
         except InputError as error:
