@@ -271,7 +271,7 @@ def test_a_vllm_judge_on_a_cluster_without_gpus_is_refused_before_anything_is_wr
 def test_the_vllm_engine_processor_judges_on_gpu_nodes(ray_cluster, tmp_path) -> None:
     import ray
 
-    ray.init(address=ray_cluster.address, logging_level="ERROR", log_to_driver=False)
+    ray.init(address=ray_cluster.address, logging_level="ERROR", log_to_driver=False, ignore_reinit_error=True)
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
     finally:
