@@ -24,7 +24,7 @@ class JudgeLabel(BaseModel):
         default=None, description="empty | truncated | wrong_format | refusal_to_judge | call_failed: <detail>."
     )
     raw_output: str | None = Field(default=None, description="The model's text, verbatim.")
-    latency_s: float | None = Field(default=None, description="Wall time of the call (0 on a cache hit).")
+    latency_s: float | None = Field(default=None, description="Wall time of the call (0 on a cache hit; null from a Ray cluster).")
     input_tokens: int | None = Field(default=None, description="Prompt tokens reported by the provider.")
     output_tokens: int | None = Field(default=None, description="Completion tokens reported by the provider.")
     cache_hit: bool = Field(default=False, description="Served from the request cache.")

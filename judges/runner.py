@@ -19,7 +19,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -32,6 +32,7 @@ from samples.layout import StudyLayout
 from samples.records import Unit
 
 from judges.cache import RequestCache, RequestKeyer, request_key
+from judges.engines import get_engine
 from judges.parsers import parse_output
 from judges.prices import PriceTable
 from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, make_provider
@@ -276,6 +277,9 @@ def run_judges(
     prices = prices or PriceTable.load()
     version = accord_version()
     providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
+    if not dry_run:  # an engine that cannot run (not installed, a bad option) is refused before anything is written
+        for name in sorted({spec.engine for spec in judges}):
+            get_engine(name).check([spec for spec in judges if spec.engine == name])
     with ExitStack() as stack:
         cache = stack.enter_context(closing(RequestCache(paths.cache)))  # a bad cache is refused before the lock
         # (the lock file stays: unlinking a flock file lets two runs lock two different files)
@@ -313,7 +317,8 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
         if log is not None:
             log.event("start", run_id=run_id, time=time.time(), accord_version=version, labels=str(paths.labels),
                       cache=str(paths.cache), units=len(units), existing_rows=len(existing),
-                      judges=fingerprint_parts, pid=os.getpid())
+                      judges=fingerprint_parts, pid=os.getpid(),
+                      engines={spec.name: get_engine(spec.engine).describe(spec) for spec in judges})
         pending: list[tuple[_Task, str]] = []
         hit_labels: list[JudgeLabel] = []
         for spec, fingerprint, _, tasks, _ in plan:
@@ -335,7 +340,21 @@ def _run_locked(units: Sequence[Unit], judges: Sequence[JudgeSpec], paths: Study
                 _count(tallies[label.judge], label)
                 if on_label:
                     on_label(label)
-            asyncio.run(_call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label))
+            run = RunContext(providers=providers, cache=cache, store=store, log=log, tallies=tallies, run_id=run_id,
+                             seed=seed, on_label=on_label, bar=_progress(len(pending)) if progress and pending else None)
+            try:
+                if run.bar is not None:
+                    run.bar[0].start()
+                by_engine: dict[str, list[tuple[_Task, str]]] = {}
+                for task, fp in pending:
+                    by_engine.setdefault(task.spec.engine, []).append((task, fp))
+                for name, group in sorted(by_engine.items()):
+                    get_engine(name).call_all(group, run)
+                if "local" not in by_engine:  # the local engine closes the clients in its own event loop
+                    asyncio.run(_close(providers.values()))
+            finally:
+                if run.bar is not None:
+                    run.bar[0].stop()
             store.close()  # the table is rebuilt before the run's end is logged
 
         stats = tuple(_stats(spec, fp, mine, tasks, done, tallies[spec.name], prices, dry_run,
@@ -386,8 +405,57 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
     )
 
 
-async def _call_all(pending, providers, cache, store, log, tallies, run_id, seed, progress, on_label) -> None:
-    rng = random.Random(seed)
+@dataclass(kw_only=True)
+class RunContext:
+    """What an engine needs from the run: the providers, and ``record``, the one way a finished
+    call becomes a label (response cached, committed, before its label is logged)."""
+
+    providers: dict[str, Provider]
+    cache: RequestCache
+    store: LabelStore
+    log: RunLog
+    tallies: dict[str, _Tally]
+    run_id: str
+    seed: int
+    on_label: Callable[[JudgeLabel], None] | None
+    bar: Any = None
+
+    def record(self, task: _Task, fingerprint: str, completion: Completion | None, error: str | None,
+               latency: float | None) -> JudgeLabel:
+        provider = self.providers[task.spec.name]
+        if completion is not None and provider.cacheable:
+            self.cache.put(task.key, task.request, completion.raw)
+        label = _label(task, fingerprint, completion, error, cache_hit=False, latency=latency)
+        self.store.write(label)
+        _count(self.tallies[task.spec.name], label)
+        if self.on_label:
+            self.on_label(label)
+        if self.bar is not None:
+            self.bar[0].advance(self.bar[1])
+        return label
+
+
+class LocalEngine:
+    """The runner's own asyncio loop: one limiter per endpoint, retries with backoff."""
+
+    name = "local"
+
+    def options(self, where: str, table: Mapping[str, Any]) -> None:
+        raise InputError(f"{where}: the local engine takes no options table")
+
+    def check(self, judges: Sequence[JudgeSpec]) -> None:
+        return None
+
+    def describe(self, spec: JudgeSpec) -> dict[str, Any]:
+        return {"engine": self.name}
+
+    def call_all(self, pending: Sequence[tuple[_Task, str]], run: RunContext) -> None:
+        asyncio.run(_call_all(pending, run))
+
+
+async def _call_all(pending: Sequence[tuple[_Task, str]], run: RunContext) -> None:
+    providers, log, tallies, run_id = run.providers, run.log, run.tallies, run.run_id
+    rng = random.Random(run.seed)
     # One limiter per endpoint, shared by the judges that call it; the strictest judge's bounds win.
     bounds: dict[tuple, list[JudgeSpec]] = {}
     for spec in {task.spec.name: task.spec for task, _ in pending}.values():
@@ -400,33 +468,22 @@ async def _call_all(pending, providers, cache, store, log, tallies, run_id, seed
         )
         for endpoint, specs in bounds.items()
     }
-    bar = _progress(len(pending)) if progress else None
 
     async def one(task: _Task, fingerprint: str) -> None:
         spec = task.spec
-        provider = providers[spec.name]
-        limiter = limiters[_endpoint(spec)]
-        tally = tallies[spec.name]
-        completion, error, latency = await _call_with_retries(task, provider, limiter, log, tally, run_id, rng)
-        if completion is not None and provider.cacheable:
-            cache.put(task.key, task.request, completion.raw)
-        label = _label(task, fingerprint, completion, error, cache_hit=False, latency=latency)
-        store.write(label)
-        _count(tally, label)
-        if on_label:
-            on_label(label)
-        if bar is not None:
-            bar[0].advance(bar[1])
+        completion, error, latency = await _call_with_retries(task, providers[spec.name], limiters[_endpoint(spec)],
+                                                              log, tallies[spec.name], run_id, rng)
+        run.record(task, fingerprint, completion, error, latency)
 
     try:
-        if bar is not None:
-            bar[0].start()
         await asyncio.gather(*(one(task, fp) for task, fp in pending))
     finally:
-        if bar is not None:
-            bar[0].stop()
-        for provider in providers.values():
-            await provider.aclose()
+        await _close(providers.values())
+
+
+async def _close(providers: Iterable[Provider]) -> None:
+    for provider in providers:
+        await provider.aclose()
 
 
 def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str, str | None]:

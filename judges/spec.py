@@ -84,6 +84,7 @@ _PARAM_RANGES = {
 _FIELDS = {
     "name", "prompt", "provider", "model", "api", "base_url", "api_key_env", "parse_mode", "samples", "params",
     "concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "backoff_s", "max_backoff_s",
+    "engine",  # plus a table named after the engine with its options ([judge.ray]); judges.engines
 }
 
 
@@ -105,6 +106,9 @@ class JudgeSpec:
     max_retries: int = DEFAULT_MAX_RETRIES
     backoff_s: float = DEFAULT_BACKOFF_S
     max_backoff_s: float = DEFAULT_MAX_BACKOFF_S
+    # Where uncached calls run (judges.engines); not in the fingerprint: an answer is the same wherever it came from.
+    engine: str = "local"
+    engine_options: Any = None
 
     def fingerprint_parts(self, unit_set_hash: str, accord_version: str) -> dict[str, Any]:
         from judges.providers.rule import rule_version
@@ -177,7 +181,9 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
         value = data.get(name, default)
         return None if value is None and default is None else _setting(where, label(name), value, _SETTINGS[name])
 
-    unknown = sorted(set(data) - _FIELDS)
+    from judges.engines import engine_names, get_engine
+
+    unknown = sorted(set(data) - _FIELDS - set(engine_names()))
     if unknown:
         raise InputError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(_FIELDS)}")
     for key in ("provider", "model"):
@@ -213,6 +219,20 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     if api not in ("openai", "anthropic"):
         raise InputError(f"{where}: api must be 'openai' or 'anthropic', got {api!r}")
     name = data.get("name") or (f"rule:{model}" if provider == "rule" else f"{prompt.name}@{provider}:{model}")
+    engine = data.get("engine", "local")
+    if engine not in engine_names():
+        raise InputError(f"{where}: {label('engine')} must be one of {engine_names()}, got {engine!r}")
+    stray = sorted(set(data) & set(engine_names()) - {engine})
+    if stray:
+        raise InputError(f"{where}: options table(s) {stray} given but the engine is {engine!r}")
+    if engine != "local" and provider == "rule":
+        raise InputError(f"{where}: a rule judge runs in the local process; engine {engine!r} is for model calls")
+    options = None
+    if engine != "local":
+        table = data.get(engine, {})
+        if not isinstance(table, Mapping):
+            raise InputError(f"{where}: {engine} must be a table of engine options, got {table!r}")
+        options = get_engine(engine).options(f"{where} {engine}", table)
     return JudgeSpec(
         name=str(name), provider=provider, model=model, prompt=prompt, output=output, unit_kinds=kinds,
         parse_mode=parse_mode, samples=setting("samples", 1), params=_params(where, param_label, params),
@@ -226,6 +246,7 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
         max_retries=setting("max_retries", DEFAULT_MAX_RETRIES),
         backoff_s=setting("backoff_s", DEFAULT_BACKOFF_S),
         max_backoff_s=setting("max_backoff_s", DEFAULT_MAX_BACKOFF_S),
+        engine=engine, engine_options=options,
     )
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 # Session fixtures that live in their own modules (the Label Studio server, the demo study, a PostgreSQL cluster).
-pytest_plugins = ["tests.support.labelstudio", "tests.support.demo", "tests.support.postgres"]
+pytest_plugins = ["tests.support.labelstudio", "tests.support.demo", "tests.support.postgres",
+                  "tests.support.ray_cluster"]
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones main into a folder with a copy of shared/ beside it; developers have it

@@ -2,6 +2,7 @@
 
   accord judge run --study STUDY --judge ise-escalate@local:smollm2 [--dry-run] [--json]
   accord judge run --study STUDY --config judges.toml
+  accord judge run --study STUDY --config judges.toml --engine ray --ray-address HOST:6379 [--ray-endpoint URL ...]
   accord judge list [--config judges.toml] [--json]
   accord judge batch-write --study STUDY --config judges.toml --out DIR
   accord judge batch-import RESULTS.jsonl --requests DIR/<judge>.requests.jsonl --study STUDY
@@ -47,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--prices", type=Path, help="price table (default: judges/prices.toml)")
     run.add_argument("--dry-run", action="store_true", help="print the calls and estimated tokens; call nothing")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--engine", choices=("local", "ray"),
+                     help="where uncached calls run, for every judge of the run (default: each judge's engine setting)")
+    run.add_argument("--ray-address", help="Ray cluster address (HOST:PORT) for --engine ray (default: $RAY_ADDRESS)")
+    run.add_argument("--ray-endpoint", action="append", default=[], metavar="URL",
+                     help="OpenAI-compatible endpoint for the ray http processor (repeatable; default: the judge's base URL)")
+    run.add_argument("--qps", type=int, help="requests per second per endpoint for --engine ray")
 
     listing = sub.add_parser("list", help="shipped prompts, output kinds, providers and configured judges")
     listing.add_argument("--config", type=Path, help="also list the judges in this TOML file")
@@ -103,6 +110,36 @@ def _judges(args: argparse.Namespace) -> list[Any]:
     return judges
 
 
+def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
+    """--engine and the --ray-* flags applied to every judge (over its own [judge.ray] table)."""
+    from dataclasses import asdict, replace
+
+    from samples.errors import InputError
+
+    from judges.ray_engine import parse_options
+
+    ray_flags = {"address": args.ray_address, "endpoints": args.ray_endpoint or None, "qps": args.qps}
+    given = [flag for flag, value in (("--ray-address", args.ray_address), ("--ray-endpoint", args.ray_endpoint),
+                                      ("--qps", args.qps)) if value]
+    if args.engine is None and not given:
+        return judges
+    if args.engine != "ray" and given:
+        raise InputError(f"{', '.join(given)} need --engine ray")
+    out = []
+    for judge in judges:
+        if args.engine == "local":
+            out.append(replace(judge, engine="local", engine_options=None))
+            continue
+        if judge.provider == "rule":
+            out.append(judge)  # rule classifiers run in this process whatever the engine
+            continue
+        table = {k: v for k, v in asdict(judge.engine_options).items() if v is not None} if judge.engine == "ray" else {}
+        table.update({k: v for k, v in ray_flags.items() if v is not None})
+        table = {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
+        out.append(replace(judge, engine="ray", engine_options=parse_options(f"judge {judge.name!r} (--engine ray)", table)))
+    return out
+
+
 def _units(args: argparse.Namespace) -> list[Any]:
     from samples.errors import InputError
     from samples.generation import check_generation
@@ -143,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
     from judges.prices import PriceTable
     from judges.runner import StudyPaths, run_judges
 
-    judges = _judges(args)
+    judges = _with_engine(args, _judges(args))
     units = _judged_units(args, judges)
     prices = PriceTable.load(args.prices)
     paths = StudyPaths.in_dir(StudyLayout.of(args.study).judges_dir, cache=args.cache)

@@ -99,3 +99,45 @@ def test_batch_result_errors_name_the_line(fault_server, tmp_path) -> None:
         import_batch_results(bad, written["requests_file"], cache_path=tmp_path / "c.sqlite")
     with pytest.raises(InputError, match="batch files exist for providers"):
         write_batch(units, [build_judge({"provider": "rule", "model": "aggarwal"})], tmp_path, cache_path=tmp_path / "c.sqlite")
+
+
+def _vllm_result(custom_id: str, text: str | None, index: int) -> dict:
+    # A line of `vllm run-batch -o` output: BatchRequestOutput(...).model_dump_json() in
+    # vllm/entrypoints/openai/run_batch.py; a failed request has status 400, no body and the
+    # error message as a string (make_error_request_output).
+    if text is None:
+        return {"id": f"vllm-{index:032x}", "custom_id": custom_id,
+                "response": {"status_code": 400, "request_id": f"vllm-batch-{index:032x}", "body": None},
+                "error": "This model's maximum context length is 2048 tokens."}
+    return {"id": f"vllm-{index:032x}", "custom_id": custom_id, "error": None,
+            "response": {"status_code": 200, "request_id": f"vllm-batch-{index:032x}", "body": {
+                "id": f"chatcmpl-{index:032x}", "object": "chat.completion", "created": 1796170000,
+                "model": "judge-m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "reasoning_content": None, "content": text,
+                                                     "tool_calls": []},
+                             "logprobs": None, "finish_reason": "stop", "stop_reason": None}],
+                "usage": {"prompt_tokens": 700, "total_tokens": 701, "completion_tokens": 1,
+                          "prompt_tokens_details": None},
+                "prompt_logprobs": None, "kv_transfer_params": None}}}
+
+
+def test_vllm_run_batch_output_imports_like_openai_batch_results(fault_server, tmp_path) -> None:
+    """`vllm run-batch -i <judge>.openai-batch.jsonl -o out.jsonl` is the single-machine path for batch files."""
+    units = escalate_units(4)
+    judge = _judge(fault_server, "openai")
+    cache = tmp_path / "study" / "judges" / "cache.sqlite"
+    (written,) = write_batch(units, [judge], tmp_path / "batch", cache_path=cache)
+    lines = [json.loads(line) for line in open(written["batch_file"])]
+    replies = ["NO", "YES", "banana", None]
+    results = tmp_path / "vllm-out.jsonl"
+    results.write_text("".join(json.dumps(_vllm_result(line["custom_id"], reply, i)) + "\n"
+                               for i, (line, reply) in enumerate(zip(lines, replies))))
+    imported = import_batch_results(results, written["requests_file"], cache_path=cache)
+    assert imported == {"results": 4, "outcomes": {"error 400": 1, "succeeded": 3}, "cached": 3}
+
+    summary = run_judges(units, [judge], StudyPaths.in_dir(tmp_path / "study" / "judges")).judges[0]
+    assert (summary.cache_hits, summary.calls) == (3, 1)  # the failed request goes live (or into the next batch)
+    table = read_labels(tmp_path / "study" / "judges" / "labels.jsonl")
+    got = [table[(u.unit_id, judge.name, 0)] for u in units]
+    assert [r.label for r in got[:3]] == ["no", "yes", None]
+    assert got[2].unscored_reason.startswith("wrong_format") and all(r.cache_hit for r in got[:3])

@@ -1,0 +1,73 @@
+"""Where a run's uncached calls are answered: the engine extension point (a Protocol and a registry).
+
+The runner decides *what* to call (fingerprints, cache look-ups, resume) and owns *how a
+finished call is recorded* (``judges.runner.RunContext.record``: cache first, then the
+label log), so every engine gives the same guarantees. An engine only decides where the
+calls run: ``local`` is the runner's own asyncio loop, ``ray`` sends them to a Ray
+cluster (``judges.ray_engine``). A judge names its engine in its ``[[judge]]`` table
+(``engine = "ray"`` plus a ``[judge.ray]`` table of options); the engine is not part
+of the fingerprint or the cache key: the same request answered anywhere is the same
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from samples.errors import InputError
+
+if TYPE_CHECKING:
+    from judges.runner import RunContext, _Task
+    from judges.spec import JudgeSpec
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str
+
+    def options(self, where: str, table: Mapping[str, Any]) -> Any:
+        """The engine's validated options from a judge's ``[judge.<name>]`` table (no heavy import)."""
+        ...
+
+    def check(self, judges: Sequence["JudgeSpec"]) -> None:
+        """Refuse (InputError) before anything is written when the engine cannot run these judges."""
+        ...
+
+    def describe(self, spec: "JudgeSpec") -> dict[str, Any]:
+        """What the run log records about where this judge's calls went."""
+        ...
+
+    def call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
+        """Answer every (task, fingerprint), each through ``run.record`` exactly once."""
+        ...
+
+
+_REGISTRY: dict[str, Engine] = {}
+
+
+def register_engine(engine: Engine) -> None:
+    if engine.name in _REGISTRY:
+        raise ValueError(f"engine {engine.name!r} is already registered")
+    _REGISTRY[engine.name] = engine
+
+
+def _builtins() -> None:
+    if not _REGISTRY:
+        from judges import ray_engine, runner
+
+        register_engine(runner.LocalEngine())
+        register_engine(ray_engine.RayEngine())
+
+
+def engine_names() -> list[str]:
+    _builtins()
+    return sorted(_REGISTRY)
+
+
+def get_engine(name: str) -> Engine:
+    _builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InputError(f"unknown engine {name!r}; known: {sorted(_REGISTRY)}") from None

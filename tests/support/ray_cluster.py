@@ -1,0 +1,169 @@
+"""A real two-node Ray cluster on this machine, one per pytest session (the ``ray`` marker).
+
+``ray start --head --block`` and ``ray start --address ... --block`` each run in their own
+process group, so stopping a node ends its raylet, GCS and workers and nothing else on
+the machine (never ``ray stop``, which ends every Ray process of every user). Their pids
+go to ``.run/ray-*-tests.pid`` so scripts/stop_services.sh ends a leftover. The object
+stores are small (the machine is shared); the CPU counts are logical, so I/O-bound HTTP
+actors fit on both nodes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from judges.local_server import stop_process_group
+
+from tests.support.servers import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+OBJECT_STORE_BYTES = 80 * 1024 * 1024
+NODE_CPUS = 4
+
+
+def _ray_cli() -> str:
+    return str(Path(sys.executable).with_name("ray"))
+
+
+@dataclass
+class RayCluster:
+    """The head node and one worker node; ``address`` is what ``--ray-address`` takes."""
+
+    temp_dir: Path
+    port: int = field(default_factory=free_port)
+    head: subprocess.Popen | None = None
+    worker: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        from ray.util import get_node_ip_address
+
+        return f"{get_node_ip_address()}:{self.port}"  # where Ray's GCS listens and what it advertises
+
+    def _start(self, role: str, args: list[str]) -> subprocess.Popen:
+        log = (self.temp_dir / f"{role}.log").open("ab")
+        process = subprocess.Popen(
+            [_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
+             "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats",
+             "--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port()), *args],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        (REPO / ".run").mkdir(exist_ok=True)
+        (REPO / ".run" / f"ray-{role}-tests.pid").write_text(str(process.pid))
+        return process
+
+    def start(self) -> "RayCluster":
+        self.head = self._start("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
+                                         "--temp-dir", str(self.temp_dir)])
+        self.wait_nodes(1, self.head)
+        self.start_worker()
+        return self
+
+    def start_worker(self) -> None:
+        """A (new) worker node joined to the head; waits until the cluster counts it."""
+        self.worker = self._start("worker", ["--address", self.address])
+        self.wait_nodes(2, self.worker)
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker node: ``ray start``, its raylet and every process below it (Ray's
+        worker processes lead their own process groups, so the group alone is not the node)."""
+        _kill(self.worker.pid)
+        self.worker.wait()
+        (REPO / ".run" / "ray-worker-tests.pid").unlink(missing_ok=True)
+
+    def worker_processes(self, name: str) -> int:
+        """How many live processes below the worker node's ``ray start`` have ``name`` in their command line."""
+        return sum(name in cmdline for cmdline in _descendants(self.worker.pid).values())
+
+    def wait_nodes(self, count: int, process: subprocess.Popen, timeout_s: float = 180.0) -> None:
+        """Until ``count`` nodes are alive (from a fresh driver process, as a judge run sees them)."""
+        probe = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
+                 "print(sum(n['Alive'] for n in ray.nodes()))")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"ray start exited with {process.returncode}; see {self.temp_dir}")
+            try:
+                out = subprocess.run([sys.executable, "-c", probe, self.address], capture_output=True, text=True,
+                                     timeout=60)
+            except subprocess.TimeoutExpired:
+                continue
+            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(count)]:
+                return
+            time.sleep(1.0)
+        raise RuntimeError(f"the Ray cluster did not reach {count} node(s) in {timeout_s:g} s; see {self.temp_dir}")
+
+    def stop(self) -> None:
+        for role, process in (("worker", self.worker), ("head", self.head)):
+            if process is not None and process.poll() is None:
+                below = _descendants(process.pid)
+                stop_process_group(process.pid, grace_s=20.0)
+                process.wait()
+                for pid in below:  # a worker process its raylet did not take down
+                    _kill(pid)
+            (REPO / ".run" / f"ray-{role}-tests.pid").unlink(missing_ok=True)
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every live process: pid -> (parent pid, command line)."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            found[int(stat.parent.name)] = (int(fields[1]), cmdline)
+    return found
+
+
+def _descendants(root: int) -> dict[int, str]:
+    table = _processes()
+    below: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, cmdline) in table.items():
+            if ppid == parent and pid not in below:
+                below[pid] = cmdline
+                frontier.append(pid)
+    return below
+
+
+def _kill(root: int) -> None:
+    """SIGKILL ``root`` and everything below it (listed first: a dead parent's children are re-parented)."""
+    import os
+    import signal
+
+    for pid in [*_descendants(root), root]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """One two-node cluster for every ``ray`` test of the session; a missing Ray is a failure naming the extra."""
+    try:
+        import ray.data.llm  # noqa: F401
+    except ImportError:
+        pytest.fail("Ray is not installed: pip install -e '.[ray]'")
+    # A short path: Ray's unix sockets live under it and must stay under the 107-byte limit.
+    temp_dir = Path(tempfile.mkdtemp(prefix="accray", dir="/tmp"))
+    cluster = RayCluster(temp_dir=temp_dir)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)
