@@ -23,8 +23,8 @@ SHARED = Path(os.environ.get("ACCORD_SHARED", REPO.parent / "shared"))
 # (request.getfixturevalue) mark their parameters instead (tests/annotate/conftest.py,
 # tests/test_readme.py); tests that open chromium or a server by hand mark themselves.
 SERVICE_FIXTURES = {"postgres": "postgres", "labelstudio_server": "labelstudio", "llama_server": "llama",
-                    "demo_study": "demo"}
-SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo")
+                    "demo_study": "demo", "ray_cluster": "ray"}
+SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo", "ray")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
