@@ -44,10 +44,11 @@ def recompute_matches(root: Path, study) -> None:
     from agreement.validation import validate_study
 
     v = study.validation
-    loaded = load_study(root)
+    loaded = load_study(root, cluster=v.cluster)
     result = validate_study(loaded, tie_policy=v.tie_policy, weighted=v.weighted, n_resamples=v.n_resamples,
                             seed=v.seed, level=v.level)
-    assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(result.to_dict())
+    assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(
+        {**result.to_dict(), "cluster": loaded.cluster})
     document, _ = gate_study(loaded, study.gate.policy, judges=study.gate.judges or None)
     assert json.loads((root / "gate" / "verdict.json").read_text()) == jsonable(document)
 
