@@ -74,6 +74,19 @@ def _study_model_families(study, args: argparse.Namespace) -> dict[str, str]:
     return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
 
 
+def _previous(path) -> str | None:
+    """What an existing audit file held (its positive labels and reference), None when there is none."""
+    import json
+
+    if not path.is_file():
+        return None
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "an unreadable earlier audit"
+    return f"the earlier audit counted {body.get('positive')} against the {body.get('reference') or 'human majority'}"
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -109,5 +122,10 @@ def run(args: argparse.Namespace) -> int:
         extra = format_versus_majority(body["versus_majority"]) if body.get("versus_majority") else ""
         return format_audit(result, simulated=body["simulated"]) + extra
 
+    previous = _previous(out)
     publish(out, body, as_json=args.json, text=text, model=None if args.table else AuditDocument)
+    if previous:  # the report and the gate read this file: say what was replaced
+        import sys
+
+        print(f"accord audit: replaced {out} ({previous})", file=sys.stderr)
     return 0

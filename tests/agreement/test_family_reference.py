@@ -74,8 +74,11 @@ def test_two_coders_and_an_adjudicator_lose_no_disagreement(tmp_path, capsys):
     majority = run_audit(root, capsys, "--reference", "human_majority")
     assert majority["reference"] == "human majority" and "versus_majority" not in majority
     assert main(["audit", str(root), "--judge", "esc@j", "--positive", "yes", "--n-resamples", "200"]) == 0
-    text = capsys.readouterr().out
-    assert "the same judge vs the independent human majority" in text and "fa: raw +0.000" in text
+    out = capsys.readouterr()
+    assert "the same judge vs the independent human majority" in out.out and "fa: raw +0.000" in out.out
+    # The report reads audit/audit.json: replacing it is said, naming what the earlier audit was.
+    assert f"accord audit: replaced {root / 'audit' / 'audit.json'} (the earlier audit counted ['yes'] against " \
+           f"the human majority)" in out.err
     assert [m["n"] for m in majority["models"]] == [6, 6, 6, 6]
     assert all(m["bias"]["statistic"] == 0.0 for m in majority["models"])
     # The error matrix covers every judge of the study: esc@j (family fa) and other (family unknown).

@@ -190,3 +190,25 @@ def test_100000_units_through_accord_gate(tmp_path, capsys, planted):
             assert result["passed"] and result["details"]["contrast"] == "adjusted"
             assert max(abs(result["ci_low"]), abs(result["ci_high"])) < BOUND
     print(f"accord gate, 100,000 units, 2 judges, family criterion: {seconds:.1f} s")
+
+
+def test_adjusted_contrast_matches_statsmodels_ols():
+    # The adjusted contrast is the family coefficient of OLS bias ~ 1 + family + reference rate, its interval
+    # the coefficient's t interval: statsmodels fits the same model independently.
+    import statsmodels.api as sm
+
+    from agreement.intervals import model_contrast
+
+    rng = np.random.default_rng(11)
+    bias = rng.normal(0, 0.03, 9)
+    rate = rng.uniform(0.1, 0.7, 9)
+    family = np.arange(9) < 3
+    fit = sm.OLS(bias, sm.add_constant(np.column_stack([family.astype(float), rate]))).fit()
+    ours = model_contrast(bias, family, 0.95, covariate=rate, covariate_name="rate")
+    assert ours.statistic == pytest.approx(fit.params[1], abs=1e-12)
+    assert (ours.ci_low, ours.ci_high) == pytest.approx(tuple(fit.conf_int(0.05)[1]), abs=1e-10)
+    assert ours.p_value == pytest.approx(fit.pvalues[1], rel=1e-8) and ours.df == 6
+    raw = model_contrast(bias, family, 0.95)  # without the covariate: the pooled two-sample t
+    pooled = sm.OLS(bias, sm.add_constant(family.astype(float))).fit()
+    assert (raw.ci_low, raw.ci_high) == pytest.approx(tuple(pooled.conf_int(0.05)[1]), abs=1e-10)
+    assert raw.adjusted_for is None and ours.adjusted_for == "rate"

@@ -46,10 +46,11 @@ def recompute_matches(root: Path, study) -> None:
     from apps.stages import validation_settings
 
     settings, notes = validation_settings(study)  # the gate policy's: one interval per statistic
-    loaded = load_study(root)
+    loaded = load_study(root, cluster=study.validation.cluster)
     result = validate_study(loaded, **settings)
     body = result.to_dict()
     body["notes"] = [*body["notes"], *notes]
+    body["cluster"] = loaded.cluster
     assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(body)
     document, _ = gate_study(loaded, study.gate.policy, judges=study.gate.judges or None)
     assert json.loads((root / "gate" / "verdict.json").read_text()) == jsonable(document)
