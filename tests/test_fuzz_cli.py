@@ -126,6 +126,7 @@ def _folder_for(name: str) -> Callable[[Path], None]:
 
 def _append_line(name: str, line: bytes) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         with open(root / name, "ab") as handle:
             handle.write(line + b"\n")
     return setup
@@ -263,14 +264,17 @@ FULL = "{root}/out"
 CASES += [Case(c.id, c.argv, c.setup, "full", c.xfail) for c in [
     Case("validate-key-nan", ("validate", FULL), _append_line("out/sealed/key.jsonl", b'{"task_id": "t", "x": NaN}')),
     Case("validate-key-is-a-folder", ("validate", FULL), _folder_for("out/sealed/key.jsonl")),
-    Case("validate-human-labels-non-utf8", ("validate", FULL), _append_line("out/labels/human.jsonl", b'{"x": "\xff"}')),
+    # The coding app's export (labels/human.jsonl) is an older copy of the store's rows, left unread: the bad line
+    # goes into an imported labels file, which every command reads.
+    Case("validate-human-labels-non-utf8", ("validate", FULL),
+         _append_line("out/labels/imported/extra.jsonl", b'{"x": "\xff"}')),
     Case("validate-judge-labels-nan", ("validate", FULL), _append_line("out/judges/labels.jsonl", b'{"unit_id": "u", "p": NaN}')),
     Case("validate-level-nan", ("validate", FULL, "--level", "nan")),
     Case("validate-level-2", ("validate", FULL, "--level", "2")),
     Case("validate-resamples-negative", ("validate", FULL, "--n-resamples", "-1")),
     Case("validate-seed-negative", ("validate", FULL, "--seed", "-1")),
     Case("validate-study-missing", ("validate", "{root}/nowhere")),
-    Case("quality-human-labels-non-utf8", ("quality", FULL), _append_line("out/labels/human.jsonl", b'{"x": "\xff"}')),
+    Case("quality-human-labels-non-utf8", ("quality", FULL), _append_line("out/labels/imported/extra.jsonl", b'{"x": "\xff"}')),
     Case("quality-level-nan", ("quality", FULL, "--level", "nan")),
     Case("quality-tie-policy-unknown", ("quality", FULL, "--tie-policy", "coin")),
     Case("quality-policy-nan", ("quality", FULL, "--policy", "{root}/policy.toml"), _replace("policy.toml", "0.95", "nan")),
