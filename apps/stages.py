@@ -319,7 +319,7 @@ def _blind_run(ctx: Context) -> Outcome:
     from samples.blind import blind_study
 
     summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed,
-                          keep=ctx.study.blinding.keep)
+                          keep=ctx.study.blinding.keep, keep_roles=ctx.study.blinding.keep_roles)
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
 

@@ -78,6 +78,9 @@ class Blinding(_Section):
     seed: int = Field(default=DEFAULT_SEED, ge=0, description="Seed of task ids and orders.")
     keep: list[str] = Field(default_factory=list, description="Vendor or harness names shown as written (accord "
                                                              "blind --keep); model names are always masked.")
+    keep_roles: bool = Field(default=False, description="Leave an agent framework's speaker and role names readable "
+                                                        "(accord blind --keep-roles); by default they become neutral "
+                                                        "roles.")
 
 
 class Annotation(_Section):

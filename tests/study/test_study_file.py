@@ -110,3 +110,10 @@ def test_shipped_ise_study_files_pin_the_papers_judge_settings(name) -> None:
     judged = {s.removeprefix("judge:") for s in plan["strata"] if s.startswith("judge:")}
     judged |= set(plan.get("hard_negatives", {}).get("judges", []))
     assert judged <= {s.name for s in specs}
+
+
+def test_blinding_keep_roles_is_a_study_setting(tmp_path) -> None:
+    """[blinding] keep_roles reaches the blind stage as accord blind --keep-roles does (default: roles masked)."""
+    assert load_study_file(DEMO).blinding.keep_roles is False
+    path = _variant(tmp_path, "[blinding]\n", "[blinding]\nkeep_roles = true\n")
+    assert load_study_file(path).blinding.keep_roles is True
