@@ -32,14 +32,16 @@ def cached_report(folder: str, stamp: tuple[tuple[str, float], ...]):
 
 
 def stamp_of(folder: str) -> tuple[tuple[str, float], ...]:
-    """Modification times of the stage documents and of every input they record (so staleness shows at once)."""
+    """Modification times of the stage documents and of every input they record, the store's labels included
+    (so staleness shows at once)."""
     from agreement.documents import DOCUMENTS
+    from apps.live import live_stamp
     from samples.layout import StudyLayout
 
     layout = StudyLayout(Path(folder))
     paths = [model.path(layout) for model in DOCUMENTS]
-    paths += [layout.key, layout.judge_labels, layout.units, layout.trajectories, *layout.human_label_files()]
-    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file())
+    paths += [layout.key, layout.judge_labels, layout.units, layout.trajectories]
+    return tuple((str(p), p.stat().st_mtime) for p in paths if p.is_file()) + live_stamp(folder)
 
 
 @st.cache_data(show_spinner="Reading the labels ...")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from samples.errors import InputError
 from samples.layout import StudyLayout
 
 LIVE_RESAMPLES = 1_000
-"""Cluster-bootstrap resamples of the running agreement without a gate policy (a preview, not the verdict)."""
+"""Most cluster-bootstrap resamples of the running agreement and quality while people label (a preview, not the
+verdict; a fresh validation.json or quality.json is shown instead when there is one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,15 +148,21 @@ def _study(layout: StudyLayout, key: pd.DataFrame, human: pd.DataFrame) -> Any:
     return Study(root=layout.root, key=key, human=human, judge=judge)
 
 
+def _fresh(model: Any, layout: StudyLayout) -> Any:
+    """The study's document of ``model`` when no input changed since it was written, else None."""
+    from agreement.documents import read_document, stale_reasons
+
+    document = read_document(model, layout) if model.path(layout).is_file() else None
+    return document if document is not None and not stale_reasons(document, layout) else None
+
+
 def _validated_agreement(layout: StudyLayout) -> Table | None:
     """The running human-human agreement as validation.json states it, when no input changed since (the numbers
     every other view shows); None when there is no such document or it is stale."""
-    from agreement.documents import ValidationDocument, read_document, stale_reasons
+    from agreement.documents import ValidationDocument
 
-    if not layout.validation.is_file():
-        return None
-    document = read_document(ValidationDocument, layout)
-    if stale_reasons(document, layout):
+    document = _fresh(ValidationDocument, layout)
+    if document is None:
         return None
     rows = []
     for section in document.sections:
@@ -264,9 +271,11 @@ def live_view(folder: str | Path) -> LiveView:
         tables.append(_gold_table(gold))
     study = _study(layout, key, human)
     if (human["role"] == "independent").any():
+        # A preview while people label: at most LIVE_RESAMPLES resamples, unless a fresh document holds the numbers.
+        preview = replace(settings, n_resamples=min(settings.n_resamples, LIVE_RESAMPLES))
         tables.append(_validated_agreement(layout)
-                      or _agreement(quality_table(study), settings.level, settings.n_resamples, settings.seed))
-        document = QualityDocument.model_validate(run_quality(study, settings, gold))
+                      or _agreement(quality_table(study), preview.level, preview.n_resamples, preview.seed))
+        document = _fresh(QualityDocument, layout) or QualityDocument.model_validate(run_quality(study, preview, gold))
         tables.append(annotator_quality_table(document))
     else:
         notes.append("no independent labels yet")
