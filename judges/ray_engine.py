@@ -120,6 +120,20 @@ def _import_ray() -> Any:
     return ray
 
 
+def _reachable(address: str, timeout_s: float = 10.0) -> None:
+    """Refuse at once a HOST:PORT nothing listens on: ``ray.init`` would wait minutes for it."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise InputError(f"cannot reach the Ray cluster at {address}: {error.strerror or error} "
+                         "(start it with `ray start --head`, or check --ray-address)") from None
+
+
 def cluster_gpus(ray: Any) -> float:
     return float(ray.cluster_resources().get("GPU", 0.0))
 
@@ -154,6 +168,7 @@ class RayEngine:
                 raise InputError(f"judge {spec.name!r}: the ray http processor posts OpenAI chat requests; "
                                  f"provider {spec.provider!r} with api {spec.connection.api!r} is not one")
         address = addresses.pop()
+        _reachable(address)
         if not ray.is_initialized():
             logging.getLogger("ray").setLevel(logging.WARNING)
             try:

@@ -94,6 +94,7 @@ def test_without_ray_the_engine_says_how_to_install_it_in_one_line(tmp_path) -> 
     (["--ray-address", "h:1"], "--ray-address need --engine ray"),
     (["--engine", "ray", "--qps", "0"], "qps must be an integer from 1 to 1000000, got 0"),
     (["--engine", "ray"], "the ray engine needs a cluster address: --ray-address ADDR"),
+    (["--engine", "ray", "--ray-address", "127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1: "),
 ])
 def test_engine_flags_are_checked_before_anything_runs(tmp_path, flags, message) -> None:
     units_file, config = _units_and_config(tmp_path)
