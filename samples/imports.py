@@ -463,6 +463,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
 
     def convert(row: TableRow) -> None:
         unit_id = identifier(row.get(unit_column))
+        if not unit_id:
+            raise InputError(f"{row.where}: column {unit_column!r} holds only whitespace; expected a unit id")
         unit_kind = kind if kind is not None else identifier(row.get(kind_column))
         if unit_kind not in UNIT_KINDS:
             raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")

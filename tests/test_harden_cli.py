@@ -227,3 +227,8 @@ def test_unit_ids_differing_by_surrounding_whitespace_are_one_unit(tmp_path, cap
     assert main(["import", "units", str(again), "--study", str(tmp_path / "t"), "--unit-column", "id",
                  "--kind", "identify_trajectory"]) == 2
     assert "exact duplicate row" in capsys.readouterr().err  # the same unit twice, as a reader sees it
+    blank = tmp_path / "blank.csv"
+    blank.write_text('id,family\nu1,a\n"  ",b\n')
+    assert main(["import", "units", str(blank), "--study", str(tmp_path / "b"), "--unit-column", "id",
+                 "--kind", "identify_trajectory"]) == 2
+    assert f"{blank}:3: column 'id' holds only whitespace" in capsys.readouterr().err
