@@ -94,6 +94,7 @@ def _alttest_panel(shared, dataset: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+@pytest.mark.slow  # crowd-kit fits: minutes of CPU (make test runs it, make test-fast does not)
 def test_dawid_skene_and_mace_equal_crowdkit_run_directly(shared):
     pytest.importorskip("crowdkit", reason="crowd-kit is not installed: pip install 'accord[quality]'")
     from crowdkit.aggregation import MACE, DawidSkene
@@ -190,6 +191,7 @@ def test_exclude_flagged_needs_a_quality_rule(tmp_path):
         load_policy(path)
 
 
+@pytest.mark.slow  # crowd-kit fits: minutes of CPU (make test runs it, make test-fast does not)
 def test_quality_command_writes_the_document(tmp_path, noisy_study, capsys):
     from agreement.documents import QualityDocument, read_document
 
@@ -208,6 +210,7 @@ def test_quality_command_writes_the_document(tmp_path, noisy_study, capsys):
     assert main(["quality", str(noisy_study), "--policy", str(policy_path), "--tie-policy", "exclude"]) == 2
 
 
+@pytest.mark.slow  # crowd-kit fits: minutes of CPU (make test runs it, make test-fast does not)
 def test_report_shows_the_annotator_quality_table(tmp_path, noisy_study):
     from agreement.report import build_report, render
 

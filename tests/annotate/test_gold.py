@@ -263,6 +263,7 @@ def test_a_gold_key_from_an_earlier_blinding_is_refused_at_push(study, capsys):
     assert Store.for_study(study).orders()
 
 
+@pytest.mark.slow  # crowd-kit fits: minutes of CPU (make test runs it, make test-fast does not)
 def test_quality_document_and_report_table_carry_gold_accuracy_per_kind(study, capsys):
     """`accord quality` on a study with gold: per unit kind and annotator the accuracy equals a hand count,
     with the Wilson interval statsmodels gives; the report table shows it; the sealed key stays unread by agreement."""

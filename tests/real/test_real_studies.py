@@ -20,6 +20,10 @@ from agreement.gate import BUILT_IN
 from apps.cli import main
 from tests.agreement.test_alttest import PUBLISHED
 
+# The real studies run whole (the alt-test's nine include crowd-kit fits: minutes of CPU): make test
+# runs them, make test-fast does not.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 STUDIES = REPO / "data" / "studies"
 
