@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from samples.seed import DEFAULT_SEED
+
 from samples.errors import InputError
 from samples.layout import StudyLayout
 
@@ -189,7 +191,7 @@ class Equivalence:
 
 
 def tost_paired_rates(first: Sequence[bool], second: Sequence[bool], clusters: Sequence[str], *, margin: float,
-                      level: float = 0.90, n_resamples: int = 2000, seed: int = 20261129) -> Equivalence:
+                      level: float = 0.90, n_resamples: int = 2000, seed: int = DEFAULT_SEED) -> Equivalence:
     """TOST on mean(first) - mean(second) over the same rows, resampling clusters (the paper's case-clustered
     bootstrap); ``level`` 0.90 is the interval of two one-sided tests at alpha 0.05."""
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)

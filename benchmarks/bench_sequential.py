@@ -21,11 +21,13 @@ import math
 
 import numpy as np
 
+from samples.seed import DEFAULT_SEED
+
 from agreement.anytime import Stream, agreement_sequence
 from agreement.sequential import betting_cs
 
 FLOOR_KAPPA, DESIGN_KAPPA = 0.6, 0.8
-SEED = 20261129
+SEED = DEFAULT_SEED
 
 
 def _study(rng: np.random.Generator, *, positive: float, kappa: float, clusters: int, largest: int = 6

@@ -127,7 +127,7 @@ BAD_INPUTS = [
     ("unit,rater,label\nu1,a,yes\nu2,a,no\n", (), "at least two raters"),
     ("unit,rater,label\nu1,a,yes\nu1,b,no\n", ("--judge", "zed"), "--judge zed"),
     ("unit,rater,label\nu1,a,yes\nu1,b,no\n", ("--tie-policy", "coin"), "tie_policy='coin'"),
-    ("unit,rater,label\nu1,a,yes\nu1,b,no\n", ("--bootstrap", "5"), "--bootstrap 5"),
+    ("unit,rater,label\nu1,a,yes\nu1,b,no\n", ("--bootstrap", "5"), "argument --bootstrap: 5: expected 100 to 1000000"),
     ("unit,rater,label\nu1,a,yes\nu1,b,no\n", ("--by", "split"), "'split'"),
 ]
 

@@ -55,7 +55,7 @@ def test_a_declared_label_map_compares_them(mixed_study, repo, capsys):
     assert main(["validate", str(mixed_study), "--n-resamples", "200", "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
     section = body["sections"][0]
-    assert section["categories"] == ["ANSWER", "DECLINE"]
+    assert section["categories"] == ["ANSWER", "CALL_TOOL", "DECLINE"]  # the decision scheme keeps CALL_TOOL
     # The judge copies coder 1 read through the map: its raw agreement with c1 is 1.
     versus = {p["rater_b"]: p for p in section["judges_vs_humans"][0]["vs_annotators"]}
     assert versus["c1"]["results"]["percent_agreement"]["statistic"] == 1.0

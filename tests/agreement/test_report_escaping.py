@@ -35,7 +35,7 @@ def test_every_html_template_is_autoescaped():
         assert env.autoescape(name), name  # select_autoescape(["html"]) gave False for report.html.jinja
         rendered = env.get_template(name).render(report=ReportContent(
             study=PAYLOAD, banners=[IMG], verdict=None,
-            cards=[Card(judge=PAYLOAD, verdict="ACCEPT", deciding=IMG, measured="1", threshold="2", humans=PAYLOAD,
+            cards=[Card(judge=PAYLOAD, verdict="ACCEPT", line=IMG, humans=PAYLOAD,
                         failed=0, criteria=1)],
             tables=[Table(title=PAYLOAD, header=[IMG], rows=[[PAYLOAD, IMG]], note=IMG)],
             fingerprints={PAYLOAD: IMG}))

@@ -353,7 +353,7 @@ def test_a_kind_without_human_labels_is_named_not_fatal(study, tmp_path, capsys)
     write_ise_study(tmp_path)
     StudyLayout.of(tmp_path).app_labels.unlink()
     assert main(["validate", str(tmp_path), "--n-resamples", "200"]) == 2
-    assert "no human labels on the sampled units; human labels come from labels/human.jsonl" in capsys.readouterr().err
+    assert "no human labels on the sampled units; human labels come from the coding app" in capsys.readouterr().err
 
 
 def test_labels_imported_as_found_may_mix_numbers_and_text(tmp_path, capsys):

@@ -80,7 +80,7 @@ def test_raw_json_outputs_go_through_the_live_parsers(study, tmp_path):
     ("item,ann,label\nt1|m1,alice\n", ["--annotator-column", "ann", "--label-column", "label"],
      "{file}:2: 2 fields; the header has 3"),
     ('item,ann,label\nt1|m1,"alice,yes\n', ["--annotator-column", "ann", "--label-column", "label"],
-     "{file}:2: malformed CSV"),
+     "{file}:2: a quoted field is never closed"),
     ("item,a1,a2\nt1|m1,1,yes\n", ["--annotator-columns", "a1,a2"], "mixes numbers"),
 ])
 def test_bad_human_tables_are_refused_with_their_line_and_nothing_is_written(study, tmp_path, capsys, table, options,
