@@ -123,7 +123,8 @@ def test_the_cluster_key_is_a_study_setting(tmp_path, capsys):
     policy = tmp_path / "policy.toml"
     policy.write_text('[policy]\nname = "t"\ndescription = "t"\nlevel = 0.95\ntie_policy = "exclude"\n'
                       'n_resamples = 200\nseed = 20261129\n\n[[criteria]]\ntype = "unscored_share"\nmax_share = 0.5\n')
-    assert main(["gate", str(root), "--policy", str(policy), "--judge", "esc@j", "--cluster", "case", "--json"]) == 0
+    # 40 units: the built-in baseline criteria call that too small (REJECT, exit 1); the verdict names its cluster.
+    assert main(["gate", str(root), "--policy", str(policy), "--judge", "esc@j", "--cluster", "case", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["cluster"] == "case"
 
 

