@@ -118,14 +118,20 @@ def betting_cs(sums: np.ndarray, sizes: np.ndarray, *, alpha: float, bound: floa
         log_down = np.cumsum(np.log1p(-down * payoff), axis=0)
         wealth = np.logaddexp(log_up, log_down) - math.log(2.0)
         excluded[:, start:start + step] = np.logical_or.accumulate(wealth >= threshold, axis=0)
+    low, high = _bounds(excluded, theta)
+    return ConfidenceSequence(statistic=np.cumsum(sums) / n, low=low, high=high, n=n, level=level)
+
+
+def _bounds(excluded: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per look, the smallest and largest candidate never excluded, widened by one grid step (NaN: none left)."""
     kept = ~excluded
     any_kept = kept.any(axis=1)
     first = np.argmax(kept, axis=1)
-    last = grid - 1 - np.argmax(kept[:, ::-1], axis=1)
-    gap = 1.0 / (grid - 1)
-    low = np.where(any_kept, np.clip(theta[first] - gap, 0.0, 1.0), np.nan)
-    high = np.where(any_kept, np.clip(theta[last] + gap, 0.0, 1.0), np.nan)
-    return ConfidenceSequence(statistic=np.cumsum(sums) / n, low=low, high=high, n=n, level=level)
+    last = theta.size - 1 - np.argmax(kept[:, ::-1], axis=1)
+    gap = theta[1] - theta[0]
+    low = np.where(any_kept, np.clip(theta[first] - gap, theta[0], theta[-1]), np.nan)
+    high = np.where(any_kept, np.clip(theta[last] + gap, theta[0], theta[-1]), np.nan)
+    return low, high
 
 
 def e_process(sums: np.ndarray, sizes: np.ndarray, *, shift: float, bound: float | None = None) -> np.ndarray:
@@ -241,13 +247,7 @@ def chance_corrected_cs(judge: np.ndarray, reference: np.ndarray, coefficient: s
         wealth = np.logaddexp(np.cumsum(np.log1p(up * payoff), axis=0),
                               np.cumsum(np.log1p(-down * payoff), axis=0)) - math.log(2.0)
         excluded[:, start:start + step] = np.logical_or.accumulate(wealth >= threshold, axis=0)
-    kept = ~excluded
-    any_kept = kept.any(axis=1)
-    first = np.argmax(kept, axis=1)
-    last = grid - 1 - np.argmax(kept[:, ::-1], axis=1)
-    gap = 2.0 / (grid - 1)
-    low = np.where(any_kept, np.clip(theta[first] - gap, -1.0, 1.0), np.nan)
-    high = np.where(any_kept, np.clip(theta[last] + gap, -1.0, 1.0), np.nan)
+    low, high = _bounds(excluded, theta)
     po, pe = np.cumsum(agree), np.cumsum(chance)
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = np.where(pe < np.arange(1, pairs + 1), (po - pe) / (np.arange(1, pairs + 1) - pe), np.nan)

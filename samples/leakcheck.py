@@ -131,8 +131,8 @@ def _read_through(low: str) -> str:
     return _INNER.sub("", low)
 
 
-def _decoded(token: str, hexadecimal: bool) -> str | None:
-    """A base64 or hex token's text when it decodes to printable UTF-8, else None."""
+def decoded_token(token: str, hexadecimal: bool) -> str | None:
+    """A base64 or hex token's text when it decodes to printable UTF-8, else None (the scrubber decodes with it too)."""
     try:
         if hexadecimal:
             raw = bytes.fromhex(token)
@@ -142,7 +142,7 @@ def _decoded(token: str, hexadecimal: bool) -> str | None:
         text = raw.decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return None
-    return text if text.isprintable() or all(c.isprintable() or c.isspace() for c in text) else None
+    return text if all(c.isprintable() or c.isspace() for c in text) else None
 
 
 class LeakDetector:
@@ -287,7 +287,7 @@ class LeakDetector:
                 hexadecimal = _HEX.fullmatch(raw) is not None
                 if not hexadecimal and (raw.islower() or raw.isupper()):
                     continue  # base64 of text mixes cases; ordinary words do not
-                inner = _decoded(raw, hexadecimal)
+                inner = decoded_token(raw, hexadecimal)
                 if inner:
                     kind = "hex" if hexadecimal else "base64"
                     found += [(term, f"{kind} {raw[:40]} = {context}") for term, context in self._hits(inner, decode=False)]

@@ -52,6 +52,7 @@ from urllib.parse import unquote
 
 import ahocorasick
 
+from samples.leakcheck import decoded_token
 from samples.confusables import fold
 from samples.errors import InputError
 from samples.vocabulary import Vocabulary, default_vocabulary
@@ -569,7 +570,7 @@ class Scrubber:
             hexadecimal = _HEX.fullmatch(raw) is not None
             if not hexadecimal and (raw.islower() or raw.isupper()):
                 return raw  # base64 of text mixes cases (and has a digit); ordinary words do not
-            decoded = _decoded(raw, hexadecimal)
+            decoded = decoded_token(raw, hexadecimal)
             if decoded is None:
                 return raw
             clean, found = self.scrub(decoded, encoded=False)
@@ -686,19 +687,6 @@ def _mask(text: str, span: _Span) -> str:
         return neutral.upper()
     return neutral.capitalize() if letters and letters[0].isupper() else neutral
 
-
-def _decoded(token: str, hexadecimal: bool) -> str | None:
-    """A base64 or hex token's text when it decodes to printable UTF-8, else None."""
-    try:
-        if hexadecimal:
-            raw = bytes.fromhex(token)
-        else:
-            token = token.rstrip("=").replace("-", "+").replace("_", "/")
-            raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
-        text = raw.decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return text if all(c.isprintable() or c.isspace() for c in text) else None
 
 
 def check_keep(keep: Iterable[str], vocabulary: Vocabulary, extra: Mapping[str, Iterable[str]]) -> frozenset[str]:
