@@ -12,14 +12,14 @@ from annotate.store import STORE_URL_ENV, Store
 from tests.annotate.helpers import write_study
 
 ENGINES = ("sqlite", "postgresql")
+# The PostgreSQL case reaches the cluster at run time (getfixturevalue), so it carries the marker here.
+ENGINE_PARAMS = [pytest.param(e, marks=pytest.mark.postgres) if e == "postgresql" else e for e in ENGINES]
 
 
 def pytest_generate_tests(metafunc) -> None:
     """Modules that set ``BOTH_ENGINES = True`` run every test that uses a store on both engines."""
     if "engine" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
-        # The PostgreSQL case reaches the cluster at run time (getfixturevalue), so it carries the marker here.
-        params = [pytest.param(e, marks=pytest.mark.postgres) if e == "postgresql" else e for e in ENGINES]
-        metafunc.parametrize("engine", params, indirect=True)
+        metafunc.parametrize("engine", ENGINE_PARAMS, indirect=True)
 
 
 @pytest.fixture

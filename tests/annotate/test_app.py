@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotate.app_backend import sign_in
 from annotate.store import Store
-from tests.annotate.conftest import ENGINES
+from tests.annotate.conftest import ENGINE_PARAMS
 from tests.annotate.helpers import IDENTITY_MARKERS, ORDERS, TASKS
 
 APP = str(Path(__file__).resolve().parents[2] / "apps" / "coding_app.py")
@@ -569,7 +569,7 @@ def test_sign_in_gives_the_browser_a_session_secret_and_sign_out_takes_it_back(a
     assert at.text_input(key="token_input")
 
 
-@pytest.mark.parametrize("engine", ENGINES, indirect=True)
+@pytest.mark.parametrize("engine", ENGINE_PARAMS, indirect=True)
 def test_browser_sessions_keep_only_hashes_expire_close_and_end_with_the_token(loaded_study, engine):
     """On either engine: a session secret signs its annotator in on any server of the store (a second
     Store handle stands for a second server) until it is closed, expires, or its token is rotated."""
