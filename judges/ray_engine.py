@@ -224,7 +224,7 @@ class RayEngine:
         except (KeyboardInterrupt, InputError):
             raise
         except Exception as error:  # the processor gave up (retries exhausted), the cluster went away
-            detail = f"ray: {type(error).__name__}: {(str(error).strip().splitlines() or [''])[-1][:300]}"
+            detail = f"call_failed: ray: {type(error).__name__}: {(str(error).strip().splitlines() or [''])[-1][:300]}"
             for key, tasks in by_key.items():
                 if key not in answered:
                     self._fail(key, tasks, detail, run)
@@ -243,12 +243,12 @@ class RayEngine:
         if not (isinstance(body, dict) and body.get("choices")):
             error = body.get("error") if isinstance(body, dict) else None
             message = (error.get("message") if isinstance(error, dict) else error) or str(body)
-            RayEngine._fail(key, tasks, f"HTTP error: {str(message)[:300]}", run, counted=True)
+            RayEngine._fail(key, tasks, f"call_failed: HTTP error: {str(message)[:300]}", run, counted=True)
             return
         try:
             completion = run.providers[spec.name].completion_from_raw(_as_sdk_body(body))
         except CallError as error:
-            RayEngine._fail(key, tasks, error.detail, run, counted=True)
+            RayEngine._fail(key, tasks, f"{error.reason}: {error.detail}", run, counted=True)
             return
         tally.input_tokens += completion.input_tokens or 0
         tally.output_tokens += completion.output_tokens or 0
