@@ -224,7 +224,7 @@ class RayEngine:
         except (KeyboardInterrupt, InputError):
             raise
         except Exception as error:  # the processor gave up (retries exhausted), the cluster went away
-            detail = f"call_failed: ray: {type(error).__name__}: {(str(error).strip().splitlines() or [''])[-1][:300]}"
+            detail = f"ray: {type(error).__name__}: {(str(error).strip().splitlines() or [''])[-1][:300]}"
             for key, tasks in by_key.items():
                 if key not in answered:
                     self._fail(key, tasks, detail, run)
@@ -243,12 +243,12 @@ class RayEngine:
         if not (isinstance(body, dict) and body.get("choices")):
             error = body.get("error") if isinstance(body, dict) else None
             message = (error.get("message") if isinstance(error, dict) else error) or str(body)
-            RayEngine._fail(key, tasks, f"call_failed: HTTP error: {str(message)[:300]}", run, counted=True)
+            RayEngine._fail(key, tasks, f"HTTP error: {str(message)[:300]}", run, counted=True)
             return
         try:
             completion = run.providers[spec.name].completion_from_raw(_as_sdk_body(body))
         except CallError as error:
-            RayEngine._fail(key, tasks, f"{error.reason}: {error.detail}", run, counted=True)
+            RayEngine._fail(key, tasks, error.detail, run, reason=error.reason, counted=True)
             return
         tally.input_tokens += completion.input_tokens or 0
         tally.output_tokens += completion.output_tokens or 0
@@ -256,13 +256,16 @@ class RayEngine:
             run.record(task, fingerprint, completion, None, None)  # no per-call wall time on the cluster
 
     @staticmethod
-    def _fail(key: str, tasks: list[tuple["_Task", str]], detail: str, run: "RunContext", *, counted: bool = False) -> None:
+    def _fail(key: str, tasks: list[tuple["_Task", str]], detail: str, run: "RunContext", *,
+              reason: str = "call_failed", counted: bool = False) -> None:
+        """Every unit of a failed call unscored as ``reason: detail`` (``call_failed`` is tried again next run)."""
         spec = tasks[0][0].spec
         run.tallies[spec.name].failed += 1
         for task, fingerprint in tasks:
             run.log.event("call_failed", run_id=run.run_id, judge=spec.name, unit_id=task.unit.unit_id,
-                          sample_index=task.sample_index, key=key, error=detail, engine="ray", answered=counted)
-            run.record(task, fingerprint, None, detail, None)
+                          sample_index=task.sample_index, key=key, error=detail, reason=reason, engine="ray",
+                          answered=counted)
+            run.record(task, fingerprint, None, f"{reason}: {detail}", None)
 
 
 def _as_sdk_body(body: dict[str, Any]) -> dict[str, Any]:
