@@ -291,6 +291,9 @@ def test_a_reload_keeps_the_annotator_signed_in_without_the_token_in_the_url(who
         other.add_cookies([{"name": "accord_session", "value": secret[:-4] + "AAAA", "url": app.url}])
         page.reload()
         expect(page.get_by_label("Token")).to_be_visible(timeout=TIMEOUT_MS)
+        # The sign-in page drops a cookie it does not accept; wait for that before setting the
+        # real one, or the page's late clean-up would delete the real cookie too.
+        page.wait_for_function("!document.cookie.includes('accord_session=')", timeout=TIMEOUT_MS)
         other.add_cookies([{"name": "accord_session", "value": secret, "url": app.url}])
         page.reload()
         expect_text(page, "Task 2 of 4")
