@@ -264,6 +264,7 @@ def _register_builtins() -> None:
         "yes_no": ("escalate", {"YES": "yes", "NO": "no"}, "one word YES or NO"),
         "correct_incorrect": ("correctness", {"CORRECT": "correct", "INCORRECT": "incorrect"}, "one word CORRECT or INCORRECT"),
         "refusal_claim": ("refusal", {"REFUSAL": "refusal", "CLAIM": "claim"}, "one word REFUSAL or CLAIM"),
+        "milestone_yes_no": ("milestone", {"YES": "yes", "NO": "no"}, "one word YES or NO (ASA milestone met)"),
         "ehq4": ("ehq4", {w: w for w in ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG")},
                  "one EHQ section 3.3 class name"),
     }

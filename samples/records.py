@@ -17,13 +17,18 @@ Setting = Literal["controlled", "natural", "other"]
 Split = Literal["conflict", "control", "none"]
 SETTINGS: frozenset[str] = frozenset(get_args(Setting))
 SPLITS: frozenset[str] = frozenset(get_args(Split))
-UnitKind = Literal["identify_trajectory", "identify_turn", "escalate_final", "correctness", "response"]
+UnitKind = Literal["identify_trajectory", "identify_turn", "escalate_final", "correctness", "response",
+                   "asa_m0", "asa_m1", "asa_m2", "asa_m3"]
 UNIT_KINDS: tuple[str, ...] = (
     "identify_trajectory",
     "identify_turn",
     "escalate_final",
     "correctness",
     "response",
+    "asa_m0",
+    "asa_m1",
+    "asa_m2",
+    "asa_m3",
 )
 # Unit fields that identify the evaluated model or the design; never shown to an
 # annotator, never imported into an annotation tool.

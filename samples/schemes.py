@@ -41,6 +41,8 @@ SCHEMES: dict[str, LabelScheme] = {
         LabelScheme(name="decision", labels=("ANSWER", "CALL_TOOL", "DECLINE"), positive="DECLINE",
                     description="Aggarwal et al. three-way decision: ANSWER commits; CALL_TOOL and DECLINE do not "
                                 "(J counts DECLINE only, App. D Table 6)."),
+        LabelScheme(name="milestone", labels=("yes", "no"), positive="yes",
+                    description="ASA (seed 003) M0-M3: is this one milestone met on a blocked trajectory (yes/no)."),
     )
 }
 

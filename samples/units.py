@@ -143,7 +143,7 @@ class Skip:
 
 # Source metadata that scoring or a rule judge needs, carried into Unit.reference (never
 # shown): human labels of the source datasets, and the EHQ item the ehq rule judge reads.
-_REFERENCE_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward", "ehq_item")
+_REFERENCE_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward", "ehq_item", "asa")
 
 
 _SHOWN_IF_SET = ("question", "gold_answers")

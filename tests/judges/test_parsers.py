@@ -91,7 +91,7 @@ def test_every_output_kind_maps_into_its_scheme() -> None:
     from samples.schemes import SCHEMES
 
     samples = {"yes_no": "YES", "correct_incorrect": "CORRECT", "refusal_claim": "CLAIM", "ehq4": "HEDGE",
-               "identify_json": '{"flag": 1, "first_recognition_turn": 0}', "decision": "DECISION: ANSWER"}
+               "identify_json": '{"flag": 1, "first_recognition_turn": 0}', "decision": "DECISION: ANSWER", "milestone_yes_no": "NO"}
     assert set(samples) == set(OUTPUT_KINDS)
     for name, text in samples.items():
         kind = OUTPUT_KINDS[name]

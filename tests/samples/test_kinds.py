@@ -26,12 +26,14 @@ def test_every_unit_kind_has_a_spec_and_the_schemes_are_the_documented_ones() ->
     # ARCHITECTURE.md, "Unit kinds" table.
     assert set(kinds()) == set(UNIT_KINDS)
     assert dict(DEFAULT_SCHEME) == {"identify_trajectory": "identify", "identify_turn": "identify",
-                                    "escalate_final": "escalate", "correctness": "correctness", "response": "ehq4"}
+                                    "escalate_final": "escalate", "correctness": "correctness", "response": "ehq4",
+                                    **{f"asa_m{i}": "milestone" for i in range(4)}}
     assert {k: get_kind(k).first_turn for k in UNIT_KINDS} == {
         "identify_trajectory": "required_for_positive", "identify_turn": "absent", "escalate_final": "absent",
-        "correctness": "absent", "response": "absent"}
+        "correctness": "absent", "response": "absent", **{f"asa_m{i}": "absent" for i in range(4)}}
     assert [get_kind(k).labelstudio_config for k in UNIT_KINDS] == list(UNIT_KINDS)
-    assert [get_kind(k).codebook for k in UNIT_KINDS] == ["identify", "identify", "escalate", "correctness", "ehq4"]
+    assert [get_kind(k).codebook for k in UNIT_KINDS] == ["identify", "identify", "escalate", "correctness", "ehq4",
+                                                              *["milestone"] * 4]
     with pytest.raises(InputError, match="unknown unit kind 'essay'"):
         get_kind("essay")
 
