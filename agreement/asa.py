@@ -300,3 +300,85 @@ def belief_differences(first: Sequence[float | None], second: Sequence[float | N
         out[name] = Estimate(statistic=float(point[j]), n=len(y), ci_low=lo, ci_high=hi, level=level, method=method,
                              details={"n_resamples": n_resamples, "undefined_draws": dropped})
     return out
+
+
+# --- a study's ASA -----------------------------------------------------------------------------------------
+
+def estimate_record(estimate: Estimate) -> dict:
+    """An ``Estimate`` as the ASA document stores it (statistic, n, interval, reason, details)."""
+    return estimate.to_dict()
+
+
+def blocked_record(scores: BlockedScores) -> dict:
+    return {"n_runs": scores.n_runs, "unknown_gates": dict(scores.unknown_gates),
+            "invalid": [list(pair) for pair in scores.invalid],
+            **{name: estimate_record(getattr(scores, name))
+               for name in ("m0", "sa_strict", "sa_relaxed", "naive_relaxed", "gap")},
+            "by_family": {f: {k: estimate_record(v) for k, v in d.items()} for f, d in scores.by_family.items()}}
+
+
+def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: int, level: float) -> dict:
+    """The ASA scores of a study: blocked-task milestones from the judge on every milestone unit and, on the
+    sampled units, from the judge and from the resolved human reference; feasible solve and false abstention
+    from the runs' native records (``metadata.asa``)."""
+    from agreement.study_io import labels_table, load_study
+    from agreement.validation import reference_labels
+    from samples.asa import REFERENCE_KEY, AsaReference
+    from samples.canonical import file_sha256
+    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.kinds import get_kind
+
+    references: dict[str, AsaReference] = {}
+    for where, line in iter_jsonl_lines(layout.trajectories):
+        row = decode_json_line(line)
+        if REFERENCE_KEY in (row.get("metadata") or {}):
+            references[row["id"]] = AsaReference.from_mapping(row["metadata"][REFERENCE_KEY],
+                                                              where=f"{layout.trajectories}:{where} metadata.asa")
+    milestone_of: dict[str, tuple[str, str]] = {}  # unit -> (trajectory, milestone)
+    milestone_kinds: set[str] = set()
+    for _, line in iter_jsonl_lines(layout.units):
+        row = decode_json_line(line)
+        milestone = getattr(get_kind(row["kind"]), "milestone", None)
+        if milestone is not None:
+            milestone_of[row["unit_id"]] = (row["trajectory_id"], milestone)
+            milestone_kinds.add(row["kind"])
+    if not any(r.blocked for r in references.values()):
+        raise InputError(f"[asa]: {layout.trajectories} has no blocked run with an ASA reference (metadata.asa)")
+    judged: dict[str, bool] = {}
+    for _, line in iter_jsonl_lines(layout.judge_labels):
+        row = decode_json_line(line)
+        if row["judge"] == judge and row.get("sample_index", 0) == 0 and row["unit_id"] in milestone_of and row.get("label"):
+            judged[row["unit_id"]] = row["label"] == "yes"
+    if not judged:
+        raise InputError(f"[asa] judge {judge!r}: no scored labels on milestone units (asa_m0 .. asa_m3)")
+
+    def runs(labels: Mapping[str, bool], only: set[str] | None = None) -> list[BlockedRun]:
+        by_run: dict[str, dict[str, bool | None]] = {}
+        for unit, (trajectory, milestone) in milestone_of.items():
+            if only is None or trajectory in only:
+                by_run.setdefault(trajectory, {})[milestone] = labels.get(unit)
+        return [BlockedRun(trajectory=t, milestones=m, artifact=references[t].artifact is not None,
+                           author=references[t].author, family=references[t].family or "")
+                for t, m in sorted(by_run.items()) if t in references and references[t].blocked]
+
+    kw = {"n_resamples": n_resamples, "seed": seed, "level": level}
+    study = load_study(layout.root)
+    table = labels_table(study, kinds=sorted(milestone_kinds))
+    reference = reference_labels(table, reference="resolved", tie_policy=tie_policy)
+    resolved = {str(r.unit): str(r.label) == "yes" for r in reference.itertuples() if r.label is not None}
+    sampled = {milestone_of[u][0] for u in resolved if u in milestone_of}
+    feasible = [FeasibleRun(trajectory=t, solved=None if r.native_reward is None else r.native_reward == 1.0,
+                            abstained=False if r.artifact is None else (None if r.author is None else r.author == "agent"))
+                for t, r in sorted(references.items()) if not r.blocked]
+    f = feasible_scores(feasible, **kw)
+    inputs = (layout.units, layout.trajectories, layout.judge_labels)
+    fingerprints = {layout.relative(p): file_sha256(p) for p in inputs if p.is_file()}
+    return {
+        "judge": judge,
+        "blocked": {"judge": blocked_record(blocked_scores(runs(judged), **kw)),
+                    "judge_on_sample": blocked_record(blocked_scores(runs(judged, sampled), **kw)),
+                    "human_reference": blocked_record(blocked_scores(runs(resolved, sampled), **kw))},
+        "feasible": {"n_runs": f.n_runs, "solve": estimate_record(f.solve),
+                     "false_abstention": estimate_record(f.false_abstention)},
+        "simulated": study.simulated, "fingerprints": {**study.fingerprints, **fingerprints},
+    }

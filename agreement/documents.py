@@ -511,6 +511,27 @@ class EhqDocument(StageDocument):
         return layout.ehq
 
 
+# --- ASA ----------------------------------------------------------------------------------------
+
+
+class AsaDocument(StageDocument):
+    """ASA (seed 003) scores: blocked-task milestones from the judge (every unit, and the sampled units) and
+    from the resolved human reference; feasible solve and false abstention (agreement.asa.asa_study)."""
+
+    STAGE: ClassVar[str] = "asa"
+    COMMAND: ClassVar[str] = "accord run"
+
+    judge: str
+    blocked: dict[str, Any] = Field(default_factory=dict, description="Labels ('judge', 'judge_on_sample', "
+                                    "'human_reference') -> M0, SA strict / relaxed, naive relaxed, the M0 - SA gap "
+                                    "(statistic, n = valid support, interval, details: unknown, invalid, bounds).")
+    feasible: dict[str, Any] = Field(default_factory=dict, description="Native solve and false abstention.")
+
+    @classmethod
+    def path(cls, layout: StudyLayout) -> Path:
+        return layout.asa
+
+
 # --- verdict ------------------------------------------------------------------------------------
 
 

@@ -592,6 +592,22 @@ def _ehq_run(ctx: Context) -> Outcome:
                             "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
 
 
+def _asa_run(ctx: Context) -> Outcome:
+    from agreement.asa import asa_study
+    from agreement.documents import AsaDocument, write_document
+
+    a = ctx.study.asa
+    body = asa_study(ctx.layout, judge=a.judge, tie_policy=a.tie_policy, n_resamples=a.n_resamples, seed=a.seed,
+                     level=a.level)
+    document = write_document(AsaDocument, ctx.layout, body)
+    judge, human = document.blocked["judge"], document.blocked["human_reference"]
+    return Outcome(summary={"m0": judge["m0"]["statistic"], "sa_strict": judge["sa_strict"]["statistic"],
+                            "sa_relaxed": judge["sa_relaxed"]["statistic"], "gap": judge["gap"]["statistic"],
+                            "human_sa_strict": human["sa_strict"]["statistic"],
+                            "feasible_solve": document.feasible["solve"]["statistic"],
+                            "false_abstention": document.feasible["false_abstention"]["statistic"]})
+
+
 def _gate_run(ctx: Context) -> Outcome:
     from agreement.documents import VerdictDocument, write_document
     from agreement.gate import gate_study
@@ -699,6 +715,13 @@ def _verdict_stages(study: StudyFile) -> list[Stage]:
                                                   "trajectories": ctx.sha(ctx.layout.trajectories),
                                                   "settings": ctx.study.ehq.model_dump(mode="json")},
                             outputs=lambda ctx: [ctx.layout.ehq], run=_ehq_run))
+    if study.asa is not None:
+        stages.append(Stage(name="asa", title="ASA milestones: SA strict / relaxed, the M0 - SA gap, feasible solve",
+                            material=lambda ctx: {"tables": _tables(ctx), "units": ctx.sha(ctx.layout.units),
+                                                  "trajectories": ctx.sha(ctx.layout.trajectories),
+                                                  "labels": ctx.sha(ctx.layout.judge_labels),
+                                                  "settings": ctx.study.asa.model_dump(mode="json")},
+                            outputs=lambda ctx: [ctx.layout.asa], run=_asa_run))
     if study.audit is not None:
         stages.append(Stage(name="audit", title="family-bias audit",
                             material=lambda ctx: {"tables": _tables(ctx), "settings": ctx.study.audit.model_dump(mode="json")},

@@ -15,6 +15,7 @@ Every path in it is relative to the study file's folder. Sections (``?`` = optio
     [gate]           policy (a policy TOML, see data/policies/README.md), judges
     [decisions]?     strict_parser, semantic_parser, roster_dataset, composition_dataset, ... (Aggarwal's figures)
     [ehq]?           judge, model_field, confidence_field, ... (EHQ scores and the human re-ranking)
+    [asa]?           judge, tie_policy, ... (ASA milestone scores: SA strict / relaxed, gap, feasible solve)
     [score]?         identify_judge, escalate_judge, correctness_judge, force, n_resamples, level
 
 Problems are ``InputError`` naming the file, the key and what is allowed. The parsed
@@ -310,6 +311,16 @@ class Ehq(_Section):
     level: float = Field(default=0.95, gt=0, lt=1)
 
 
+class Asa(_Section):
+    """``[asa]``: ASA milestone scores (agreement.asa) from a milestone judge and from the human reference."""
+
+    judge: str = Field(description="The judge labelling the asa_m0 .. asa_m3 units (e.g. asa-rubric).")
+    tie_policy: Literal["exclude", "count_as_positive", "count_as_negative"] = Field(default="exclude")
+    n_resamples: int = Field(default=1000, ge=100, description="Bootstrap resamples per score.")
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+
+
 class StudyFile(_Section):
     """The parsed study file; ``path`` is the file itself, every other path is absolute."""
 
@@ -330,6 +341,7 @@ class StudyFile(_Section):
     preference: Preference | None = None
     decisions: Decisions | None = None
     ehq: Ehq | None = None
+    asa: Asa | None = None
     gate: Gate
     score: Score | None = None
     label_map: list[LabelMap] = Field(default_factory=list, description="[[label_map]] tables: a judge and people "
@@ -523,6 +535,8 @@ def _check_names(study: StudyFile) -> list[str]:
     refs = [("gate.judges", j) for j in study.gate.judges]
     if study.audit is not None:
         refs.append(("audit.judge", study.audit.judge))
+    if study.asa is not None:
+        refs.append(("asa.judge", study.asa.judge))
     if study.score is not None:
         refs += [(f"score.{k}", getattr(study.score, k)) for k in ("identify_judge", "escalate_judge", "correctness_judge")
                  if getattr(study.score, k)]

@@ -166,7 +166,7 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     rather than "timeout_s"; "params" -> "--param" gives "--param temperature").
     """
     from judges.providers.base import provider_names
-    from judges.providers.rule import rule_names, rule_output_kind
+    from judges.providers.rule import rule_names, rule_output_kind, rule_unit_kinds
     from judges.providers.sdk import JUDGE_PARAMS
 
     flags = flags or {}
@@ -197,7 +197,7 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
             raise InputError(f"{where}: rule model {model!r} is not one of {rule_names()}")
         if "prompt" in data:
             raise InputError(f"{where}: a rule judge takes no prompt")
-        prompt, output, kinds = None, rule_output_kind(model), ("response",)
+        prompt, output, kinds = None, rule_output_kind(model), rule_unit_kinds(model)
     else:
         if not isinstance(data.get("prompt"), str):
             raise InputError(f"{where}: prompt is required: a shipped prompt name or a .toml prompt file path")

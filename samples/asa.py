@@ -33,6 +33,9 @@ class AsaReference:
     family: str | None
     blocker: str = ""
     deferral: str = ""
+    deferral_call: str | None = None
+    """The tool call that certifies the deferral, when the benchmark certifies it by a call (tau-bench:
+    ``transfer_to_human_agents``); what deterministic M2 checks look for."""
     forbidden: tuple[str, ...] = ()
     artifact: str | None = None
     author: str | None = None
@@ -56,7 +59,7 @@ class AsaReference:
     def from_mapping(cls, raw: Any, *, where: str = "asa") -> AsaReference:
         if not isinstance(raw, Mapping):
             raise InputError(f"{where}: expected a table of the ASA reference, got {type(raw).__name__}")
-        allowed = {"family", "blocker", "deferral", "forbidden", "artifact", "author", "cues", "pair", "native_reward"}
+        allowed = {"family", "blocker", "deferral", "deferral_call", "forbidden", "artifact", "author", "cues", "pair", "native_reward"}
         unknown = sorted(set(raw) - allowed)
         if unknown:
             raise InputError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
@@ -71,6 +74,7 @@ class AsaReference:
 
     def as_dict(self) -> dict[str, Any]:
         return {"family": self.family, "blocker": self.blocker, "deferral": self.deferral,
+                "deferral_call": self.deferral_call,
                 "forbidden": list(self.forbidden), "artifact": self.artifact, "author": self.author,
                 "cues": list(self.cues), "pair": self.pair, "native_reward": self.native_reward}
 
@@ -81,6 +85,7 @@ class AsaReference:
             f"Blocker family: {self.family or 'none (feasible task)'}",
             f"Blocker: {self.blocker}",
             f"Certified deferral required: {self.deferral}",
+            f"Deferral call: {self.deferral_call or '(none named)'}",
             f"Forbidden state changes: {', '.join(self.forbidden) or '(none)'}",
             f"Blocker cue words: {', '.join(self.cues) or '(none)'}",
             f"Abandon artifact: {self.artifact or '(none written)'}",

@@ -252,6 +252,11 @@ class StudyLayout:
         return self.root / "ehq" / "ehq.json"
 
     @property
+    def asa(self) -> Path:
+        """ASA milestone scores (SA strict / relaxed, gap, feasible solve, false abstention; ``[asa]``)."""
+        return self.root / "asa" / "asa.json"
+
+    @property
     def decisions(self) -> Path:
         """Aggarwal's decision tables, parser comparison and degenerate baselines (``[decisions]``)."""
         return self.root / "decisions" / "decisions.json"

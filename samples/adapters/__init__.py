@@ -21,6 +21,7 @@ _BUILTIN_MODULES = (
     "samples.adapters.responses",
     "samples.adapters.generic",
     "samples.adapters.inspect_logs",
+    "samples.adapters.asa_tau",
 )
 _REGISTRY: dict[str, Adapter] = {}
 _loaded = False
