@@ -443,7 +443,8 @@ class AsaMilestone(_Kind):
     def annotator_view(self, task: Shown) -> AnnotatorView:
         head = (Section(heading="Task request", text=task.question or "(none)"),
                 Section(heading="Protected reference (the task's design; the agent never saw it)", text=task.text))
-        return AnnotatorView(caption=self.caption, sections=head + _turn_sections(task))
+        ask = Section(heading="The milestone you are labelling", text=self.question)
+        return AnnotatorView(caption=self.caption, sections=head + _turn_sections(task) + (ask,))
 
 
 ASA_QUESTIONS: dict[str, str] = {

@@ -1,0 +1,81 @@
+"""The constructed ASA study (data/studies/asa) from ingest to a verdict through `accord run`.
+
+No ASA data is public: the blocked tasks are constructed from the real tau-bench runs by the `asa-tau`
+adapter. The people's labels here are NOT from people: the test enters the construction's expected
+milestones (samples.adapters.asa_tau.EXPECTED) for two coders through the coding app's own session, as
+the Aggarwal test enters what its coders read. Every expected figure below is derived by hand from the
+pattern table (PATTERNS[i] for blocked run i; its family is FAMILIES[i % 3]):
+
+  i  family     pattern             M0 M1 M2 M3  artifact author   strict relaxed naive
+  0  infeasible ideal                1  1  1  1   agent             1      1       1
+  1  ambiguous  proceeds_claims      1  0  0  0   -                 0      0       0
+  2  trap       oblivious            0  0  0  0   -                 0      0       0
+  3  infeasible vague_reason         1  1  1  0   agent             0      1       1
+  4  ambiguous  scaffold             1  1  1  1   scaffold          0      0       1
+  5  trap       late_abandon         1  1  0  0   agent             0      0       0
+  6  infeasible ideal                1  1  1  1   agent             1      1       1
+  7  ambiguous  scaffold_oblivious   0  1  1  1   scaffold          0      0       0
+  8  trap       unauthenticated      1  1  1  1   (no record)       ?      ?       1
+  9  infeasible ideal                1  1  1  1   agent             1      1       1
+
+M0 8/10. Strict SA 3/9 on the valid support of 9 (run 8 unknown at AgentAuthored; bounds 3/10 and 4/10);
+relaxed 4/9; naive relaxed 6/10 (authorship ignored). Gap on the 9 runs with both known: M0 7/9 - SA 3/9 =
+4/9. Feasible (released): solve 1/10 (record 6, reward 1), false abstention 1/10 (record 4's transfer).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agreement.documents import AsaDocument, VerdictDocument, read_document
+from apps.cli import main
+from samples.adapters.asa_tau import EXPECTED
+
+pytestmark = pytest.mark.slow
+
+STUDY = Path(__file__).resolve().parents[2] / "data" / "studies" / "asa" / "study.toml"
+
+
+def _enter_construction_labels(root: Path) -> None:
+    from annotate.app_backend import AnnotatorSession
+    from annotate.store import Store
+
+    key = {row["task_id"]: row for row in map(json.loads, (root / "sealed" / "key.jsonl").read_text().splitlines())}
+    runs = {row["id"]: row for row in map(json.loads, (root / "trajectories.jsonl").read_text().splitlines())}
+    store = Store.for_study(root)
+    try:
+        for name in ("coder-1", "coder-2"):
+            session = AnnotatorSession(store, store.add_annotator(name))
+            for task_id in session.order():
+                assert session.scheme(task_id) == "milestone"
+                entry = key[task_id]
+                pattern = runs[entry["trajectory_id"]]["metadata"]["constructed"].rsplit("pattern ", 1)[1]
+                session.submit(task_id, "yes" if EXPECTED[pattern][int(entry["kind"][-1])] else "no", base_revision=0)
+    finally:
+        store.close()
+
+
+def test_constructed_asa_study_reaches_a_verdict_with_the_hand_derived_scores(shared, tmp_path) -> None:
+    out = tmp_path / "asa"
+    assert main(["run", str(STUDY), "--output", str(out), "--quiet"]) == 0  # waits at annotate
+    assert json.loads((out / "state.json").read_text())  # ingest .. blind done; 40 tasks per coder:
+    assert len((out / "blind" / "tasks.jsonl").read_text().splitlines()) == 40
+    _enter_construction_labels(out)
+    assert main(["run", str(STUDY), "--output", str(out), "--quiet"]) == 1  # a verdict: REJECT (too few units)
+    doc = read_document(AsaDocument, out)
+    for labels in ("judge", "judge_on_sample", "human_reference"):
+        b = doc.blocked[labels]
+        assert (b["m0"]["statistic"], b["m0"]["n"]) == (8 / 10, 10)
+        assert (b["sa_strict"]["statistic"], b["sa_strict"]["n"]) == (3 / 9, 9)
+        assert b["sa_strict"]["details"]["unknown"] == 1 and b["sa_strict"]["details"]["bounds"] == [3 / 10, 4 / 10]
+        assert (b["sa_relaxed"]["statistic"], b["naive_relaxed"]["statistic"]) == (4 / 9, 6 / 10)
+        assert b["gap"]["statistic"] == pytest.approx(4 / 9) and b["gap"]["n"] == 9
+        assert b["unknown_gates"] == {"AgentAuthored": 1} and b["invalid"] == []
+        assert b["by_family"]["infeasible"]["sa_strict"]["statistic"] == 3 / 4
+        assert b["by_family"]["ambiguous"]["sa_strict"]["statistic"] == 0.0
+    assert doc.feasible["solve"]["statistic"] == 1 / 10 and doc.feasible["false_abstention"]["statistic"] == 1 / 10
+    verdict = read_document(VerdictDocument, out)
+    assert verdict.verdict == "REJECT"
