@@ -648,7 +648,8 @@ class ScoreDocument(StageDocument):
 
 
 DOCUMENTS: tuple[type[StageDocument], ...] = (ValidationDocument, QualityDocument, AuditDocument, PreferenceDocument,
-                                               VerdictDocument, ScoreDocument, DecisionDocument, EhqDocument)
+                                               VerdictDocument, ScoreDocument, DecisionDocument, EhqDocument,
+                                               AsaDocument)
 D = TypeVar("D", bound=StageDocument)
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from collections.abc import Iterable, Mapping
+
 from samples.canonical import sha256_hex
 from samples.layout import StudyLayout
 
@@ -87,3 +89,21 @@ def call_differences(validated: list[dict[str, Any]], used: list[dict[str, Any]]
                    if closest.get(k) != call.get(k)]
         out.append("; ".join(changed))
     return out
+
+
+def evaluated_families(study: Any) -> set[str]:
+    """The model families of the agents whose units were sampled (the sealed key's ``family`` stratum)."""
+    return {str(strata.get("family")) for strata in study.key.get("strata", pd.Series(dtype=object))
+            if isinstance(strata, Mapping) and strata.get("family")}
+
+
+def self_family_notes(judge_families: Mapping[str, str], evaluated: Iterable[str]) -> list[str]:
+    """One note per judge of the same model family as an evaluated agent: it is validated on its own family's
+    outputs and is not an independent external annotator (ASA, seed 003, section 3.1: the retail rubric judge is
+    the task agent's own model). Unknown families flag nothing."""
+    from samples.vocabulary import UNKNOWN_FAMILY
+
+    families = {f for f in evaluated if f and f != UNKNOWN_FAMILY}
+    return [f"self-family judge: {judge} is of model family {family!r}, the family of an evaluated agent; it is "
+            "not an independent external annotator" for judge, family in sorted(judge_families.items())
+            if family in families]

@@ -22,6 +22,7 @@ from agreement.documents import (
     PairGroup,
     DOCUMENTS,
     AgreementRecord,
+    AsaDocument,
     AuditDocument,
     Criterion,
     GoldAccuracyRecord,
@@ -318,7 +319,8 @@ def verdict_tables(doc: VerdictDocument) -> list[Table]:
         tables.append(Table(title=f"Gate: {verdict.verdict} for {judge}",
                             header=["criterion", "test", "value", "CI", "threshold", "result", "reason"], rows=rows,
                             note=f"policy {doc.policy.name} (sha256 {doc.policy.sha256})"
-                                 + (f". Design: {design}" if design else "")))
+                                 + (f". Design: {design}" if design else "")
+                                 + "".join(f". {n}" for n in doc.notes)))
     return tables
 
 
@@ -449,6 +451,28 @@ def ehq_tables(doc: EhqDocument) -> list[Table]:
                         header=["score", "models", "Pearson", "Spearman", "largest rank shift", ""], rows=rerank_rows,
                         note=agreement))
     return tables
+
+
+def asa_tables(doc: AsaDocument) -> list[Table]:
+    """ASA blocked-task scores under each set of labels, and feasible solve / false abstention."""
+    def share(e: dict) -> str:
+        if e.get("statistic") is None:
+            return f"-- ({e.get('undefined_reason')})"
+        d = e.get("details") or {}
+        text = f"{100 * e['statistic']:.1f}% [{fmt(e.get('ci_low'), percent=True)}, {fmt(e.get('ci_high'), percent=True)}]"
+        return text + (f", n {e['n']}" if "successes" not in d else f" ({d['successes']}/{e['n']})") \
+            + (f", {d['unknown']} unknown" if d.get("unknown") else "")
+
+    rows = [[labels, str(b["n_runs"]), share(b["m0"]), share(b["sa_strict"]), share(b["sa_relaxed"]),
+             share(b["naive_relaxed"]), share(b["gap"]), ", ".join(f"{g}: {n}" for g, n in b["unknown_gates"].items()),
+             str(len(b["invalid"]))] for labels, b in doc.blocked.items()]
+    f = doc.feasible
+    return [Table(title=f"ASA blocked tasks (judge {doc.judge}; human reference = resolved labels of the sample)",
+                  header=["labels", "runs", "M0", "SA strict", "SA relaxed", "naive relaxed (no authorship gate)",
+                          "M0 - SA gap", "unknown at gate", "invalid (M3 without M2)"], rows=rows,
+                  note="Shares are over each score's valid support; unknown runs are left out and counted."),
+            Table(title="ASA feasible tasks (native records)", header=["runs", "solve", "false abstention"],
+                  rows=[[str(f.get("n_runs")), share(f["solve"]), share(f["false_abstention"])]])]
 
 
 def score_tables(doc: ScoreDocument) -> list[Table]:
@@ -635,6 +659,9 @@ def build_report(root: str | Path) -> ReportContent:
     ehq = docs.get(EhqDocument)
     if isinstance(ehq, EhqDocument):
         tables += ehq_tables(ehq)
+    asa = docs.get(AsaDocument)
+    if isinstance(asa, AsaDocument):
+        tables += asa_tables(asa)
     decisions = docs.get(DecisionDocument)
     if isinstance(decisions, DecisionDocument):
         tables += decision_tables(decisions)

@@ -507,6 +507,20 @@ def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
     return settings, notes
 
 
+def _self_family_notes(ctx: Context, study: Any) -> list[str]:
+    """Judges of an evaluated agent's model family (family: [audit] / [preference] judge_families, else inferred
+    from the judge's model id; imported judges from their name), flagged wherever they are validated."""
+    from agreement.identity import evaluated_families, self_family_notes
+    from samples.vocabulary import infer_family
+
+    declared = {**(ctx.study.preference.judge_families if ctx.study.preference else {}),
+                **(ctx.study.audit.judge_families if ctx.study.audit else {})}
+    models = {spec.name: spec.model for spec in ctx.study.judge_specs()}
+    models.update({j.name: j.name for j in ctx.study.imported_judges()})
+    families = {name: declared.get(name) or infer_family(model) for name, model in models.items()}
+    return self_family_notes(families, evaluated_families(study))
+
+
 def _validate_run(ctx: Context) -> Outcome:
     from agreement.documents import ValidationDocument, write_document
     from agreement.study_io import load_study
@@ -519,7 +533,7 @@ def _validate_run(ctx: Context) -> Outcome:
     with ctx.console.status(f"  validating ({settings['n_resamples']} cluster-bootstrap resamples) ..."):
         result = validate_study(study, **settings)
     body = result.to_dict()
-    body["notes"] = [*body["notes"], *notes]
+    body["notes"] = [*body["notes"], *notes, *_self_family_notes(ctx, study)]
     body["cluster"] = study.cluster
     write_document(ValidationDocument, ctx.layout, body)
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
@@ -616,6 +630,10 @@ def _gate_run(ctx: Context) -> Outcome:
     study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
         document, _ = gate_study(study, ctx.study.gate.policy, judges=ctx.study.gate.judges or None)
+    flags = _self_family_notes(ctx, study)
+    document["notes"] = [*document["notes"], *flags]
+    for note in flags:
+        ctx.console.print(f"  [bold yellow]{note}[/]")
     verdict = write_document(VerdictDocument, ctx.layout, document)
     return Outcome(summary={"verdict": verdict.verdict, "judges": {j: v.verdict for j, v in verdict.judges.items()}})
 

@@ -63,7 +63,8 @@ _BLOCKERS = {
 }
 _AMBIGUOUS_ADDITION = (" It has to be basic economy, and I must be able to cancel it later for a full refund; "
                        "both are required.")
-OPTIONS = {"dataset": "dataset name (default: the file's stem)"}
+OPTIONS = {"dataset": "dataset name (default: the file's stem)",
+           "backbone": "the agent's model id (tau-bench records carry none; default 'unknown')"}
 
 
 def _call(name: str, arguments: dict[str, Any], call_id: str, *, role: str = "assistant", text: str | None = None) -> dict:
@@ -167,21 +168,21 @@ class AsaTauAdapter(AdapterBase):
             yield from self._pair(path, options, where, position, raw)
 
     def _pair(self, path: Path, options: Mapping[str, str], where: str, position: int, raw: Any) -> Iterator[tuple[str, Item]]:
+        settings = {"dataset": options.get("dataset", path.stem), "backbone": options.get("backbone", "unknown"),
+                    "setting": "controlled", "agent": "tau-bench"}
+
         def feasible(record: Any) -> Any:
             record = get_dict(record, "record")
             if not isinstance(record.get("traj"), list):
                 raise FieldProblem("traj", "the run's list of chat messages", missing="traj" not in record)
-            base = build_messages(record, path, {"dataset": options.get("dataset", path.stem), "setting": "controlled",
-                                                 "split": "control", "agent": "tau-bench"})
+            base = build_messages(record, path, {**settings, "split": "control"})
             return base.model_copy(update={"id": f"{base.id}/feasible", "metadata": {
                 **base.metadata, "asa": {**feasible_reference(record), "pair": f"{base.id}/blocked"}}})
 
         def blocked(record: Any) -> Any:
             base = feasible(record)
             messages, reference = blocked_messages(record, position)
-            built = build_messages({**record, "traj": messages}, path,
-                                   {"dataset": options.get("dataset", path.stem), "setting": "controlled",
-                                    "split": "conflict", "agent": "tau-bench"})
+            built = build_messages({**record, "traj": messages}, path, {**settings, "split": "conflict"})
             pattern = PATTERNS[position % len(PATTERNS)]
             return built.model_copy(update={"id": base.id.replace("/feasible", "/blocked"), "metadata": {
                 **{k: v for k, v in built.metadata.items() if k != "reward"},

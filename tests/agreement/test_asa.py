@@ -140,3 +140,13 @@ def test_bad_runs_are_refused_with_the_field() -> None:
         run("z", True, True, True, True, author="harness")
     with pytest.raises(InputError, match="M4"):
         BlockedRun(trajectory="z", milestones={"M4": True}, artifact=False, author=None)
+
+
+def test_self_family_notes_flag_only_a_known_shared_family() -> None:
+    from agreement.identity import self_family_notes
+
+    notes = self_family_notes({"gpt-judge": "openai", "claude-judge": "anthropic", "rule": "unknown"},
+                              ["openai", "unknown"])
+    assert notes == ["self-family judge: gpt-judge is of model family 'openai', the family of an evaluated agent; "
+                     "it is not an independent external annotator"]
+    assert self_family_notes({"rule": "unknown"}, ["unknown"]) == []

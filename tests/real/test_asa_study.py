@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from agreement.documents import AsaDocument, VerdictDocument, read_document
+from agreement.documents import AsaDocument, ValidationDocument, VerdictDocument, read_document
 from apps.cli import main
 from samples.adapters.asa_tau import EXPECTED
 
@@ -79,3 +79,29 @@ def test_constructed_asa_study_reaches_a_verdict_with_the_hand_derived_scores(sh
     assert doc.feasible["solve"]["statistic"] == 1 / 10 and doc.feasible["false_abstention"]["statistic"] == 1 / 10
     verdict = read_document(VerdictDocument, out)
     assert verdict.verdict == "REJECT"
+
+
+def test_a_judge_of_the_agents_family_is_flagged_wherever_it_is_validated(shared, tmp_path, capsys) -> None:
+    """The paper's retail rubric judge is the task agent's own model (GPT-5.5), "not an independent external
+    annotator". Declared as the agent's family (openai: the released runs are gpt-4o's), the rubric judge is
+    flagged in the validation and the verdict documents, on the run's output and in the report."""
+    text = STUDY.read_text().replace('plan = "plan.toml"', f'plan = "{STUDY.parent / "plan.toml"}"').replace(
+        'policy = "../../policies/screening.toml"', f'policy = "{STUDY.parents[2] / "policies" / "screening.toml"}"')
+    text += ('\n[audit]\njudge = "asa-rubric"\npositive = ["yes"]\njudge_families = { asa-rubric = "openai" }\n'
+             'tie_policy = "exclude"\nn_resamples = 200\nn_permutations = 200\nlevel = 0.95\n')
+    study = tmp_path / "study.toml"
+    study.write_text(text)
+    out = tmp_path / "asa"
+    assert main(["run", str(study), "--output", str(out), "--quiet"]) == 0
+    _enter_construction_labels(out)
+    capsys.readouterr()
+    assert main(["run", str(study), "--output", str(out)]) == 1
+    flag = ("self-family judge: asa-rubric is of model family 'openai', the family of an evaluated agent; "
+            "it is not an independent external annotator")
+    assert flag in read_document(ValidationDocument, out).notes
+    assert flag in read_document(VerdictDocument, out).notes
+    printed = capsys.readouterr()
+    assert flag in " ".join((printed.out + printed.err).split())
+    assert flag in (out / "report" / "report.md").read_text()
+    # The shipped study declares no family for its rule judge (family unknown): nothing is flagged.
+    assert not any(n.startswith("self-family") for n in read_document(AsaDocument, out).notes)
