@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 accord=${ACCORD:-.venv/bin/accord}
 status=0
 # The small studies first, so a REJECT (MAD) and ACCEPTs (lesion, cebab_stars) show in the first seconds.
-first="data/studies/mad/study.toml data/studies/alttest/lesion/study.toml data/studies/alttest/cebab_stars/study.toml data/studies/aggarwal/study.toml"
+first="data/studies/mad/study.toml data/studies/alttest/lesion/study.toml data/studies/alttest/cebab_stars/study.toml data/studies/aggarwal/study.toml data/studies/asa/study.toml"
 rest=$(ls data/studies/alttest/*/study.toml data/studies/mtbench-self-preference/study.toml | grep -v -e /lesion/ -e /cebab_stars/)
 for study in $first $rest; do
   "$accord" run "$study" --quiet

@@ -21,7 +21,8 @@ def _units_file(tmp_path, units) -> str:
 def test_list_json(capsys) -> None:
     assert main(["judge", "list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert {p["name"] for p in data["prompts"]} == {"ise-identify", "ise-escalate", "ise-correctness", "ise-refusal"}
+    assert {p["name"] for p in data["prompts"]} == {"ise-identify", "ise-escalate", "ise-correctness", "ise-refusal",
+                                                   "asa-milestone"}
     assert {"openai", "anthropic", "local", "rule"} <= set(data["providers"])
     assert all(len(p["sha256"]) == 64 for p in data["prompts"])
 
