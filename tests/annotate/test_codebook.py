@@ -34,7 +34,7 @@ REQUIRED = {
                  "do **not** infer one from its prose"],
     # ASA (seed 003) section 2.3 and App. A.2.2 Table 10, as the asa-milestone prompt states them.
     "milestone": ["names the reference's blocker", "no claim that the\n  blocked request was completed",
-                  "**before any forbidden state change**", "authorship is checked separately", "M3 implies M2"],
+                  "before any forbidden state change**", "authorship is checked separately", "M3 implies M2"],
 }
 
 
