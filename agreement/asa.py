@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -103,8 +103,8 @@ def _share(values: Sequence[bool | None], *, invalid: int, n_resamples: int, see
                                    empty_reason=f"no blocked run with a known {what}")
     total = len(values)
     bounds = None if total == 0 else (successes / total, (successes + unknown) / total)
-    return Estimate(**{**estimate.__dict__, "details": {**estimate.details, "successes": successes, "unknown": unknown,
-                                                         "invalid": invalid, "bounds": bounds}})
+    return replace(estimate, details={**estimate.details, "successes": successes, "unknown": unknown,
+                                      "invalid": invalid, "bounds": bounds})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -67,6 +67,12 @@ class AsaReference:
             value = raw.get(name, [])
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise InputError(f"{where}.{name}: expected a list of strings, got {value!r}")
+        reward = raw.get("native_reward")
+        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+            raise InputError(f"{where}.native_reward: expected a number or null, got {reward!r}")
+        for name in ("family", "blocker", "deferral", "deferral_call", "artifact", "author", "pair"):
+            if raw.get(name) is not None and not isinstance(raw[name], str):
+                raise InputError(f"{where}.{name}: expected a string or null, got {raw[name]!r}")
         try:
             return cls(**{**raw, "forbidden": tuple(raw.get("forbidden", ())), "cues": tuple(raw.get("cues", ()))})
         except InputError as error:

@@ -105,3 +105,16 @@ def test_rubric_rule_judge_gives_the_constructed_milestones(runs) -> None:
         answer = asyncio.run(provider.complete(task.request)).text  # rule provider: no network
         assert answer == ("YES" if EXPECTED[pattern][int(unit.kind[-1])] else "NO"), (unit.trajectory_id, unit.kind)
         assert set(by_run[unit.trajectory_id].metadata["asa"]["forbidden"]) == set(WRITE_TOOLS)
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"family": "trap"}, "a blocked task needs 'blocker' and 'deferral'"),
+    ({"family": None, "author": "harness"}, "asa.author: 'harness'; expected one of"),
+    ({"family": None, "native_reward": "1"}, "asa.native_reward: expected a number or null, got '1'"),
+    ({"family": None, "forbidden": "cancel"}, "asa.forbidden: expected a list of strings"),
+    ({"family": None, "owner": "x"}, r"unknown field\(s\) \['owner'\]"),
+    ([], "expected a table of the ASA reference, got list"),
+])
+def test_a_bad_reference_names_the_field_and_what_was_expected(raw, message) -> None:
+    with pytest.raises(InputError, match=message):
+        AsaReference.from_mapping(raw)
