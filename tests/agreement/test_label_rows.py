@@ -15,6 +15,7 @@ from samples.errors import InputError
 from samples.jsonl import write_jsonl
 from samples.layout import StudyLayout
 from tests.agreement.test_gate_baselines import HEAD
+from tests.agreement.test_gate_schemes import mixed_study  # noqa: F401  (a fixture)
 from tests.agreement.test_study_io import judge_label
 from tests.agreement.test_validation import write_two_coder_study
 
@@ -32,12 +33,12 @@ def _files(root) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
-def _every_path_stops(root, tmp_path, capsys, expected: str) -> None:
+def _every_path_stops(root, tmp_path, capsys, expected: str, *, judge: str = "esc@j", positive: str = "yes") -> None:
     (tmp_path / "p.toml").write_text(HEAD + '\n[[criteria]]\ntype = "unscored_share"\nmax_share = 0.1\n')
     before = _files(root)
     capsys.readouterr()
     for args in (["validate", str(root)], ["gate", str(root), "--policy", str(tmp_path / "p.toml")],
-                 ["audit", str(root), "--positive", "yes", "--judge", "esc@j"]):
+                 ["audit", str(root), "--positive", positive, "--judge", judge]):
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err, err
@@ -90,3 +91,10 @@ def test_unscored_judge_rows_are_not_labels(tmp_path, capsys):
     body = json.loads(capsys.readouterr().out)
     assert body["sections"][0]["unscored"]["esc@j"] == {"unscored": 1, "total": 10, "reasons": {"wrong_format": 1}}
 
+
+
+def test_a_scheme_mismatch_stops_every_path_writing_nothing(mixed_study, tmp_path, capsys):  # noqa: F811
+    """Judge in ANSWER/DECLINE, people in EHQ's classes, no [[label_map]] (tests/study/test_run_schemes.py:
+    the same through `accord run`)."""
+    _every_path_stops(mixed_study, tmp_path, capsys, "unit kind 'response': judge 'dec' labels in scheme 'decision'",
+                      judge="dec", positive="DECLINE")
