@@ -757,8 +757,10 @@ def format_validation(result: ValidationResult) -> str:
     pct = f"{result.level:.0%}"
     for section in result.sections:
         report = section.report
+        over = next((r.details.get("resampling") for v in report.judges_vs_humans if v.vs_majority is not None
+                     for r in v.vs_majority.results.values() if r.details.get("resampling")), None)
         lines.append(f"\n== {section.kind}: {section.n_units} units, humans {list(report.humans)}, "
-                     f"judges {list(report.judges)} ({pct} cluster-bootstrap CIs) ==")
+                     f"judges {list(report.judges)} ({pct} CIs" + (f" resampling {over}" if over else "") + ") ==")
         if report.majority is not None:
             lines.append(f"human majority: {report.majority.n} units, {report.majority.n_ties} ties "
                          f"({report.majority.tie_policy})")

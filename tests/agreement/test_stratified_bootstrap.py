@@ -11,8 +11,11 @@ import pytest
 
 from agreement.bootstrap import Design
 from agreement.coefficients import compute
+from agreement.documents import ValidationDocument, read_document
+from agreement.report import validation_tables
 from agreement.table import RatingData
 from apps.cli import main
+from samples.layout import StudyLayout
 from tests.agreement.test_study_io import write_ise_study
 
 N = 100  # units per stratum
@@ -75,8 +78,11 @@ def test_a_stratified_study_names_its_clusters_and_strata_in_validate_and_gate(t
     """write_ise_study samples 4 strata (agent x split); each unit is one trajectory's unit of its kind."""
     write_ise_study(tmp_path, per_cell=60)  # >= 100 units of a kind: the floors measure (intervals.MIN_UNITS)
     capsys.readouterr()
-    assert main(["validate", str(tmp_path), "--n-resamples", "200", "--json"]) == 0
-    body = json.loads(capsys.readouterr().out)
+    assert main(["validate", str(tmp_path), "--n-resamples", "200"]) == 0
+    assert "(95% CIs resampling 120 clusters within 4 strata)" in capsys.readouterr().out  # the CLI's section line
+    body = json.loads((tmp_path / "validation" / "validation.json").read_text())
+    tables, _ = validation_tables(read_document(ValidationDocument, StudyLayout.of(tmp_path)))
+    assert "intervals resample clusters = trajectory: " in tables[0].note and "within 4 strata" in tables[0].note
     methods = {r["ci_method"] for s in body["sections"] for j in s["judges_vs_humans"] for p in j["vs_annotators"]
                for r in p["results"].values()}
     assert methods and all(m.endswith("clusters within 4 strata") for m in methods), methods
