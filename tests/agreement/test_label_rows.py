@@ -98,3 +98,25 @@ def test_a_scheme_mismatch_stops_every_path_writing_nothing(mixed_study, tmp_pat
     the same through `accord run`)."""
     _every_path_stops(mixed_study, tmp_path, capsys, "unit kind 'response': judge 'dec' labels in scheme 'decision'",
                       judge="dec", positive="DECLINE")
+
+
+def test_score_refuses_a_judge_row_outside_the_scheme_on_an_unsampled_unit(tmp_path, capsys):
+    """The score reads every judge row of the population, not only the sampled units: a "maybe" there is
+    an error naming its row, never read as an unscored trajectory."""
+    from tests.agreement.test_study_io import write_ise_study
+
+    write_ise_study(tmp_path, per_cell=10)
+    layout = StudyLayout.of(tmp_path)
+    sampled = {json.loads(x)["unit_id"] for x in layout.key.read_text().splitlines()}
+    rows = [json.loads(x) for x in layout.judge_labels.read_text().splitlines()]
+    line = next(i for i, r in enumerate(rows, 1) if r["judge"] == "escalate@j" and r["unit_id"] not in sampled)
+    _rewrite(layout.judge_labels, line, label="maybe")
+    before = _files(tmp_path)
+    capsys.readouterr()
+    assert main(["score", str(tmp_path), "--identify-judge", "identify@j", "--escalate-judge", "escalate@j",
+                 "--correctness-judge", "correct@j", "--force", "--n-resamples", "200"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert (f"{tmp_path}/judges/labels.jsonl:{line}: unit '{rows[line - 1]['unit_id']}': judge 'escalate@j' label "
+            f"'maybe' is not a label of unit kind 'escalate_final''s scheme 'escalate' ['yes', 'no']") in err
+    assert _files(tmp_path) == before
