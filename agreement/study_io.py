@@ -339,7 +339,7 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
                       "label": human["label"].to_numpy(dtype=object), "source": "human",
                       "backend": human["backend"].astype(str).to_numpy(dtype=object),
                       "source_file": human["source_file"].to_numpy(dtype=object),
-                      "source_line": human["source_line"].to_numpy(dtype=object), "unscored_reason": None,
+                      "source_line": _column(human, "source_line"), "unscored_reason": None,
                       "codebook_sha256": human["codebook_sha256"].to_numpy(dtype=object)})
     judge = study.judge[(study.judge["sample_index"] == sample_index) & study.judge["unit_id"].isin(info.index)]
     if judges is not None:
@@ -352,7 +352,7 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     j = pd.DataFrame({"unit": judge["unit_id"].to_numpy(), "rater": judge["judge"].astype(str).to_numpy(),
                       "label": judge["label"].where(judge["parse_status"] == "ok").to_numpy(dtype=object),
                       "source": "judge", "backend": "judge", "source_file": judge["source_file"].to_numpy(dtype=object),
-                      "source_line": judge["source_line"].to_numpy(dtype=object),
+                      "source_line": _column(judge, "source_line"),
                       "unscored_reason": judge["unscored_reason"].to_numpy(dtype=object), "codebook_sha256": None})
     table = pd.concat([h, j], ignore_index=True)
     table = table.join(info, on="unit")
@@ -364,6 +364,11 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
         table = table[table["kind"].isin(list(kinds))]
     return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root),
                                schemes=study.schemes)
+
+
+def _column(frame: pd.DataFrame, name: str) -> Any:
+    """A column's values, or None per row when a table built elsewhere (the live view) has no such column."""
+    return frame[name].to_numpy(dtype=object) if name in frame.columns else None
 
 
 def _cluster_key(table: pd.DataFrame, study: Study) -> pd.Series:
