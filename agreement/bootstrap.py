@@ -9,6 +9,14 @@ drawn either directly (few atoms) or as N uniform indices binned per resample
 (many atoms), in fixed-size chunks of resamples so memory stays bounded. A
 resample's sums are then (counts over atoms) @ (per-atom statistics), one matrix
 product for every coefficient and rater subset at once: all share one draw.
+
+A stratified sample (``RatingData.strata``) is resampled within its strata: each
+stratum's clusters (or units) are drawn from that stratum alone, as many as it
+has, so a resample keeps the sample's allocation and the between-strata variance
+the design removed does not come back (the audit's shares do the same,
+``agreement.estimate.cluster_totals``). Atoms then never merge across strata. When
+a cluster spans several strata (cases across models stratified by model) the strata
+cannot be kept and the resampling pools them, saying so in ``resampling``.
 """
 
 from __future__ import annotations
@@ -129,6 +137,8 @@ class Design:
     member_atom: np.ndarray  # (N,) atom of each member, for index draws
     clustered: bool
     n_unrated: int
+    atom_stratum: np.ndarray | None = None  # (A,) stratum code of each atom; None = pooled resampling
+    resampling: str = ""  # what one resample draws, for every interval's method ("120 clusters within 4 strata")
 
     @property
     def n_atoms(self) -> int:
@@ -145,21 +155,31 @@ class Design:
         rated = np.any(data.codes[:, used] >= 0, axis=1)
         codes = data.codes[rated]
         weights = None if data.unit_weights is None else data.unit_weights[rated]
-        keys = _row_keys(pattern_keys(codes, data.n_categories, groups))
+        clustered = bool(cluster and data.clusters is not None)
+        cluster_of_unit = _factorize(data.clusters[rated]) if clustered else None
+        stratum_of_unit, strata_note = _strata(data, rated, cluster_of_unit)
+        parts = pattern_keys(codes, data.n_categories, groups)
+        if stratum_of_unit is not None:  # a pattern belongs to one stratum, so atoms do too
+            parts = np.column_stack([parts, stratum_of_unit])
+        keys = _row_keys(parts)
         first, unit_pattern, counts = _group(keys, weights)
         n_patterns = first.size
         pattern_weight = np.ones(n_patterns) if weights is None else weights[first]
-        if cluster and data.clusters is not None:
-            cluster_of_unit = _factorize(data.clusters[rated])
+        if clustered:
             entry_atom, entry_pattern, entry_count, member_atom, multiplicity = _cluster_atoms(
                 cluster_of_unit, unit_pattern, n_patterns
             )
-            clustered = True
         else:
             entry_atom = entry_pattern = np.arange(n_patterns)
             entry_count = np.ones(n_patterns, dtype=np.int64)
-            member_atom, multiplicity, clustered = unit_pattern, counts, False
+            member_atom, multiplicity = unit_pattern, counts
         atom_start = np.flatnonzero(np.r_[True, entry_atom[1:] != entry_atom[:-1]]) if entry_atom.size else entry_atom
+        atom_stratum = None if stratum_of_unit is None else stratum_of_unit[first][entry_pattern[atom_start]]
+        n_members = int(member_atom.size)
+        resampling = f"{n_members} {'clusters' if clustered else 'units'}"
+        if atom_stratum is not None:
+            resampling += f" within {np.unique(atom_stratum).size} strata"
+        resampling += strata_note
         return cls(
             codes=codes[first],
             pattern_weight=pattern_weight,
@@ -172,6 +192,8 @@ class Design:
             member_atom=member_atom,
             clustered=clustered,
             n_unrated=int((~rated).sum()),
+            atom_stratum=atom_stratum,
+            resampling=resampling,
         )
 
     def per_atom(self, per_pattern: np.ndarray) -> np.ndarray:
@@ -182,25 +204,63 @@ class Design:
         return np.add.reduceat(contributions, self.atom_start, axis=0)
 
     def draws(self, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
-        """Chunks of (rows, A) float multiplicities, one row per resample; exact multinomial."""
+        """Chunks of (rows, A) float multiplicities, one row per resample; exact multinomial
+        (within each stratum of a stratified design, independently)."""
         rng = np.random.default_rng(seed)
         atoms, members = self.n_atoms, self.n_members
         if atoms == 0:
             return
-        direct = atoms * _MULTINOMIAL_COST <= members
+        if self.atom_stratum is None:
+            blocks = [(None, self.atom_multiplicity, self.member_atom)]
+        else:
+            blocks = []
+            for stratum in np.unique(self.atom_stratum):
+                mine = np.flatnonzero(self.atom_stratum == stratum)
+                local = np.full(atoms, -1, dtype=np.int64)
+                local[mine] = np.arange(mine.size)
+                member_local = local[self.member_atom]
+                blocks.append((mine, self.atom_multiplicity[mine], member_local[member_local >= 0]))
+        direct = self.atom_stratum is None and atoms * _MULTINOMIAL_COST <= members
         chunk = max(1, _CHUNK_ELEMENTS // (atoms if direct else max(members, atoms)))
-        probabilities = self.atom_multiplicity / members
         done = 0
         while done < n_resamples:
             rows = min(chunk, n_resamples - done)
-            if direct:
-                counts = rng.multinomial(members, probabilities, size=rows)
-            else:
-                picks = self.member_atom[rng.integers(0, members, size=(rows, members))]
-                picks += (np.arange(rows, dtype=np.int64) * atoms)[:, None]
-                counts = np.bincount(picks.reshape(-1), minlength=rows * atoms).reshape(rows, atoms)
+            counts = np.zeros((rows, atoms))
+            for columns, multiplicity, member_atom in blocks:
+                block = _multinomial_rows(rng, rows, multiplicity, member_atom)
+                if columns is None:
+                    counts = block
+                else:
+                    counts[:, columns] = block
             done += rows
-            yield counts.astype(float)
+            yield counts
+
+
+def _multinomial_rows(rng: np.random.Generator, rows: int, multiplicity: np.ndarray,
+                      member_atom: np.ndarray) -> np.ndarray:
+    """(rows, atoms) resampled multiplicities of ``member_atom.size`` members drawn with replacement:
+    one multinomial over the atoms when they are few, else uniform member picks binned per row."""
+    atoms, members = multiplicity.size, member_atom.size
+    if atoms * _MULTINOMIAL_COST <= members:
+        return rng.multinomial(members, multiplicity / members, size=rows).astype(float)
+    picks = member_atom[rng.integers(0, members, size=(rows, members))]
+    picks += (np.arange(rows, dtype=np.int64) * atoms)[:, None]
+    return np.bincount(picks.reshape(-1), minlength=rows * atoms).reshape(rows, atoms).astype(float)
+
+
+def _strata(data: RatingData, rated: np.ndarray, cluster_of_unit: np.ndarray | None) -> tuple[np.ndarray | None, str]:
+    """Stratum code per rated unit when the design is stratified and clusters nest in strata, and a note
+    when strata were given but cannot be kept."""
+    if data.strata is None:
+        return None, ""
+    stratum_of_unit = _factorize(data.strata[rated])
+    if stratum_of_unit.size == 0 or stratum_of_unit.max() < 1:
+        return None, ""
+    if cluster_of_unit is not None:
+        pairs = np.unique(np.column_stack([cluster_of_unit, stratum_of_unit]), axis=0)
+        if pairs.shape[0] > np.unique(cluster_of_unit).size:
+            return None, "; strata not used: a cluster spans several strata"
+    return stratum_of_unit, ""
 
 
 @contextlib.contextmanager

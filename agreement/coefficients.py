@@ -275,7 +275,34 @@ def _analytic_se(
         return math.nan, df, {"se_undefined_reason": f"the SE needs at least 2 {'clusters' if design.clustered else 'units'}"}
     factor = n_var / (n_var - 1.0) if (linear.small_sample or design.clustered) else 1.0
     variance = factor * float(np.sum(multiplicity * per_atom[:, 0] ** 2)) / total_weight**2
-    return math.sqrt(variance), df, {}
+    members = "clusters" if design.clustered else "units"
+    over = f"{int(round(n_var))} {members}"
+    if design.atom_stratum is not None:
+        stratified = _stratified_variance(design, per_atom, linear.small_sample)
+        if stratified is None:
+            over += "; strata pooled: a stratum has fewer than 2 contributing " + members
+        else:
+            variance = stratified / total_weight**2
+            over += f" within {np.unique(design.atom_stratum).size} strata"
+    return math.sqrt(variance), df, {"se_over": over}
+
+
+def _stratified_variance(design: Design, per_atom: np.ndarray, small_sample: bool) -> float | None:
+    """The linearised variance of a stratified sample (times the total weight squared): within each stratum
+    the members' influence sums deviate from that stratum's mean (clusters are drawn within strata, so the
+    differences between strata are fixed by the design), with the n_s/(n_s - 1) correction per stratum. None
+    when a stratum has fewer than 2 contributing members (its variance cannot be estimated)."""
+    multiplicity, total = design.atom_multiplicity, 0.0
+    for stratum in np.unique(design.atom_stratum):
+        mine = (design.atom_stratum == stratum) & (per_atom[:, 1] > 0)
+        n_s = float(np.sum(multiplicity[mine]))
+        if n_s < 2:
+            return None
+        deviations = per_atom[mine, 0]
+        centre = float(np.sum(multiplicity[mine] * deviations)) / n_s
+        factor = n_s / (n_s - 1.0) if (small_sample or design.clustered) else 1.0
+        total += factor * float(np.sum(multiplicity[mine] * (deviations - centre) ** 2))
+    return total
 
 
 def _fleiss_extras(
@@ -436,6 +463,9 @@ def _result(
     if design.clustered:
         details["clustered"] = True
         details["n_clusters"] = design.n_members
+    if design.atom_stratum is not None:
+        details["n_strata"] = int(np.unique(design.atom_stratum).size)
+    details["resampling"] = design.resampling
     se, df = math.nan, math.nan
     if reason_code == 0:
         se, df, extra = _analytic_se(design, request, sums, value)

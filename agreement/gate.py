@@ -155,6 +155,11 @@ UNMEASURABLE = "cannot be measured: "
 """How every unmeasurable criterion's reason begins (``_fail``): its value is shown as no number."""
 
 
+def _paired(method: str, resampling: str) -> str:
+    """A paired bootstrap interval's method, naming what each resample drew (clusters, strata)."""
+    return f"paired cluster bootstrap, {method}" + (f" over {resampling}" if resampling else "")
+
+
 def _fail(name: str, type_name: str, test: str, threshold: str, reason: str, *, value: float = math.nan,
           **details: Any) -> CriterionResult:
     return CriterionResult(name=name, type=type_name, test=test, value=value, ci_low=math.nan, ci_high=math.nan,
@@ -243,7 +248,8 @@ class HumanCeiling:
             return _fail(self.name, "human_ceiling", test, threshold, "the bootstrap interval is undefined",
                          value=result.statistic, **details)
         return CriterionResult(name=self.name, type="human_ceiling", test=test, value=result.statistic, ci_low=lo,
-                               ci_high=hi, ci_level=evidence.level, ci_method=f"paired cluster bootstrap, {method}",
+                               ci_high=hi, ci_level=evidence.level,
+                               ci_method=_paired(method, result.resampling),
                                threshold=threshold, passed=lo >= -self.margin,
                                reason=None if lo >= -self.margin else
                                f"the lower bound {lo:.4f} is below {-self.margin} (not shown non-inferior)",
@@ -529,7 +535,7 @@ class BeatsBaselines:
                          "; ".join(failing) or "no baseline could be compared", value=value, **details)
         d, lo, hi = binding
         return CriterionResult(name=self.name, type="beats_baselines", test=test, value=d.statistic, ci_low=lo,
-                               ci_high=hi, ci_level=evidence.level, ci_method=f"paired cluster bootstrap, {method}",
+                               ci_high=hi, ci_level=evidence.level, ci_method=_paired(method, d.resampling),
                                threshold=threshold, passed=not failing,
                                reason="; ".join(failing) if failing else
                                f"closest baseline: {d.baseline} on {d.coefficient}",

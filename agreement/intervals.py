@@ -91,7 +91,8 @@ def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, leve
 def agreement_interval(result: Any, level: float) -> tuple[tuple[float, float], str]:
     """An ``AgreementResult``'s interval by the method chosen for its coefficient, and the method's name.
 
-    Without bootstrap resamples only the analytic t interval exists, whatever the choice.
+    Without bootstrap resamples only the analytic t interval exists, whatever the choice. A bootstrap
+    method names what each resample drew ("BCa bootstrap over 120 clusters within 4 strata").
     """
     method = method_for(result.coefficient) if result.bootstrap is not None else "t"
     if method in ("percentile", "bca", "t_boot"):
@@ -99,7 +100,8 @@ def agreement_interval(result: Any, level: float) -> tuple[tuple[float, float], 
                                     method, df=result.df)
     else:
         bounds = result.confidence_interval(level, method)
-    return bounds, METHOD_NAMES.get(method, method)
+    over = result.details.get("se_over" if method == "t" else "resampling")
+    return bounds, METHOD_NAMES.get(method, method) + (f" over {over}" if over else "")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -375,7 +375,7 @@ def _subgroup_masks(data: RatingData, subgroups: Mapping[Any, Any] | None) -> li
 def _with_columns(data: RatingData, names: Sequence[str], columns: Sequence[np.ndarray]) -> RatingData:
     return RatingData(units=data.units, raters=tuple(names), categories=data.categories,
                       codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
-                      source=data.source)
+                      source=data.source, strata=data.strata)
 
 
 def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: str, positive: Any = None,
@@ -592,6 +592,8 @@ class CeilingDifference:
     bootstrap: np.ndarray
     jackknife: tuple[np.ndarray, np.ndarray] | None
     undefined_reason: str | None = None
+    resampling: str = ""
+    """What each paired resample drew (``agreement.bootstrap.Design.resampling``)."""
 
     @classmethod
     def undefined(cls, coefficient: str, reason: str, *, annotators: int = 0, annotator_pairs: int = 0
@@ -649,7 +651,7 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
                              human_mean=float(np.mean([r.statistic for r in paired])), n=int(rated.sum()),
                              n_clusters=int(any_result.details.get("n_clusters", int(rated.sum()))),
                              annotators=len(judged), annotator_pairs=len(paired), bootstrap=boot,
-                             jackknife=jackknife)
+                             jackknife=jackknife, resampling=str(any_result.details.get("resampling", "")))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -750,6 +752,8 @@ class BaselineDifference:
     bootstrap: np.ndarray
     jackknife: tuple[np.ndarray, np.ndarray] | None
     undefined_reason: str | None = None
+    resampling: str = ""
+    """What each paired resample drew (``agreement.bootstrap.Design.resampling``)."""
 
     def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
         from agreement.intervals import bootstrap_interval
@@ -779,7 +783,7 @@ def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndar
         pairs += [(f"judge#{i}", "reference"), (f"baseline#{i}", "reference")]
     table = type(data)(units=data.units, raters=tuple(names), categories=data.categories,
                        codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
-                       source=data.source)
+                       source=data.source, strata=data.strata)
     found = compare_pairs(table, pairs, settings=settings)
     out = []
     for i, name in enumerate(baselines):
@@ -805,6 +809,7 @@ def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndar
                 baseline=name, coefficient=coefficient, statistic=float(statistic), judge_value=float(a.statistic),
                 baseline_value=float(b.statistic), n=int(shared.sum()),
                 n_clusters=int(a.details.get("n_clusters", int(shared.sum()))), bootstrap=boot, jackknife=jackknife,
+                resampling=str(a.details.get("resampling", "")),
                 undefined_reason=None if math.isfinite(statistic) else
                 (reason or f"{coefficient} is undefined for the judge or {name}")))
     return out

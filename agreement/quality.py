@@ -174,7 +174,8 @@ def leave_one_out(data: Any, humans: Sequence[str], *, tie_policy: str, positive
         columns.append(vote.codes)
         names.append(_others_name(annotator))
     table = RatingData(units=data.units, raters=tuple(names), categories=data.categories,
-                       codes=np.column_stack(columns), clusters=data.clusters, unit_weights=None, source=data.source)
+                       codes=np.column_stack(columns), clusters=data.clusters, unit_weights=None, source=data.source,
+                       strata=data.strata)
     panels = compare_pairs(table, [(h, _others_name(h)) for h in humans], settings=settings)
     out = {}
     for h in humans:

@@ -131,6 +131,14 @@ def judge_pair_rows(groups: Sequence[PairGroup]) -> list[list[str]]:
     return rows
 
 
+def _resampled(section: Any, cluster: str) -> list[str]:
+    """What the section's intervals resampled: the cluster key and, from the judge's interval method, how
+    many clusters within how many strata (``agreement.intervals.agreement_interval``)."""
+    methods = [r.ci_method for v in section.judges_vs_humans if v.vs_majority
+               for r in v.vs_majority.results.values() if r.ci_method]
+    return [f"intervals resample clusters = {cluster}: {methods[0]}"] if methods else []
+
+
 def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[str, Interval]]]:
     """Agreement tables and the forest-plot rows (label, statistic with interval)."""
     tables, forest = [], []
@@ -157,7 +165,7 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
                         forest.append((f"{kind}: baseline {base} AC1", interval))
         rows += judge_pair_rows((*section.judge_pairs, *section.subgroup_judge_pairs))
         tables.append(Table(title=f"Agreement: {kind}", header=["comparison", "coefficient", "estimate [CI]", "n"],
-                            rows=rows, note="; ".join(section.notes)))
+                            rows=rows, note="; ".join([*section.notes, *_resampled(section, doc.cluster)])))
         per_class = [[ref.rater, str(c.label), fmt(c.precision), fmt(c.recall), fmt(c.f1), str(c.support),
                       c.undefined_reason or ""] for ref in section.references for c in ref.per_class]
         if per_class:

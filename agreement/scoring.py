@@ -367,11 +367,26 @@ NOT_CORRECTABLE: dict[str, str] = {
 _LABEL_VALUE = {"yes": 1.0, "no": 0.0, "correct": 1.0, "incorrect": 0.0}
 
 
-def _judge_values(rows: pd.DataFrame, judge: str, kind_units: pd.Series) -> pd.DataFrame:
-    """Per trajectory: the judge's 0/1 value (NaN unscored or never judged) and first turn."""
+def _judge_values(rows: pd.DataFrame, judge: str, kind_units: pd.Series, *, kind: str, root: Any) -> pd.DataFrame:
+    """Per trajectory: the judge's 0/1 value (NaN unscored or never judged) and first turn.
+
+    A scored row whose label is not one of the kind's scheme is an error naming its file:line, as on
+    the sampled units (``agreement.study_io.one_scheme_per_kind``): never read as unscored."""
+    from samples.errors import InputError
+    from samples.kinds import scheme_for
+    from samples.schemes import get_scheme
+
     mine = rows[(rows["judge"] == judge) & (rows["sample_index"] == 0)].drop_duplicates("unit_id", keep="last")
     by_unit = mine.set_index("unit_id")
     labels = by_unit["label"].where(by_unit["parse_status"] == "ok")
+    scheme = get_scheme(scheme_for(kind))
+    off = mine[(mine["parse_status"] == "ok") & mine["unit_id"].isin(set(kind_units.dropna()))
+               & ~mine["label"].isin(scheme.labels)]
+    if len(off):
+        row = off.iloc[0]
+        raise InputError(f"{root}/{row['source_file']}:{row['source_line']}: unit {row['unit_id']!r}: judge {judge!r} "
+                         f"label {row['label']!r} is not a label of unit kind {kind!r}'s scheme {scheme.name!r} "
+                         f"{list(scheme.labels)}; a label row outside the scheme is an error, not a category")
     value = kind_units.map(labels.map(lambda x: _LABEL_VALUE.get(x, math.nan) if isinstance(x, str) else math.nan))
     first = kind_units.map(by_unit["first_turn"]) if "first_turn" in by_unit else pd.Series(math.nan, kind_units.index)
     return pd.DataFrame({"value": value.astype(float), "first_turn": pd.to_numeric(first, errors="coerce"),
@@ -411,8 +426,10 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
         sub = units[units["kind"] == kind].drop_duplicates("trajectory_id").set_index("trajectory_id")["unit_id"]
         return pd.Series(ids, index=ids).map(sub)
 
-    ident = _judge_values(labels, identify_judge, units_of("identify_trajectory"))
-    escal = _judge_values(labels, escalate_judge, units_of("escalate_final"))
+    ident = _judge_values(labels, identify_judge, units_of("identify_trajectory"), kind="identify_trajectory",
+                          root=layout.root)
+    escal = _judge_values(labels, escalate_judge, units_of("escalate_final"), kind="escalate_final",
+                          root=layout.root)
     facts = [tool_facts(t) for t in trajectories]
     frame = pd.DataFrame({
         "trajectory_id": ids, "agent": [t.agent for t in trajectories], "backbone": [t.backbone for t in trajectories],
@@ -424,7 +441,8 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
         "identify_unit": ident["unit"].to_numpy(), "escalate_unit": escal["unit"].to_numpy(),
     })
     if correctness_judge is not None:
-        corr = _judge_values(labels, correctness_judge, units_of("correctness"))
+        corr = _judge_values(labels, correctness_judge, units_of("correctness"), kind="correctness",
+                              root=layout.root)
         frame["correct"] = corr["value"].to_numpy()
         frame["correctness_unit"] = corr["unit"].to_numpy()
     else:

@@ -98,6 +98,8 @@ class Study:
     fingerprints: dict[str, str] = field(default_factory=dict)
     label_maps: tuple[dict[str, Any], ...] = ()
     """The study file's ``[[label_map]]`` tables (``StudyLayout.label_map``): kind, from_scheme, to_scheme, labels."""
+    schemes: dict[str, str] = field(default_factory=dict)
+    """Unit kind -> the scheme people code it under, as the study chose (``samples.kinds.study_schemes``)."""
     cluster: str = "trajectory"
     """What the bootstrap resamples (``CLUSTERS``): whole trajectories, cases, or any unit field."""
 
@@ -281,7 +283,10 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     if not cluster or not isinstance(cluster, str):
         raise InputError(f"cluster {cluster!r}: expected one of {list(CLUSTERS)} or a unit field name")
     maps = tuple(json.loads(layout.label_map.read_text(encoding="utf-8"))) if layout.label_map.is_file() else ()
-    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps, cluster=cluster)
+    from samples.kinds import study_schemes
+
+    return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps,
+                 schemes=study_schemes(layout), cluster=cluster)
 
 
 def strata_columns(key: pd.DataFrame) -> pd.DataFrame:
@@ -333,7 +338,8 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
                       "rater": human["annotator"].astype(str).to_numpy(dtype=object),
                       "label": human["label"].to_numpy(dtype=object), "source": "human",
                       "backend": human["backend"].astype(str).to_numpy(dtype=object),
-                      "source_file": human["source_file"].to_numpy(dtype=object), "unscored_reason": None,
+                      "source_file": human["source_file"].to_numpy(dtype=object),
+                      "source_line": _column(human, "source_line"), "unscored_reason": None,
                       "codebook_sha256": human["codebook_sha256"].to_numpy(dtype=object)})
     judge = study.judge[(study.judge["sample_index"] == sample_index) & study.judge["unit_id"].isin(info.index)]
     if judges is not None:
@@ -346,6 +352,7 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     j = pd.DataFrame({"unit": judge["unit_id"].to_numpy(), "rater": judge["judge"].astype(str).to_numpy(),
                       "label": judge["label"].where(judge["parse_status"] == "ok").to_numpy(dtype=object),
                       "source": "judge", "backend": "judge", "source_file": judge["source_file"].to_numpy(dtype=object),
+                      "source_line": _column(judge, "source_line"),
                       "unscored_reason": judge["unscored_reason"].to_numpy(dtype=object), "codebook_sha256": None})
     table = pd.concat([h, j], ignore_index=True)
     table = table.join(info, on="unit")
@@ -355,7 +362,13 @@ def labels_table(study: Study, *, judges: Iterable[str] | None = None, kinds: It
     table["weight"] = 1.0 / table["inclusion_prob"].astype(float)
     if kinds is not None:
         table = table[table["kind"].isin(list(kinds))]
-    return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root))
+    return one_scheme_per_kind(table.reset_index(drop=True), study.label_maps, where=str(study.root),
+                               schemes=study.schemes)
+
+
+def _column(frame: pd.DataFrame, name: str) -> Any:
+    """A column's values, or None per row when a table built elsewhere (the live view) has no such column."""
+    return frame[name].to_numpy(dtype=object) if name in frame.columns else None
 
 
 def _cluster_key(table: pd.DataFrame, study: Study) -> pd.Series:
@@ -380,16 +393,54 @@ def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:
     return next((name for name, scheme in SCHEMES.items() if labels and labels <= set(scheme.labels)), None)
 
 
-def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]], *, where: str) -> pd.DataFrame:
+def _row_where(row: pd.Series, where: str) -> str:
+    """``file:line`` of a labels-table row (a store's rows are cited by their URL), else the study."""
+    name, line = row.get("source_file"), row.get("source_line")
+    if not isinstance(name, str) or line is None or line != line:
+        return where
+    return f"{name}:{int(line)}" if "://" in name else f"{where}/{name}:{int(line)}"
+
+
+def _outside(table: pd.DataFrame, mask: pd.Series, scheme: str, *, kind: str, who: str, where: str) -> InputError:
+    """The error for rows whose label is not in ``scheme``: the first such row, by file and line, and how many."""
+    from samples.schemes import SCHEMES
+
+    allowed = list(SCHEMES[scheme].labels)
+    labels = table.loc[mask, "label"]
+    bad = table.loc[mask][labels.notna() & ~labels.astype(str).isin(allowed)]
+    row = bad.iloc[0]
+    more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
+    return InputError(f"{_row_where(row, where)}: unit {row['unit']!r}: {who} label {row['label']!r} is not a label "
+                      f"of unit kind {kind!r}'s scheme {scheme!r} {allowed}{more}; a label row outside the scheme is "
+                      f"an error, not a category")
+
+
+def _expected_scheme(table: pd.DataFrame, mask: pd.Series, candidates: list[str]) -> str:
+    """Of the schemes a group may be in (the study's for the kind first, then its label maps'), the one
+    holding most of its rows: the scheme its rows outside were meant to be in."""
+    from samples.schemes import SCHEMES
+
+    labels = table.loc[mask, "label"].dropna().astype(str)
+    return max(candidates, key=lambda name: (int(labels.isin(SCHEMES[name].labels).sum()), -candidates.index(name)))
+
+
+def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]], *, where: str,
+                        schemes: dict[str, str] | None = None) -> pd.DataFrame:
     """Judge and human labels of each unit kind in one scheme, through the study's label maps.
 
     A rater group (the people, or one judge) whose labels are all in a map's ``from_scheme``
     has them read as the map's ``to_scheme`` labels (the adjudicated labels with the people's).
-    Then every judge's labels must lie in the scheme of the people's labels of that kind; a judge
-    in another scheme stops here, naming both, instead of validating to kappa 0. People whose
-    labels fit no scheme (imported as found, scheme "any") are compared as found.
+    The people's labels of a kind must then lie in one scheme (the study's for the kind,
+    ``schemes``, when they fit it): a row outside it (a typo, a label no scheme of the kind
+    has) stops here naming its file:line, unit and label, and so does an adjudication; it
+    is never a category of its own. Every judge's labels must lie in the people's scheme:
+    a judge in another scheme stops naming both (instead of validating to kappa 0), a judge
+    row outside it names the row. Unscored judge rows (label None) are not labels. Only
+    labels imported as found (``accord import --scheme any``: every human row of the kind
+    from an import, fitting no scheme) are compared as found, the judges' with them.
     """
-    from samples.schemes import DEFAULT_SCHEME, SCHEMES
+    from samples.kinds import scheme_for
+    from samples.schemes import SCHEMES
 
     table = table.copy()
     maps = list(label_maps)
@@ -398,7 +449,8 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
         groups = [("the human labels", in_kind & (table["source"] == "human"))]
         groups += [(f"judge {name!r}", in_kind & (table["source"] == "judge") & (table["rater"] == name))
                    for name in sorted(set(table.loc[in_kind & (table["source"] == "judge"), "rater"]))]
-        for mapping in (m for m in maps if m["kind"] == kind):
+        kind_maps = [m for m in maps if m["kind"] == kind]
+        for mapping in kind_maps:
             source = set(SCHEMES[mapping["from_scheme"]].labels)
             for who, mask in groups:
                 labels = set(table.loc[mask, "label"].dropna().astype(str))
@@ -408,23 +460,40 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
                     if who == "the human labels":
                         table.loc[in_kind, "adjudicated"] = table.loc[in_kind, "adjudicated"].map(
                             lambda v, m=mapping: m["labels"].get(v, v) if isinstance(v, str) else v)
-        human = set(table.loc[groups[0][1], "label"].dropna().astype(str))
-        scheme = _fitting_scheme(human, DEFAULT_SCHEME.get(kind))
-        if scheme is None:
+        people = groups[0][1]
+        human = set(table.loc[people, "label"].dropna().astype(str))
+        if not human:
             continue
+        preferred = scheme_for(kind, schemes)
+        scheme = _fitting_scheme(human, preferred)
+        if scheme is None:
+            if (table.loc[people, "backend"] == "import").all():
+                continue  # imported as found (--scheme any); an import under a named scheme checked every row
+            candidates = list(dict.fromkeys([preferred, *(m[e] for m in kind_maps for e in ("to_scheme", "from_scheme"))]))
+            raise _outside(table, people, _expected_scheme(table, people, candidates), kind=kind,
+                           who="the human", where=where)
         allowed = set(SCHEMES[scheme].labels)
+        if "adjudicated" in table.columns:
+            adjudicated = table.loc[in_kind, "adjudicated"]
+            off = adjudicated.notna() & ~adjudicated.astype(str).isin(allowed)
+            if off.any():
+                row = table.loc[in_kind][off].iloc[0]
+                raise InputError(f"{row.get('adjudicated_where') or where}: adjudicated label {row['adjudicated']!r} "
+                                 f"of unit {row['unit']!r} is not a label of unit kind {kind!r}'s scheme {scheme!r} "
+                                 f"{list(SCHEMES[scheme].labels)}; a label row outside the scheme is an error, not a "
+                                 f"category")
         for who, mask in groups[1:]:
             labels = set(table.loc[mask, "label"].dropna().astype(str))
             if labels <= allowed:
                 continue
             theirs = _fitting_scheme(labels, None)
-            named = f"scheme {theirs!r} {list(SCHEMES[theirs].labels)}" if theirs else f"labels {sorted(labels)}"
-            raise InputError(f"{where}: unit kind {kind!r}: {who} labels in {named} but the human labels are in "
+            if theirs is None:
+                raise _outside(table, mask, scheme, kind=kind, who=who, where=where)
+            raise InputError(f"{where}: unit kind {kind!r}: {who} labels in scheme {theirs!r} "
+                             f"{list(SCHEMES[theirs].labels)} but the human labels are in "
                              f"scheme {scheme!r} {list(SCHEMES[scheme].labels)}; judge under the people's scheme, "
                              f"or declare a [[label_map]] (kind, from_scheme, to_scheme, labels) in the study file")
     return table
-
-
 
 
 def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any, model: Any = None) -> dict[str, Any]:

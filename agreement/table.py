@@ -106,7 +106,8 @@ class RatingData:
     """Validated ratings: ``codes`` (n units x r raters, -1 = missing) over ``categories``.
 
     ``clusters`` (per-unit cluster id, e.g. the trajectory) makes bootstraps and SEs
-    resample whole clusters; ``unit_weights`` (1/inclusion probability) weight each
+    resample whole clusters; ``strata`` (per-unit sampling stratum of a stratified
+    sample) keeps every resample's count per stratum (``agreement.bootstrap.Design``); ``unit_weights`` (1/inclusion probability) weight each
     unit's contribution. ``source`` names the input in messages.
     """
 
@@ -117,6 +118,7 @@ class RatingData:
     clusters: np.ndarray | None = None
     unit_weights: np.ndarray | None = None
     source: str = "ratings"
+    strata: np.ndarray | None = None
     category_scores: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -148,6 +150,14 @@ class RatingData:
             blank = _first_missing(clusters)
             if blank is not None:
                 raise InputError(f"{self.source}: unit {units[blank]!r} has no cluster id")
+        strata = None
+        if self.strata is not None:
+            strata = np.asarray(self.strata, dtype=object).copy()
+            if strata.shape != (n,):
+                raise InputError(f"{self.source}: strata must give one stratum per unit ({n}), got shape {strata.shape}")
+            blank = _first_missing(strata)
+            if blank is not None:
+                raise InputError(f"{self.source}: unit {units[blank]!r} has no stratum")
         weights = None
         if self.unit_weights is not None:
             weights = np.array(self.unit_weights, dtype=float, copy=True)
@@ -163,6 +173,7 @@ class RatingData:
         object.__setattr__(self, "categories", categories)
         object.__setattr__(self, "clusters", None if clusters is None else _readonly(clusters))
         object.__setattr__(self, "unit_weights", None if weights is None else _readonly(weights))
+        object.__setattr__(self, "strata", None if strata is None else _readonly(strata))
         object.__setattr__(self, "category_scores", _readonly(_category_scores(categories)))
 
     @property
@@ -205,6 +216,7 @@ class RatingData:
             clusters=self.clusters,
             unit_weights=self.unit_weights,
             source=self.source,
+            strata=self.strata,
         )
 
     def select_units(self, mask: Sequence[bool] | np.ndarray) -> RatingData:
@@ -222,6 +234,7 @@ class RatingData:
             clusters=None if self.clusters is None else self.clusters[selector],
             unit_weights=None if self.unit_weights is None else self.unit_weights[selector],
             source=self.source,
+            strata=None if self.strata is None else self.strata[selector],
         )
 
     @classmethod
@@ -379,7 +392,7 @@ def _column_index(header: Sequence[str], name: str, role: str, source: str) -> i
         ) from None
 
 
-_ROLES = ("unit", "rater", "label", "cluster", "weight")
+_ROLES = ("unit", "rater", "label", "cluster", "weight", "stratum")
 # Rows parsed per batch: bounds the Python strings alive at once for 10^6-unit files.
 _BATCH = 200_000
 
@@ -591,6 +604,7 @@ def load_labels(
     cluster: str | None = None,
     weight: str | None = None,
     categories: Sequence[Any] | None = None,
+    stratum: str | None = None,
 ) -> RatingData:
     """Read a long labels table (one row per unit x rater) into ``RatingData``.
 
@@ -598,8 +612,9 @@ def load_labels(
     empty/null label is a missing rating (an unscored judge row): the unit stays in
     the table. A rater labelling a unit twice, a label outside ``categories``, a
     missing column, an empty table or a single rater is an ``InputError`` naming it.
+    ``cluster``, ``weight`` and ``stratum`` name per-unit columns (every row of a unit agrees).
     """
-    names = {"unit": unit, "rater": rater, "label": label, "cluster": cluster, "weight": weight}
+    names = {"unit": unit, "rater": rater, "label": label, "cluster": cluster, "weight": weight, "stratum": stratum}
     for role, col in names.items():
         if col is not None and not isinstance(col, str):
             raise InputError(f"{role}={col!r}: expected a column name")
@@ -660,7 +675,7 @@ def _from_long(table: _LongColumns, *, categories: Sequence[Any] | None) -> Rati
     codes[cell] = codes_flat
     per_unit = {
         role: _per_unit(columns[role], unit_idx, unit_ids, lines, source, where_kind, names[role], numeric=role == "weight")
-        for role in ("cluster", "weight")
+        for role in ("cluster", "weight", "stratum")
         if role in columns
     }
     return RatingData(
@@ -671,6 +686,7 @@ def _from_long(table: _LongColumns, *, categories: Sequence[Any] | None) -> Rati
         clusters=per_unit.get("cluster"),
         unit_weights=per_unit.get("weight"),
         source=source,
+        strata=per_unit.get("stratum"),
     )
 
 

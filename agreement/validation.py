@@ -70,9 +70,11 @@ def scheme_of(kinds: list[str], labels: pd.Series) -> tuple[tuple[str, ...] | No
 def rating_data(table: pd.DataFrame, *, weighted: bool, categories: tuple[str, ...] | None):
     from agreement.table import load_labels
 
-    frame = table[["unit", "rater", "label", "cluster", "weight"]]
+    stratified = "stratum" in table.columns
+    frame = table[["unit", "rater", "label", "cluster", "weight", *(["stratum"] if stratified else [])]]
     return load_labels(frame, unit="unit", rater="rater", label="label", cluster="cluster",
-                       weight="weight" if weighted else None, categories=categories)
+                       weight="weight" if weighted else None, categories=categories,
+                       stratum="stratum" if stratified else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,7 +282,7 @@ def _baselines(data: Any, report: PanelReport, positive: str | None, settings: P
         columns = [np.where(scored, code, -1) for code in constant.values()] + [majority]
         table = type(data)(units=data.units, raters=tuple(names), categories=data.categories,
                            codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
-                           source=data.source)
+                           source=data.source, strata=data.strata)
         panels = compare_pairs(table, [(name, MAJORITY) for name in constant], settings=settings)
         out[judge] = {name: reference_report(panels[(name, MAJORITY)]) for name in constant
                       if (name, MAJORITY) in panels}
@@ -354,7 +356,8 @@ def _resolved(data: Any, report: PanelReport, unit_info: pd.DataFrame, judges: l
         return counts, ()
     table = type(data)(units=data.units, raters=(*judges, RESOLVED), categories=data.categories,
                        codes=np.column_stack([data.codes[:, data.rater_index(j)] for j in judges] + [codes]),
-                       clusters=data.clusters, unit_weights=data.unit_weights, source=data.source)
+                       clusters=data.clusters, unit_weights=data.unit_weights, source=data.source,
+                       strata=data.strata)
     panels = compare_pairs(table, [(j, RESOLVED) for j in judges], settings=settings)
     return counts, tuple(reference_report(panels[(j, RESOLVED)]) for j in judges if (j, RESOLVED) in panels)
 
@@ -754,8 +757,10 @@ def format_validation(result: ValidationResult) -> str:
     pct = f"{result.level:.0%}"
     for section in result.sections:
         report = section.report
+        over = next((r.details.get("resampling") for v in report.judges_vs_humans if v.vs_majority is not None
+                     for r in v.vs_majority.results.values() if r.details.get("resampling")), None)
         lines.append(f"\n== {section.kind}: {section.n_units} units, humans {list(report.humans)}, "
-                     f"judges {list(report.judges)} ({pct} cluster-bootstrap CIs) ==")
+                     f"judges {list(report.judges)} ({pct} CIs" + (f" resampling {over}" if over else "") + ") ==")
         if report.majority is not None:
             lines.append(f"human majority: {report.majority.n} units, {report.majority.n_ties} ties "
                          f"({report.majority.tie_policy})")
