@@ -236,7 +236,7 @@ def alt_test_table(frame: Any, *, judge: str, humans: list[str] | None = None, u
                    rater: str = "rater", label: str = "label", **settings: Any) -> AltTestResult:
     """Alt-test from the long labels table (rows unit, rater, label; missing label = unscored)."""
     rows = frame[[unit, rater, label]]
-    raters = humans if humans is not None else sorted(set(rows[rater]) - {judge})
+    raters = humans if humans is not None else sorted(set(rows[rater].unique()) - {judge})
     by_rater = {r: g for r, g in rows.groupby(rater, sort=False)}
     if judge not in by_rater:
         raise ValueError(f"judge={judge!r}: no rows with {rater}={judge!r} in the labels table")
