@@ -685,7 +685,9 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         units = [str(u) for u in wide.index]
         vote = majority_vote(codes, units=units, categories=categories, voters=[str(c) for c in wide.columns],
                              tie_policy=tie_policy, positive=binary_positive)
-        info = table[isin(table["unit"], wide.index)].drop_duplicates("unit").set_index("unit").reindex(wide.index)
+        # The first row of each unit, as filtering to the human units first gives (every unit of ``wide`` has one).
+        columns = ["unit", *(c for c in ("adjudicated", "adjudicated_where") if c in table.columns)]
+        info = table[columns].drop_duplicates("unit").set_index("unit").reindex(wide.index)
         adjudicated = info["adjudicated"] if "adjudicated" in info else pd.Series(None, index=wide.index)
         where = info["adjudicated_where"].tolist() if "adjudicated_where" in info else None
         resolved, _ = resolve(vote, adjudicated.tolist(), units=units, categories=categories, where=where)
