@@ -864,7 +864,8 @@ def first_turn_document(study: Any, judge: str, settings: dict[str, Any]) -> dic
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
     """sha256 of a judge's labels on the sampled units: a score checks they did not change since the gate."""
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)].sort_values("unit")
-    return sha256_hex([[u, lab if isinstance(lab, str) else None] for u, lab in zip(rows["unit"], rows["label"])])
+    return sha256_hex([[u, lab if isinstance(lab, str) else None]
+                       for u, lab in zip(rows["unit"].tolist(), rows["label"].tolist())])
 
 
 CALL_SHOWN = ("unit_kind", "provider", "model", "prompt_sha256", "rule", "output", "parse_mode", "params",
