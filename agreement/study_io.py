@@ -22,7 +22,7 @@ ARCHITECTURE.md define, validated here, so ``agreement`` does not import
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,10 +58,10 @@ def read_rows(path: Path, required: Iterable[str]) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; a bad line or a missing field is an InputError naming file:line."""
     rows: list[dict[str, Any]] = []
     required = tuple(required)
+    needed = frozenset(required)
     for number, row in json_objects(path):
-        missing = [f for f in required if f not in row]
-        if missing:
-            raise InputError(f"{path}:{number}: missing field(s) {missing}")
+        if not needed <= row.keys():  # one set test per row; the names only for the error
+            raise InputError(f"{path}:{number}: missing field(s) {[f for f in required if f not in row]}")
         row["source_line"] = number
         rows.append(row)
     return rows
@@ -84,14 +84,18 @@ def isin(column: pd.Series, values: Iterable[Any]) -> pd.Series:
     return pd.Series(found.to_numpy(), index=column.index)
 
 
-def human_label_tables(layout: StudyLayout) -> list[LabelRows]:
-    """Every human labels source of the study, sources first, then the files no source replaces."""
+def human_label_tables(layout: StudyLayout, *, verified: Mapping[str, str] | None = None) -> list[LabelRows]:
+    """Every human labels source of the study, sources first, then the files no source replaces.
+
+    ``verified``: study-relative name -> sha256 of files a generation check has just hashed (not hashed again).
+    """
     tables = [t for t in (source.read(layout) for source in label_sources()) if t is not None]
     replaced = {path for table in tables for path in table.replaces}
     for path in layout.human_label_files():
         if path not in replaced:
-            tables.append(LabelRows(name=layout.relative(path), rows=read_rows(path, _REQUIRED["human"]),
-                                    digest=file_sha256(path)))
+            name = layout.relative(path)
+            tables.append(LabelRows(name=name, rows=read_rows(path, _REQUIRED["human"]),
+                                    digest=(verified or {}).get(name) or file_sha256(path)))
     return tables
 
 
@@ -266,8 +270,9 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
         raise InputError(f"{root}: study folder not found")
     from samples.generation import check_generation
 
-    check_generation(layout, "blind")  # the key as blind published it: never half of another run's
-    check_generation(layout, "import")  # units, key and imported labels as one import published them
+    # The key as blind published it (never half of another run's); units, key and imported labels as one
+    # import published them. Their sha256, just computed, are the fingerprints below (1e5 units: 190 MB).
+    verified = {**(check_generation(layout, "blind") or {}), **(check_generation(layout, "import") or {})}
     if not layout.key.is_file():
         raise InputError(f"{layout.key}: missing; validation needs the sealed key (accord blind, or accord import "
                          f"units for a study that starts from labels)")
@@ -283,7 +288,7 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     if len(dup):
         row = dup.iloc[0]
         raise InputError(f"{layout.key}:{row['source_line']}: task_id {row['task_id']!r} appears twice")
-    sources = human_label_tables(layout)
+    sources = human_label_tables(layout, verified=verified)
     human = read_human_labels(layout, key, sources)
     for column in ("sample_index", "label", "unscored_reason", "first_turn"):
         if column not in judge.columns:
@@ -294,7 +299,8 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
         raise InputError(f"{root / bad.iloc[0]['source_file']}:{bad.iloc[0]['source_line']}: parse_status 'ok' but label is null "
                          f"(an unscored row must say parse_status 'unscored')")
     inputs = (layout.key, *judge_files, layout.sample, layout.units, layout.trajectories, layout.label_map)
-    prints = {layout.relative(path): file_sha256(path) for path in inputs if path.is_file()}
+    prints = {name: verified.get(name) or file_sha256(path) for path in inputs if path.is_file()
+              for name in (layout.relative(path),)}
     prints.update((table.name, table.digest) for table in sources)
     if not cluster or not isinstance(cluster, str):
         raise InputError(f"cluster {cluster!r}: expected one of {list(CLUSTERS)} or a unit field name")
