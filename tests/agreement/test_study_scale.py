@@ -95,3 +95,16 @@ def test_headline_numbers_match_a_textbook_computation(gated: Path) -> None:
         assert ceiling == pytest.approx(with_judge - among, abs=1e-12)
         outcomes = Counter(c["passed"] for c in criteria.values())
         assert outcomes == Counter({True: 8, False: 1}) and not criteria["family contrast"]["passed"]
+
+
+@pytest.mark.parametrize("values", [["a"], ["a", None], ["a", float("nan")], {"c"}, [1, "a"], [], ("b", "x")])
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_isin_answers_as_pandas_isin(values: object, dtype: object) -> None:
+    import pandas as pd
+
+    from agreement.study_io import isin
+
+    column = pd.Series(["a", "b", None, "c", "a"], index=[5, 6, 7, 8, 9], dtype=dtype)
+    expected = column.isin(list(values) if isinstance(values, set) else values)  # pandas' own (slow) answer
+    got = isin(column, values)
+    assert got.tolist() == expected.tolist() and list(got.index) == [5, 6, 7, 8, 9]
