@@ -236,13 +236,15 @@ def alt_test_table(frame: Any, *, judge: str, humans: list[str] | None = None, u
                    rater: str = "rater", label: str = "label", **settings: Any) -> AltTestResult:
     """Alt-test from the long labels table (rows unit, rater, label; missing label = unscored)."""
     rows = frame[[unit, rater, label]]
-    raters = humans if humans is not None else sorted(set(rows[rater]) - {judge})
+    raters = humans if humans is not None else sorted(set(rows[rater].unique()) - {judge})
     by_rater = {r: g for r, g in rows.groupby(rater, sort=False)}
     if judge not in by_rater:
         raise ValueError(f"judge={judge!r}: no rows with {rater}={judge!r} in the labels table")
-    human_maps = {str(r): {u: v for u, v in zip(by_rater[r][unit], by_rater[r][label]) if _present(v)}
-                  for r in raters if r in by_rater}
-    judge_map = {u: (v if _present(v) else None) for u, v in zip(by_rater[judge][unit], by_rater[judge][label])}
+    # tolist(): the same values as iterating the columns, without pandas 3's per-element str iteration
+    human_maps = {str(r): {u: v for u, v in zip(by_rater[r][unit].tolist(), by_rater[r][label].tolist())
+                           if _present(v)} for r in raters if r in by_rater}
+    judge_map = {u: (v if _present(v) else None)
+                 for u, v in zip(by_rater[judge][unit].tolist(), by_rater[judge][label].tolist())}
     return alt_test(human_maps, judge_map, judge_name=judge, **settings)
 
 

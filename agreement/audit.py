@@ -503,7 +503,7 @@ def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_p
     if reference not in REFERENCES:
         raise InputError(f"--reference {reference!r}: expected one of {list(REFERENCES)}")
     table = labels_table(study)
-    judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
+    judges = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
     if judge is None and len(judges) != 1:
         raise InputError(f"--judge: the study has judges {judges}; name the one to audit")
     judge = judge or judges[0]
@@ -543,17 +543,18 @@ def _check_positive(table: pd.DataFrame, judge: str, positive: Sequence[str]) ->
     """Each positive label is one the audited judge's units can carry: a label of their kinds' schemes
     (``samples.kinds`` -> ``samples.schemes``) or one found on those units. A typo would otherwise
     audit a score that is 0 everywhere. A label-free scheme (no closed label set) accepts any label."""
+    from agreement.study_io import isin
     from samples.schemes import DEFAULT_SCHEME, get_scheme
 
     units = table.loc[table["rater"] == judge, "unit"]
     if units.empty:
         return  # an unknown judge: GateEvidence names it
-    rows = table[table["unit"].isin(units)]
-    schemes = [get_scheme(DEFAULT_SCHEME[kind]) for kind in sorted(set(rows["kind"].dropna()))]
+    rows = table[isin(table["unit"], units)]
+    schemes = [get_scheme(DEFAULT_SCHEME[kind]) for kind in sorted(set(rows["kind"].dropna().unique()))]
     if not schemes or any(not scheme.labels for scheme in schemes):
         return
     allowed = dict.fromkeys([label for scheme in schemes for label in scheme.labels]
-                            + sorted(set(rows["label"].dropna().astype(str))))
+                            + sorted(set(rows["label"].dropna().astype(str).unique())))
     for label in positive:
         if label not in allowed:
             names = ", ".join(repr(scheme.name) for scheme in dict.fromkeys(schemes))

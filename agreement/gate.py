@@ -870,7 +870,8 @@ def first_turn_document(study: Any, judge: str, settings: dict[str, Any]) -> dic
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
     """sha256 of a judge's labels on the sampled units: a score checks they did not change since the gate."""
     rows = table[(table["source"] == "judge") & (table["rater"] == judge)].sort_values("unit")
-    return sha256_hex([[u, lab if isinstance(lab, str) else None] for u, lab in zip(rows["unit"], rows["label"])])
+    return sha256_hex([[u, lab if isinstance(lab, str) else None]
+                       for u, lab in zip(rows["unit"].tolist(), rows["label"].tolist())])
 
 
 CALL_SHOWN = ("unit_kind", "provider", "model", "prompt_sha256", "rule", "output", "parse_mode", "params",
@@ -911,7 +912,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
 
     policy = load_policy(policy_path)
     table = labels_table(study)
-    present = sorted(set(table.loc[table["source"] == "judge", "rater"]))
+    present = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
     names = judges or ([policy.settings["judge"]] if "judge" in policy.settings else present)
     if not names:
         raise InputError(f"{study.root}: no judge labels on the sampled units; nothing to gate")
@@ -921,9 +922,9 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     layout = StudyLayout.of(study.root)
     gated = []
     for judge in names:
-        kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"])
+        kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"].unique())
         mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
-        identity = judge_identity(study, judge, units=set(mine["unit"]))
+        identity = judge_identity(study, judge, units=set(mine["unit"].unique()))
         human_sample = human_sample_sha256(mine)
         registration = registration_status(study, policy, judge, identity, human_sample)
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],

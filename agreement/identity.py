@@ -56,12 +56,12 @@ def call_identities(rows: pd.DataFrame, kinds: pd.Series, parts: dict[str, dict[
 
 def judge_identity(study: Any, judge: str, *, units: set[str] | None = None) -> dict[str, Any]:
     """``{"calls": [...], "sha256": ...}`` of ``judge``'s labels (sample 0) on ``units`` (None: every unit)."""
-    from agreement.study_io import read_rows
+    from agreement.study_io import isin, read_rows
 
     layout = StudyLayout.of(study.root)
     rows = study.judge[(study.judge["judge"] == judge) & (study.judge["sample_index"] == 0)]
     if units is not None:
-        rows = rows[rows["unit_id"].isin(units)]
+        rows = rows[isin(rows["unit_id"], units)]
     kinds = study.key.drop_duplicates("unit_id").set_index("unit_id")["kind"]
     if layout.units.is_file():
         every = pd.DataFrame(read_rows(layout.units, ("unit_id", "kind"))).drop_duplicates("unit_id")

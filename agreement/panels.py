@@ -711,19 +711,21 @@ def study_first_turns(study: Any, judge: str, **settings: Any) -> FirstTurnAgree
     The human first turn of a unit is the median of its independent annotators' first turns
     (those who gave one); the judge's is its t* (sample 0; -1 = no recognition).
     """
+    from agreement.study_io import isin
+
     human, judged = study.human, study.judge
     if "first_turn" not in human.columns or "first_turn" not in judged.columns:
         return "no first recognition turns in the human or the judge labels"
     key = study.key.drop_duplicates("task_id").set_index("task_id")
-    independent = human[(human["role"] == "independent") & human["task_id"].isin(key.index)]
+    independent = human[(human["role"] == "independent") & isin(human["task_id"], key.index)]
     turns = independent.assign(unit=independent["task_id"].map(key["unit_id"]),
                                turn=independent["first_turn"].astype(float))
     turns = turns[turns["turn"] >= 0]
     mine = judged[(judged["judge"] == judge) & (judged["sample_index"] == 0)
-                  & judged["unit_id"].isin(set(key["unit_id"]))]
+                  & isin(judged["unit_id"], key["unit_id"].unique())]
     if mine.empty or turns.empty:
         return f"no first recognition turn from {'judge ' + repr(judge) if mine.empty else 'any annotator'}"
-    units = sorted(set(mine["unit_id"]))
+    units = sorted(set(mine["unit_id"].unique()))
     human_turn = turns.groupby("unit")["turn"].median().reindex(units)
     judge_turn = mine.drop_duplicates("unit_id").set_index("unit_id")["first_turn"].astype(float).reindex(units)
     judge_turn = judge_turn.where(judge_turn >= 0)

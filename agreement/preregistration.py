@@ -31,7 +31,7 @@ def sample_files(layout: StudyLayout) -> dict[str, str]:
 
 def human_sample_sha256(table: pd.DataFrame) -> str:
     """The human sample a gate reads: the units people labelled (sorted), however many labels each has."""
-    return sha256_hex(sorted({str(u) for u in table.loc[table["source"] == "human", "unit"]}))
+    return sha256_hex(sorted({str(u) for u in table.loc[table["source"] == "human", "unit"].unique()}))
 
 
 def registrations(layout: StudyLayout) -> list[Any]:

@@ -43,7 +43,7 @@ from agreement.panels import (
     reference_report,
     report_to_dict,
 )
-from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, labels_table
+from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, isin, labels_table
 from samples.errors import InputError
 from samples.schemes import DEFAULT_SCHEME, SCHEMES
 
@@ -56,7 +56,7 @@ REFERENCES = ("human_majority", "resolved")
 def scheme_of(kinds: list[str], labels: pd.Series) -> tuple[tuple[str, ...] | None, str | None]:
     """Categories and positive label of the kinds' scheme when every label fits it, else inferred."""
     names = {DEFAULT_SCHEME.get(k) for k in kinds}
-    present = set(labels.dropna().astype(str))
+    present = set(labels.dropna().astype(str).unique())
     if len(names) == 1:
         scheme = SCHEMES[names.pop()]
         if present <= set(scheme.labels):
@@ -308,9 +308,9 @@ def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: str, weighted: bool,
              settings: PanelSettings) -> Section:
-    categories, positive = scheme_of(sorted(set(table["kind"])), table["label"])
+    categories, positive = scheme_of(sorted(set(table["kind"].unique())), table["label"])
     if categories is None:  # labels imported as found (scheme "any"): nominal categories, as the reference's
-        categories = tuple(sorted(set(table["label"].dropna().astype(str)))) or None
+        categories = tuple(sorted(set(table["label"].dropna().astype(str).unique()))) or None
     data = rating_data(table, weighted=weighted, categories=categories)
     kind_judges = [j for j in judges if j in data.raters]
     binary_positive = positive if data.categories and len(data.categories) == 2 else None
@@ -400,14 +400,14 @@ def population_judge_pairs(table: pd.DataFrame, *, settings: PanelSettings) -> t
     """ISE Table 6 over the population: every pair of judges sharing units of a kind, overall and per
     setting and split, with directional disagreement counts (``population_table`` rows)."""
     out = []
-    for kind in sorted(set(table["kind"])):
+    for kind in sorted(set(table["kind"].unique())):
         part = table[table["kind"] == kind]
-        judges = sorted(set(part["rater"]))
+        judges = sorted(set(part["rater"].unique()))
         if len(judges) < 2:
             continue
         categories, _ = scheme_of([kind], part["label"])
         data = rating_data(part, weighted=False, categories=categories
-                           or tuple(sorted(set(part["label"].dropna().astype(str)))) or None)
+                           or tuple(sorted(set(part["label"].dropna().astype(str).unique()))) or None)
         unit_info = part.drop_duplicates("unit").set_index("unit")
         tables = [_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
         for name in SUBGROUP_FIELDS:
@@ -428,12 +428,12 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
     if not (table["source"] == "human").any():
         raise InputError(f"validation: no human labels on the sampled units; {HUMAN_LABEL_SOURCES}")
     settings = PanelSettings(n_resamples=n_resamples, seed=seed, cluster=True)
-    judges = sorted(set(table.loc[table["source"] == "judge", "rater"]))
-    humans = sorted(set(table.loc[table["source"] == "human", "rater"]))
+    judges = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
+    humans = sorted(set(table.loc[table["source"] == "human", "rater"].unique()))
     simulated = bool((table["backend"] == "simulated").any())
-    labelled = set(table.loc[table["source"] == "human", "kind"])
+    labelled = set(table.loc[table["source"] == "human", "kind"].unique())
     notes = [f"kind {k}: no human labels, so its judges are not validated"
-             for k in sorted(set(table["kind"]) - labelled)]
+             for k in sorted(set(table["kind"].unique()) - labelled)]
     table = table[table["kind"].isin(labelled)]
     kinds = sorted(labelled)
     sections = [_section(k, table[table["kind"] == k], judges=judges, tie_policy=tie_policy, weighted=weighted,
@@ -496,8 +496,8 @@ def validate_by_codebook(table: pd.DataFrame, **settings: Any) -> tuple[Codebook
     splits = []
     for name, n_labels in codebook_versions(table).items():
         mine = human & (version == name)
-        units = set(table.loc[mine, "unit"])
-        part = table[mine | (~human & table["unit"].isin(units))]
+        units = set(table.loc[mine, "unit"].unique())
+        part = table[mine | (~human & isin(table["unit"], units))]
         splits.append(CodebookSplit(version=name, n_labels=n_labels, n_units=len(units),
                                     result=validate_table(part, **settings)))
     return tuple(splits)
@@ -524,9 +524,9 @@ class GateEvidence:
                  seed: int, weighted: bool = False, registration: dict[str, Any] | None = None) -> None:
         judged = table[(table["source"] == "judge") & (table["rater"] == judge)]
         if judged.empty:
-            present = sorted(set(table.loc[table["source"] == "judge", "rater"]))
+            present = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
             raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {present}")
-        kinds = sorted(set(judged["kind"]))
+        kinds = sorted(set(judged["kind"].unique()))
         self.judge = judge
         self._other_judges = table[(table["source"] == "judge") & (table["rater"] != judge)
                                    & table["kind"].isin(kinds)]
@@ -550,7 +550,7 @@ class GateEvidence:
         if self.section is not None:
             return tuple(str(c) for c in self.section.categories)
         labels, _ = scheme_of(self.kinds, self.table["label"])
-        return tuple(labels or sorted(set(self.table["label"].dropna().astype(str))))
+        return tuple(labels or sorted(set(self.table["label"].dropna().astype(str).unique())))
 
     def _vs_humans(self):
         report = self.section.report if self.section is not None else None
@@ -641,7 +641,7 @@ class GateEvidence:
             if rows.empty:
                 missing.append(name)
                 continue
-            outside = sorted(set(rows["label"].dropna().astype(str)) - {str(c) for c in cats})
+            outside = sorted(set(rows["label"].dropna().astype(str).unique()) - {str(c) for c in cats})
             if outside:
                 raise InputError(f"baseline judge {name!r}: labels {outside} are not in the scheme's labels {cats}")
             by_unit = rows.drop_duplicates("unit").set_index("unit")["label"].reindex(list(data.units))
@@ -650,7 +650,7 @@ class GateEvidence:
         settings = PanelSettings(n_resamples=self.n_resamples, seed=self.seed)
         differences = baseline_differences(data, judge, reference_codes, columns, list(coefficients),
                                            settings=settings)
-        present = sorted(set(self._other_judges["rater"]))
+        present = sorted(set(self._other_judges["rater"].unique()))
         reason = (f"baseline judge(s) {missing} have no labels on the judge's units; judges present: {present}"
                   if missing else None)
         return BaselineComparison(differences=tuple(differences), undefined_reason=reason)
@@ -679,7 +679,7 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
     for kind, rows in humans.groupby("kind", sort=True):
         categories, positive = scheme_of([kind], rows["label"])
         if categories is None:
-            categories = tuple(sorted(set(rows["label"].dropna().astype(str))))
+            categories = tuple(sorted(set(rows["label"].dropna().astype(str).unique())))
         binary_positive = positive if len(categories) == 2 else None
         wide = rows.pivot(index="unit", columns="rater", values="label")
         codes = np.full(wide.shape, -1, dtype=np.int64)
@@ -688,7 +688,9 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         units = [str(u) for u in wide.index]
         vote = majority_vote(codes, units=units, categories=categories, voters=[str(c) for c in wide.columns],
                              tie_policy=tie_policy, positive=binary_positive)
-        info = table[table["unit"].isin(wide.index)].drop_duplicates("unit").set_index("unit").reindex(wide.index)
+        # The first row of each unit, as filtering to the human units first gives (every unit of ``wide`` has one).
+        columns = ["unit", *(c for c in ("adjudicated", "adjudicated_where") if c in table.columns)]
+        info = table[columns].drop_duplicates("unit").set_index("unit").reindex(wide.index)
         adjudicated = info["adjudicated"] if "adjudicated" in info else pd.Series(None, index=wide.index)
         where = info["adjudicated_where"].tolist() if "adjudicated_where" in info else None
         resolved, _ = resolve(vote, adjudicated.tolist(), units=units, categories=categories, where=where)

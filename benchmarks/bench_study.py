@@ -10,6 +10,7 @@ units, made with ``accord import table``; each command is timed as a user runs i
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -45,7 +46,7 @@ def write_study(n: int, work: Path) -> Path:
     return study
 
 
-def row(command: str, n: int, run: Run, largest: bool) -> dict:
+def row(command: str, n: int, run: Run, largest: bool, load: float) -> dict:
     gib = run.peak_rss_bytes / 2**30
     seconds, memory = TARGETS[command]
     target = (f"< {seconds:.0f} s" + (f" and < {memory:.0f} GB" if memory else "")) if largest else ""
@@ -54,7 +55,8 @@ def row(command: str, n: int, run: Run, largest: bool) -> dict:
     return {"benchmark": f"{what}, {n:,} units (3 annotators, 2 judges)",
             "accord": f"{seconds_text(run.seconds)}, peak RSS {gib:.2f} GB", "peer": "", "ratio": "",
             "target": target, "met": met,
-            "notes": f"whole process on an imported study; CPU {run.cpu_seconds:.1f} s; exit {run.returncode}"}
+            "notes": f"whole process on an imported study; CPU {run.cpu_seconds:.1f} s; exit {run.returncode}; "
+                     f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores, shared)"}
 
 
 def run(quick: bool = False) -> list[dict]:
@@ -64,14 +66,16 @@ def run(quick: bool = False) -> list[dict]:
     try:
         for n in sizes:
             study = write_study(n, work)
+            load = os.getloadavg()[0]
             validate = checked(run_command([sys.executable, "-m", "apps", "validate", str(study), "--json"],
                                            cwd=REPO), f"accord validate ({n} units)")
-            rows.append(row("validate", n, validate, n == SIZES[-1]))
+            rows.append(row("validate", n, validate, n == SIZES[-1], load))
+            load = os.getloadavg()[0]
             gate = run_command([sys.executable, "-m", "apps", "gate", str(study), "--policy", str(POLICY), "--json"],
                                cwd=REPO)
             if gate.returncode not in (0, 1):  # ACCEPT or REJECT are outcomes; 2 or a crash is not
                 checked(gate, f"accord gate ({n} units)")
-            rows.append(row("gate", n, gate, n == SIZES[-1]))
+            rows.append(row("gate", n, gate, n == SIZES[-1], load))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
