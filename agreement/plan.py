@@ -42,14 +42,11 @@ from agreement.bootstrap import DEFAULT_SEED
 from agreement.intervals import MIN_UNITS
 from samples.errors import InputError
 
-PLANNED = ("agreement_floor", "human_ceiling", "unscored_share")
+PLANNED = ("agreement_floor", "human_ceiling", "unscored_share", "beats_baselines", "tracks_input")
 NOT_PLANNED = {
     "alt_test": "the alt-test's per-annotator t-tests depend on which annotators label which units; not simulated",
     "family_contrast": "needs the models and families of the benchmark, which a design does not describe",
     "min_units_per_stratum": "a design count: plan the strata's units directly",
-    "beats_baselines": "the built-in baseline comparison is not simulated; a judge that clears the floors by "
-                       "more than the constant answers' scores passes it",
-    "tracks_input": "the built-in kappa > 0 is not simulated (a judge at any planned floor clears it)",
 }
 MAX_UNITS = 5_000
 SIMULATED_UNITS = 2_000
@@ -125,14 +122,32 @@ def _cells_statistic(name: str, p11, p10, p01, p00):
 _COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
 
 
-def true_agreement(coefficient: str, judge_accuracy: Any, reference_accuracy: float, rate: float) -> Any:
-    """Population coefficient of two raters copying the latent label (independent errors)."""
+def _true_cells(judge_accuracy: Any, reference_accuracy: float, rate: float) -> tuple[Any, Any, Any, Any]:
+    """Population (judge, reference) cell shares of two raters copying the latent label (independent errors)."""
     a, r = np.asarray(judge_accuracy, dtype=float), reference_accuracy
     p11 = rate * a * r + (1 - rate) * (1 - a) * (1 - r)
     p10 = rate * a * (1 - r) + (1 - rate) * (1 - a) * r
     p01 = rate * (1 - a) * r + (1 - rate) * a * (1 - r)
     p00 = rate * (1 - a) * (1 - r) + (1 - rate) * a * r
-    return _cells_statistic(coefficient, p11, p10, p01, p00)
+    return p11, p10, p01, p00
+
+
+def true_agreement(coefficient: str, judge_accuracy: Any, reference_accuracy: float, rate: float) -> Any:
+    """Population coefficient of two raters copying the latent label (independent errors)."""
+    return _cells_statistic(coefficient, *_true_cells(judge_accuracy, reference_accuracy, rate))
+
+
+def _over_constant(coefficient: str, answer_positive: bool) -> Any:
+    """The judge's ``coefficient`` minus that of always answering one category, as a function of the
+    (judge, reference) cells: the constant's cells put the reference's shares in one row."""
+
+    def statistic(p11, p10, p01, p00):
+        positive, negative = p11 + p01, p10 + p00
+        zero = np.zeros_like(positive)
+        constant = (positive, negative, zero, zero) if answer_positive else (zero, zero, positive, negative)
+        return _cells_statistic(coefficient, p11, p10, p01, p00) - _cells_statistic(coefficient, *constant)
+
+    return statistic
 
 
 def judge_accuracy_for(design: Design, agreement: float) -> float:
@@ -161,6 +176,10 @@ class PlannedCriterion:
     reason: str | None = None
     coefficient: str | None = None
     threshold: float | None = None
+    coefficients: tuple[str, ...] = ()
+    """beats_baselines: the coefficients on which the judge must beat every constant answer."""
+    strict: bool = False
+    """The lower bound must exceed the threshold (the built-ins), not only reach it."""
 
 
 def planned_criteria(policy: Any) -> list[PlannedCriterion]:
@@ -181,6 +200,15 @@ def planned_criteria(policy: Any) -> list[PlannedCriterion]:
         elif kind == "unscored_share":
             out.append(PlannedCriterion(name=c.name, type=kind, planned=True, threshold=c.cap,
                                         coefficient="point" if c.point else "upper_bound"))
+        elif kind == "tracks_input":
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient="cohen_kappa",
+                                        threshold=c.bound, strict=True))
+        elif kind == "beats_baselines" and c.judges:
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
+                                        reason=f"named baseline judges ({', '.join(c.judges)}) are not simulated"))
+        elif kind == "beats_baselines":
+            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficients=c.coefficients,
+                                        threshold=c.bound, strict=True))
         else:
             out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
                                         reason=NOT_PLANNED.get(kind, "no simulation model for this criterion type")))
@@ -220,12 +248,6 @@ class _Scale:
             return value - tq * se
         truth = truth[:, None]
         return truth + (value - truth) * self.ratio - tq * se * self.ratio
-
-    def floor_truth(self, coefficient: str) -> np.ndarray:
-        """The judge-vs-majority coefficient of the latent-class model (ties excluded keep the rate: the
-        annotators' accuracy is the same for both classes)."""
-        d = self.design
-        return true_agreement(coefficient, self.judge_accuracy, d.majority_accuracy, d.positive_rate)
 
     def ceiling_truth(self) -> np.ndarray:
         """E[judge's agreement with an annotator - annotators' pairwise agreement] under the model."""
@@ -302,8 +324,10 @@ class Simulator:
         cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
         cell_sums = [self._counted(c & keep, flat) for c in cells]  # each (X, S, n)
         for c in self.criteria:
-            if c.type == "agreement_floor":
+            if c.type in ("agreement_floor", "tracks_input"):
                 ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq, scale)
+            elif c.type == "beats_baselines":
+                ok = self._baselines(c, cell_sums, slot_count, kept, clusters, tq, scale)
             elif c.type == "human_ceiling":
                 ok = self._ceiling(c, judge, humans, flat, size, scale)
             else:
@@ -314,16 +338,42 @@ class Simulator:
         return passes
 
     def _floor(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq, scale: _Scale) -> np.ndarray:
+        coefficient = c.coefficient
+
+        def statistic(*cells):
+            return _cells_statistic(coefficient, *cells)
+
+        low = self._lower_bound(statistic, cell_sums, slot_count, kept, clusters, tq, scale)
+        minimum = MIN_UNITS.get(coefficient, 0)
+        clears = low > c.threshold if c.strict else low >= c.threshold
+        return np.isfinite(low) & clears & (scale.units(kept) >= minimum)
+
+    def _baselines(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq, scale: _Scale
+                   ) -> np.ndarray:
+        """Every (coefficient, constant answer) difference's lower bound above the bound, on the paired
+        comparison's minimum size (the gate's ``beats_baselines``: the majority-class rule is one of the
+        two constants)."""
+        ok = scale.units(kept) >= MIN_UNITS.get("human_ceiling", 0)
+        for coefficient in c.coefficients:
+            for answer_positive in (False, True):
+                low = self._lower_bound(_over_constant(coefficient, answer_positive), cell_sums, slot_count, kept,
+                                        clusters, tq, scale)
+                ok = ok & np.isfinite(low) & (low > c.threshold)
+        return ok
+
+    def _lower_bound(self, statistic, cell_sums, slot_count, kept, clusters, tq, scale: _Scale) -> np.ndarray:
+        """Lower bound of the t interval on the clustered linearised SE of ``statistic`` (a function of the
+        four judge x majority cell shares), per judge accuracy and study."""
         totals = [s.sum(axis=2) for s in cell_sums]  # (X, S)
-        value = _cells_statistic(c.coefficient, *totals)
-        # Linearisation: gradient of the coefficient in the cell shares (central differences).
+        value = statistic(*totals)
+        # Linearisation: gradient of the statistic in the cell shares (central differences).
         shares = [t / np.maximum(kept, 1) for t in totals]
         grads = []
         for i in range(4):
             step = 1e-6
             up = [s + (step if j == i else 0.0) for j, s in enumerate(shares)]
             down = [s - (step if j == i else 0.0) for j, s in enumerate(shares)]
-            grads.append((_cells_statistic(c.coefficient, *up) - _cells_statistic(c.coefficient, *down)) / (2 * step))
+            grads.append((statistic(*up) - statistic(*down)) / (2 * step))
         influence = np.zeros(slot_count.shape)  # sum of g (cs - slot_count s) over the cells, in place: (X, S, n)
         for g, cs, s in zip(grads, cell_sums, shares):
             term = slot_count * s[..., None]
@@ -332,9 +382,9 @@ class Simulator:
             influence += term
         with np.errstate(invalid="ignore", divide="ignore"):
             var = clusters / (clusters - 1) * (influence**2).sum(axis=2) / kept**2
-            low = scale.lower_bound(value, np.sqrt(var), tq, scale.floor_truth(c.coefficient))
-        minimum = MIN_UNITS.get(c.coefficient, 0)
-        return np.isfinite(low) & (low >= c.threshold) & (scale.units(kept) >= minimum)
+            d = self.design
+            truth = statistic(*_true_cells(scale.judge_accuracy, d.majority_accuracy, d.positive_rate))
+            return scale.lower_bound(value, np.sqrt(var), tq, truth)
 
     def _ceiling(self, c: PlannedCriterion, judge, humans, flat, n, scale: _Scale) -> np.ndarray:
         m = humans.shape[0]

@@ -128,6 +128,35 @@ def test_chance_corrected_bounds_cover_at_every_look(coefficient, per_cluster):
     assert misses / runs <= 0.05
 
 
+@pytest.mark.parametrize("per_cluster", [1, 3])
+def test_ac1_over_a_constant_covers_the_difference_and_rarely_passes_at_the_boundary(per_cluster):
+    """A judge whose AC1 equals always-'no''s, looked at after every cluster. Reference share p_R = 0.3:
+    always 'no' agrees 0.7 of the time, pi = 0.15, p_e = 2 * 0.15 * 0.85 = 0.255, AC1 = 0.445 / 0.745.
+    The judge has p_J = p_R = 0.3, so p_e = 2 * 0.3 * 0.7 = 0.42, and needs p_o = 0.42 + 0.58 * AC1; it errs
+    both ways with P(J=1,R=0) = P(J=0,R=1) = (1 - p_o) / 2. The difference is 0: the box's interval must
+    hold 0 at every look in >= 95% of studies, and a lower bound above 0 (a PASS) at most 5% of the time."""
+    from agreement.anytime import Stream, _ac1_over_constant
+
+    constant = 0.445 / 0.745
+    p_o = 0.42 + 0.58 * constant
+    off = (1 - p_o) / 2
+    rng = np.random.default_rng(11)
+    cells = np.array([[1, 1], [1, 0], [0, 1], [0, 0]])
+    misses, passes, runs, n = 0, 0, 150, 240
+    for _ in range(runs):
+        draw = cells[rng.choice(4, p=[0.3 - off, off, off, 0.7 - off], size=n)]
+        look = np.arange(n) // per_cluster
+        stream = Stream(units=tuple(map(str, range(n))), look=look, looks=int(look[-1]) + 1, judge=draw[:, 0],
+                        unscored=np.zeros(n, bool), reference=draw[:, 1], humans=np.zeros((n, 0), np.int64),
+                        annotators=(), categories=("no", "yes"), positive="yes", strata=np.array(["all"] * n),
+                        bound=float(per_cluster))
+        low, high, _ = _ac1_over_constant(stream, False, 1, np.ones(n, bool), 0.05, grid=201)
+        misses += bool(np.any((low > 0) | (high < 0)))
+        passes += bool(np.any(low > 0))
+    assert misses / runs <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs)
+    assert passes / runs <= 0.05
+
+
 def test_paired_kappa_sequence_by_hand():
     """Four units, two pairs. Pair 1: (J, R) = (1, 1), (0, 0): A = 1, kappa cross terms 1[J_a = R_b] = 1[1 = 0] = 0,
     1[J_b = R_a] = 1[0 = 1] = 0, so B = 0. Pair 2: (1, 0), (1, 1): A = 1/2, cross 1[1 = 1] = 1, 1[1 = 0] = 0, B = 1/2.
