@@ -39,6 +39,7 @@ from agreement.panels import (
     PanelSettings,
     ReferenceReport,
     compare_pairs,
+    judge_pair_table,
     panel_report,
     reference_report,
     report_to_dict,
@@ -287,13 +288,6 @@ def _baselines(data: Any, report: PanelReport, positive: str | None, settings: P
     return out
 
 
-def _pair_table(data: Any, judges: list[str], mask: np.ndarray, subgroup: str, settings: PanelSettings) -> JudgePairTable:
-    part = data.select_raters(judges).select_units(mask)
-    pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
-    found = compare_pairs(part, pairs, settings=settings)
-    return JudgePairTable(subgroup=subgroup, n_units=part.n_units, pairs=tuple(found[p] for p in pairs if p in found))
-
-
 def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     judges = table[table["source"] == "judge"]
     out = {}
@@ -320,7 +314,8 @@ def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: s
         for name in SUBGROUP_FIELDS:
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
-                subgroup_tables.append(_pair_table(data, kind_judges, values == value, f"{name}={value}", settings))
+                subgroup_tables.append(judge_pair_table(data, kind_judges, values == value, f"{name}={value}",
+                                                        settings))
     adjudication, resolved = _resolved(data, report, unit_info, kind_judges, settings)
     per_stratum: dict[str, int] = {}
     if report.majority is not None:
@@ -406,11 +401,11 @@ def population_judge_pairs(table: pd.DataFrame, *, settings: PanelSettings) -> t
         data = rating_data(part, weighted=False, categories=categories
                            or tuple(sorted(set(part["label"].dropna().astype(str)))) or None)
         unit_info = part.drop_duplicates("unit").set_index("unit")
-        tables = [_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
+        tables = [judge_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
         for name in SUBGROUP_FIELDS:
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
-                tables.append(_pair_table(data, judges, values == value, f"{name}={value}", settings))
+                tables.append(judge_pair_table(data, judges, values == value, f"{name}={value}", settings))
         out.append(PopulationPairs(kind=kind, n_units=int(data.n_units), judges=tuple(judges), tables=tuple(tables)))
     return tuple(out)
 
