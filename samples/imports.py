@@ -80,12 +80,22 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     from samples.jsonl import regular_file
 
     regular_file(path, "label table")
+    stat = path.stat()
+    key = (str(path.resolve()), name, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key in _READ:  # a study file names one table per judge and the panel: it is parsed once a process
+        return list(_READ[key])
     try:
-        return _FORMATS[name](path)
+        rows = _FORMATS[name](path)
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    _READ.clear()  # one table kept: the study files name the same table in a row
+    _READ[key] = tuple(rows)
+    return rows
+
+
+_READ: dict[tuple, tuple[TableRow, ...]] = {}
 
 
 def _csv_rows(path: Path) -> list[TableRow]:

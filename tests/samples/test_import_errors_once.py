@@ -100,3 +100,15 @@ def test_the_study_files_id_pattern_names_a_missing_unit_column():
     assert str(error.value) == "t.json: unit_column: no column 'instanc'; its columns: ['instance', 'label']"
     with pytest.raises(InputError, match=r"^t.json: where: no column 'rater'; its columns: \['instance', 'label'\]$"):
         select(rows, {"rater": "gpt-4o"})
+
+
+def test_a_table_read_again_after_it_changed_is_parsed_again(tmp_path):
+    """read_table keeps the last table parsed (a study file names one table per judge); an edited file is new."""
+    from samples.imports import read_table
+
+    table = tmp_path / "t.csv"
+    table.write_text("id,label\nu1,yes\n")
+    first = read_table(table)
+    assert read_table(table) == first and read_table(table) is not first  # a copy: callers may extend it
+    table.write_text("id,label\nu1,no\nu2,yes\n")
+    assert [row.values["label"] for row in read_table(table)] == ["no", "yes"]
