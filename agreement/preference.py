@@ -213,7 +213,7 @@ def summary_line(cells: Sequence[Any], level: float) -> str:
               f"{len(tested) * (1 - level):.1f} expected by chance at {level:.0%})")
     if flagged:
         held = [c for c in flagged if _holds(c, level)]
-        line += (": " + ", ".join(f"{c.judge}->{c.response_family} {c.statistic:+.3f} (Holm p {c.p_holm:.3g})"
+        line += (": " + ", ".join(f"{c.judge}->{c.response_family} {signed(c)} (Holm p {c.p_holm:.3g})"
                                   for c in flagged)
                  + f"; {len(held)} of them hold after Holm's adjustment across the {len(tested)}")
     return line + "."

@@ -50,7 +50,8 @@ def test_audit_prints_the_self_preference_answer(mtbench, capsys):
         assert f"{c.judge} {c.statistic:+.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]" in line
     assert f"{len(flagged)} of 18 judge x family cells exclude 0 (about 0.9 expected by chance at 95%)" in line
     for c in flagged:
-        assert f"{c.judge}->{c.response_family} {c.statistic:+.3f} (Holm p {c.p_holm:.3g})" in line
+        assert (f"{c.judge}->{c.response_family} {c.statistic:+.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}] "
+                f"(Holm p {c.p_holm:.3g})") in line
     assert line.endswith("0 of them hold after Holm's adjustment across the 18.")
 
 
