@@ -311,11 +311,16 @@ def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: s
     unit_info = table.drop_duplicates("unit").set_index("unit")
     subgroup_tables = []
     if len(kind_judges) >= 2:
+        # The same units give the same table: a subgroup that is every unit (or another subgroup's units) is
+        # computed once and reused under its own name.
+        done = {np.ones(data.n_units, dtype=bool).tobytes(): report.judge_pairs[0]}
         for name in SUBGROUP_FIELDS:
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
-                subgroup_tables.append(judge_pair_table(data, kind_judges, values == value, f"{name}={value}",
-                                                        settings))
+                mask = values == value
+                found = done.get(mask.tobytes()) or judge_pair_table(data, kind_judges, mask, "", settings)
+                done.setdefault(mask.tobytes(), found)
+                subgroup_tables.append(replace(found, subgroup=f"{name}={value}"))
     adjudication, resolved = _resolved(data, report, unit_info, kind_judges, settings)
     per_stratum: dict[str, int] = {}
     if report.majority is not None:
