@@ -376,6 +376,8 @@ class PreferenceCell(_Doc):
     ci_low: float | None = None
     ci_high: float | None = None
     self_family: bool = False
+    p_value: float | None = Field(default=None, description="Two-sided cluster-bootstrap p-value (bias = 0).")
+    p_holm: float | None = Field(default=None, description="p_value Holm-adjusted across the document's cells.")
     undefined_reason: str | None = None
 
 

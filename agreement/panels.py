@@ -378,6 +378,15 @@ def _with_columns(data: RatingData, names: Sequence[str], columns: Sequence[np.n
                       source=data.source, strata=data.strata)
 
 
+def judge_pair_table(data: RatingData, judges: Sequence[str], mask: np.ndarray, subgroup: str | None,
+                     settings: PanelSettings) -> JudgePairTable:
+    """Every pair of ``judges`` on the units of ``mask``: its resamples depend on those units and judges only."""
+    part = data.select_raters(list(judges)).select_units(mask)
+    pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
+    found = compare_pairs(part, pairs, settings=settings)
+    return JudgePairTable(subgroup=subgroup, n_units=part.n_units, pairs=tuple(found[p] for p in pairs if p in found))
+
+
 def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: str, positive: Any = None,
                  reference: str | None = "majority", subgroups: Mapping[Any, Any] | None = None,
                  subgroup_name: str = "subgroup", settings: PanelSettings | None = None) -> PanelReport:
@@ -423,7 +432,7 @@ def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: st
         names.append(reference)
         columns.append(data.codes[:, data.rater_index(reference)])
     judge_pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
-    wanted = [(j, MAJORITY) for j in judges if majority is not None] + judge_pairs
+    wanted = [(j, MAJORITY) for j in judges if majority is not None]
     wanted += [(j, reference) for j in judges if named_reference and j != reference]
     compared = compare_pairs(_with_columns(data, names, columns), wanted, settings=settings) if len(names) >= 2 else {}
 
@@ -440,13 +449,12 @@ def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: st
                 undefined_reason=None if vs_majority else f"no unit has both a {judge!r} label and a human majority"))
     tables = []
     if judge_pairs:
-        tables.append(JudgePairTable(subgroup=None, n_units=data.n_units,
-                                     pairs=tuple(compared[p] for p in judge_pairs if p in compared)))
-        for value, mask in _subgroup_masks(data, subgroups):
-            part = data.select_raters(judges).select_units(mask)
-            found = compare_pairs(part, judge_pairs, settings=settings)
-            tables.append(JudgePairTable(subgroup=f"{subgroup_name}={value}", n_units=part.n_units,
-                                         pairs=tuple(found[p] for p in judge_pairs if p in found)))
+        # Every judge-pair table, all units included, from the judges' columns alone: the same pairs on the same
+        # units draw the same resamples, so two identical subsets (or a subset that is every unit) get one interval.
+        everyone = np.ones(data.n_units, dtype=bool)
+        for value, mask in [(None, everyone), *_subgroup_masks(data, subgroups)]:
+            tables.append(judge_pair_table(data, judges, mask, None if value is None else f"{subgroup_name}={value}",
+                                           settings))
     references = []
     if reference is not None and judges:
         target = MAJORITY if reference == "majority" else reference

@@ -13,6 +13,13 @@ on the same pairs. Self-preference is the bias towards the judge's own family.
 Intervals come from a cluster bootstrap over questions (both turns of a question
 and every pair built on it move together), vectorised as multinomial cluster
 weights: ratio = (W @ per-cluster differences) / (W @ per-cluster counts).
+
+A table of judges x families is many tests at once: at 95% about one cell in twenty
+excludes 0 by chance alone. Each cell's two-sided bootstrap p-value (the percentile
+interval's dual) is Holm-adjusted across every defined cell of the table. Holm, not
+BH: a flagged cell is a claim about one named judge, so the guarantee wanted is that
+no such claim is false (family-wise), and Holm gives it under any dependence (the
+cells share comparisons and human labels); BH's false-discovery rate suits screening.
 """
 
 from __future__ import annotations
@@ -20,11 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from agreement.audit import holm
 from agreement.bootstrap import DEFAULT_SEED
 from samples.errors import InputError
 
@@ -44,6 +52,8 @@ class FamilyBias:
     ci_high: float
     level: float
     self_family: bool
+    p_value: float = math.nan
+    p_holm: float = math.nan
     undefined_reason: str | None = None
 
     def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
@@ -115,14 +125,18 @@ def preference_bias(table: pd.DataFrame, *, first: str, second: str, first_label
             weights = rng.multinomial(len(clusters), np.full(len(clusters), 1 / len(clusters)), size=n_resamples)
             boot = (weights @ sums) / (weights @ counts)
             low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+            tail = min(np.count_nonzero(boot <= 0), np.count_nonzero(boot >= 0))
             results.append(FamilyBias(judge=judge, judge_family=judge_family, response_family=family,
                                       statistic=float(diff.mean()), n=int(one.sum()),
                                       judge_share=float(judge_share.mean()), human_share=float(human_share.mean()),
                                       ci_low=float(low), ci_high=float(high), level=level,
                                       self_family=judge_family == family,
+                                      p_value=min(1.0, 2 * (1 + tail) / (n_resamples + 1))
+                                      if len(clusters) > 1 else math.nan,
                                       undefined_reason=None if len(clusters) > 1 else
                                       "one question only: no interval"))
-    return results
+    adjusted = holm([r.p_value for r in results])
+    return [replace(r, p_holm=float(a)) for r, a in zip(results, adjusted)]
 
 
 def self_preference(results: Sequence[FamilyBias]) -> list[FamilyBias]:
@@ -144,3 +158,62 @@ def preference_study(study: Any, *, first: str, second: str, first_label: str, s
             "note": "bias = judge's preference for the response family minus the human experts' on the same "
                     "comparisons (cluster bootstrap over questions); self-family cells are self-preference."}
 
+
+
+def _excludes_zero(cell: Any) -> bool:
+    return cell.ci_low is not None and cell.ci_high is not None and (cell.ci_low > 0 or cell.ci_high < 0)
+
+
+def _holds(cell: Any, level: float) -> bool:
+    return _excludes_zero(cell) and _finite(cell.p_holm) and cell.p_holm < 1 - level
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def cell_flag(cell: Any, level: float) -> str:
+    """The table's flag for a cell: whether its interval excludes 0 and whether that survives Holm."""
+    if not _excludes_zero(cell):
+        return ""
+    if not _finite(cell.p_holm):
+        return "interval excludes 0 (no adjusted p)"
+    verdict = "holds" if _holds(cell, level) else "does not hold"
+    return f"interval excludes 0; {verdict} after Holm (p {cell.p_holm:.3g})"
+
+
+def multiplicity_note(cells: Sequence[Any], level: float) -> str:
+    """How many cells would exclude 0 by chance, and the adjustment used (the report's table note)."""
+    tested = [c for c in cells if _finite(c.p_value)]
+    return (f"{len(tested)} cells at {level:.0%}: about {len(tested) * (1 - level):.1f} expected to exclude 0 by "
+            f"chance alone. Flagged cells are tested again with p-values Holm-adjusted across the {len(tested)} "
+            "(family-wise: a flag is a claim about one named judge, and Holm needs no independence between cells "
+            "that share comparisons and human labels).")
+
+
+def summary_line(cells: Sequence[Any], level: float) -> str:
+    """The auditor's answer in one line: the self-preference verdict, what was measured, the flagged cells and
+    whether they survive Holm's adjustment (the audit command, `accord run` and the report's first screen)."""
+    def signed(c: Any) -> str:
+        return f"{c.statistic:+.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+
+    own = [c for c in cells if c.self_family]
+    measured = [c for c in own if _finite(c.statistic) and c.ci_low is not None and c.ci_high is not None]
+    tested = [c for c in cells if _finite(c.p_value)]
+    flagged = [c for c in tested if _excludes_zero(c)]
+    if not measured:
+        return (f"self-preference: not measurable (no judge's family is among the answers' families in {len(cells)} "
+                "judge x family cells)")
+    shown = [c for c in measured if c.ci_low > 0 and _holds(c, level)]
+    verdict = ("shown for " + ", ".join(f"{c.judge} (Holm p {c.p_holm:.3g})" for c in shown)) if shown else "none shown"
+    line = (f"self-preference: {verdict}. Measured: each judge's preference for its own family's answers minus the "
+            f"human experts' on the same pairs ({level:.0%} cluster-bootstrap CI): "
+            + ", ".join(f"{c.judge} {signed(c)}" for c in measured)
+            + f". {len(flagged)} of {len(tested)} judge x family cells exclude 0 (about "
+              f"{len(tested) * (1 - level):.1f} expected by chance at {level:.0%})")
+    if flagged:
+        held = [c for c in flagged if _holds(c, level)]
+        line += (": " + ", ".join(f"{c.judge}->{c.response_family} {signed(c)} (Holm p {c.p_holm:.3g})"
+                                  for c in flagged)
+                 + f"; {len(held)} of them hold after Holm's adjustment across the {len(tested)}")
+    return line + "."

@@ -90,6 +90,7 @@ class ReportContent:
     figures: list[Figure] = field(default_factory=list)
     fingerprints: dict[str, str] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # answers beside the verdict, on the first screen
 
 
 def load_documents(root: Path) -> dict[type[StageDocument], StageDocument]:
@@ -400,13 +401,17 @@ def ceiling_figure(doc: ValidationDocument) -> Figure | None:
 
 
 def preference_table(doc: PreferenceDocument) -> Table:
+    from agreement.preference import cell_flag, multiplicity_note
+
     rows = [[c.judge, c.judge_family, c.response_family, str(c.n), fmt(c.judge_share), fmt(c.human_share),
              fmt_ci(Interval(statistic=c.statistic, ci_low=c.ci_low, ci_high=c.ci_high,
                              undefined_reason=c.undefined_reason)),
+             fmt(c.p_holm, digits=4), cell_flag(c, doc.level),
              "self-family" if c.self_family else ""] for c in doc.cells]
     return Table(title="Pairwise self-preference: judge family x response family",
                  header=["judge", "judge family", "response family", "comparisons", "judge prefers", "humans prefer",
-                         "bias [CI]", ""], rows=rows, note=doc.note)
+                         "bias [CI]", "Holm p", "flag", ""], rows=rows,
+                 note=f"{doc.note} {multiplicity_note(doc.cells, doc.level)}")
 
 
 def decision_tables(doc: DecisionDocument) -> list[Table]:
@@ -662,8 +667,12 @@ def build_report(root: str | Path) -> ReportContent:
         tables += audit_tables(audit)
         figures += [f for f in [bias_figure(audit)] if f]
     preference = docs.get(PreferenceDocument)
+    findings: list[str] = []
     if isinstance(preference, PreferenceDocument):
+        from agreement.preference import summary_line
+
         tables.append(preference_table(preference))
+        findings.append(summary_line(preference.cells, preference.level))
     ehq = docs.get(EhqDocument)
     if isinstance(ehq, EhqDocument):
         tables += ehq_tables(ehq)
@@ -680,7 +689,7 @@ def build_report(root: str | Path) -> ReportContent:
         fingerprints.update(score.fingerprints)
     return ReportContent(study=str(root), banners=banners, verdict=verdict if isinstance(verdict, VerdictDocument) else None,
                          cards=cards, headline=headline, tables=tables, figures=figures,
-                         fingerprints=dict(sorted(fingerprints.items())), stale=stale)
+                         fingerprints=dict(sorted(fingerprints.items())), stale=stale, findings=findings)
 
 
 def render(content: ReportContent) -> tuple[str, str]:

@@ -39,6 +39,7 @@ from agreement.panels import (
     PanelSettings,
     ReferenceReport,
     compare_pairs,
+    judge_pair_table,
     panel_report,
     reference_report,
     report_to_dict,
@@ -289,13 +290,6 @@ def _baselines(data: Any, report: PanelReport, positive: str | None, settings: P
     return out
 
 
-def _pair_table(data: Any, judges: list[str], mask: np.ndarray, subgroup: str, settings: PanelSettings) -> JudgePairTable:
-    part = data.select_raters(judges).select_units(mask)
-    pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
-    found = compare_pairs(part, pairs, settings=settings)
-    return JudgePairTable(subgroup=subgroup, n_units=part.n_units, pairs=tuple(found[p] for p in pairs if p in found))
-
-
 def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     judges = table[table["source"] == "judge"]
     out = {}
@@ -319,10 +313,16 @@ def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: s
     unit_info = table.drop_duplicates("unit").set_index("unit")
     subgroup_tables = []
     if len(kind_judges) >= 2:
+        # The same units give the same table: a subgroup that is every unit (or another subgroup's units) is
+        # computed once and reused under its own name.
+        done = {np.ones(data.n_units, dtype=bool).tobytes(): report.judge_pairs[0]}
         for name in SUBGROUP_FIELDS:
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
-                subgroup_tables.append(_pair_table(data, kind_judges, values == value, f"{name}={value}", settings))
+                mask = values == value
+                found = done.get(mask.tobytes()) or judge_pair_table(data, kind_judges, mask, "", settings)
+                done.setdefault(mask.tobytes(), found)
+                subgroup_tables.append(replace(found, subgroup=f"{name}={value}"))
     adjudication, resolved = _resolved(data, report, unit_info, kind_judges, settings)
     per_stratum: dict[str, int] = {}
     if report.majority is not None:
@@ -409,11 +409,11 @@ def population_judge_pairs(table: pd.DataFrame, *, settings: PanelSettings) -> t
         data = rating_data(part, weighted=False, categories=categories
                            or tuple(sorted(set(part["label"].dropna().astype(str).unique()))) or None)
         unit_info = part.drop_duplicates("unit").set_index("unit")
-        tables = [_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
+        tables = [judge_pair_table(data, judges, np.ones(data.n_units, dtype=bool), None, settings)]
         for name in SUBGROUP_FIELDS:
             values = unit_info[name].reindex(list(data.units)).astype(str).to_numpy()
             for value in sorted(set(values)):
-                tables.append(_pair_table(data, judges, values == value, f"{name}={value}", settings))
+                tables.append(judge_pair_table(data, judges, values == value, f"{name}={value}", settings))
         out.append(PopulationPairs(kind=kind, n_units=int(data.n_units), judges=tuple(judges), tables=tuple(tables)))
     return tuple(out)
 

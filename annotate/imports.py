@@ -22,6 +22,7 @@ from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns,
 from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name
+from samples.schemes import get_scheme
 
 ANY_SCHEME = "any"
 
@@ -64,7 +65,6 @@ def _name(value: str, where: str) -> str:
 
 def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes: Mapping[str, str] | None) -> str:
     from samples.kinds import scheme_for
-    from samples.schemes import get_scheme
 
     name = scheme or scheme_for(kind, schemes)
     if name != ANY_SCHEME:
@@ -156,6 +156,8 @@ def human_import(path: str | Path, study: str | Path, *, match: MatchColumns, co
     published, for ``accord import table``)."""
     path, layout = Path(path), StudyLayout.of(study)
     name = _name(name or path.stem, "--name")
+    if scheme not in (None, ANY_SCHEME):
+        get_scheme(scheme)  # an unknown scheme is one line, before any row is read
     rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")

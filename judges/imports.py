@@ -24,6 +24,7 @@ from samples.errors import InputError
 from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, collect, label_text, read_table,
                              select)
 from samples.layout import StudyLayout
+from samples.schemes import get_scheme
 
 JUDGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]*$"
 
@@ -52,7 +53,7 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
                            output_column: str, output_kind: str | None, parse_mode: str, scheme: str | None,
                            fingerprint: str) -> list[JudgeLabel]:
     from judges.parsers import get_output_kind, parse_output
-    from samples.schemes import DEFAULT_SCHEME, get_scheme
+    from samples.schemes import DEFAULT_SCHEME
 
     if output_kind is not None:
         get_output_kind(output_kind)
@@ -118,6 +119,8 @@ def judge_import(path: str | Path, study: str | Path, *, judge: str, match: Matc
     if not re.match(JUDGE_NAME, judge):
         raise InputError(f"--judge {judge!r}: expected letters, digits and _ . @ : + - (starting with a letter or digit)")
     path, layout = Path(path), StudyLayout.of(study)
+    if scheme not in (None, "any"):
+        get_scheme(scheme)  # an unknown scheme is one line, before any row is read
     rows = select(read_table(path, format=format) if rows is None else rows, where)
     if not rows:
         raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")

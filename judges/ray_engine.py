@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judges.providers.base import CONTEXT_EXCEEDED
 from samples.errors import InputError
 
 if TYPE_CHECKING:
@@ -260,7 +261,7 @@ class RayEngine:
               reason: str = "call_failed", counted: bool = False) -> None:
         """Every unit of a failed call unscored as ``reason: detail`` (``call_failed`` is tried again next run)."""
         spec = tasks[0][0].spec
-        run.tallies[spec.name].failed += 1
+        run.tallies[spec.name].failed += reason != CONTEXT_EXCEEDED  # past the context: unscored, not failed
         for task, fingerprint in tasks:
             run.log.event("call_failed", run_id=run.run_id, judge=spec.name, unit_id=task.unit.unit_id,
                           sample_index=task.sample_index, key=key, error=detail, reason=reason, engine="ray",

@@ -98,6 +98,7 @@ class JudgeStats:
     calls: int
     retries: int
     failed: int
+    """Calls that failed (``call_failed``: the next run tries them again); a unit past the context is unscored."""
     ok: int
     unscored: int
     unscored_reasons: dict[str, int]
@@ -534,6 +535,6 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
         tally.retries += 1
         log.event("retry", wait_s=wait, retry_after=error.retry_after, **context)
         await asyncio.sleep(wait)
-    tally.failed += 1
+    tally.failed += error.reason != CONTEXT_EXCEEDED  # a unit past the context is unscored, not a failed call
     log.event("call_failed", retryable=error.retryable, reason=error.reason, **context)
     return None, f"{error.reason}: {error.detail}", None

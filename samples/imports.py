@@ -80,12 +80,22 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     from samples.jsonl import regular_file
 
     regular_file(path, "label table")
+    stat = path.stat()
+    key = (str(path.resolve()), name, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key in _READ:  # a study file names one table per judge and the panel: it is parsed once a process
+        return list(_READ[key])
     try:
-        return _FORMATS[name](path)
+        rows = _FORMATS[name](path)
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not UTF-8 ({error.reason} at byte {error.start})") from None
+    _READ.clear()  # one table kept: the study files name the same table in a row
+    _READ[key] = tuple(rows)
+    return rows
+
+
+_READ: dict[tuple, tuple[TableRow, ...]] = {}
 
 
 def _csv_rows(path: Path) -> list[TableRow]:
@@ -188,6 +198,7 @@ def select(rows: Sequence[TableRow], where: Mapping[str, str] | None) -> list[Ta
     """The rows whose columns hold the given values (``{"rater": "gpt-4o"}``); all rows when ``where`` is empty."""
     if not where:
         return list(rows)
+    check_columns(rows, {"where": list(where)}, source=table_of(rows) or "the table")
     return [row for row in rows if all(label_text(row.values.get(k)) == v for k, v in where.items())]
 
 
@@ -223,6 +234,7 @@ def with_id_groups(rows: Sequence[TableRow], column: str, pattern: str | None) -
         raise InputError(f"id_pattern {pattern!r}: not a regular expression ({error})") from None
     if not compiled.groupindex:
         raise InputError(f"id_pattern {pattern!r}: has no named groups (?P<name>...)")
+    check_columns(rows, {"unit_column": [column]}, source=table_of(rows) or "the table")
     out = []
     for row in rows:
         found = compiled.fullmatch(label_text(row.get(column)))
@@ -354,15 +366,23 @@ class UnitMatcher:
 
 
 def collect(rows: Iterable[TableRow], convert: Callable[[TableRow], Any]) -> list[Any]:
-    """``convert`` every row; every failing row is listed (with its place) in one InputError."""
-    out, problems = [], []
+    """``convert`` every row; every failing row is listed (with its place) in one InputError, one problem
+    said once: rows failing the same way are counted after the first one's place, not repeated."""
+    out: list[Any] = []
+    failed: dict[str, list[str]] = {}  # the problem without its row's place -> the places
     for row in rows:
         try:
             out.append(convert(row))
         except InputError as error:
-            problems.append(str(error))
-    if problems:
-        raise InputError(f"{len(problems)} row(s) could not be imported; nothing was written", problems=problems)
+            text = str(error)
+            same = text.removeprefix(f"{row.where}: ")
+            failed.setdefault(same, []).append(row.where if same != text else "")
+    if failed:
+        problems = [f"{places[0]}: {same}" if places[0] else same for same, places in failed.items()]
+        problems = [p + (f" (and {len(places) - 1} more row(s) the same)" if len(places) > 1 else "")
+                    for p, places in zip(problems, failed.values())]
+        count = sum(len(places) for places in failed.values())
+        raise InputError(f"{count} row(s) could not be imported; nothing was written", problems=problems)
     return out
 
 
@@ -447,6 +467,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
                          f"a labels-only study registers its units once, into an empty study folder")
     if (kind is None) == (kind_column is None):
         raise InputError("give exactly one of --kind (one unit kind for every row) or --kind-column")
+    if kind is not None and kind not in UNIT_KINDS:
+        raise InputError(f"--kind {kind!r}: not a unit kind; expected one of {list(UNIT_KINDS)}")
     check_columns(rows, {"--unit-column": [unit_column], "--kind-column": [kind_column],
                          "--strata-columns": strata_columns, "--cluster-column": [cluster_column]},
                   source=table_of(rows) or layout.root)

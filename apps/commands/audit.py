@@ -8,6 +8,10 @@ with t intervals over models, an exact (or 20,000-permutation) p, Holm-adjusted,
 partial correlations; rank preservation; an error matrix of every judge (with its
 family) x response family. Reads a study (STUDY/audit/audit.json is written) or a --table with columns
 unit, cluster, model, family, judge, human [, judge_name, weight]. Observational.
+
+On a pairwise study (``[preference]``, e.g. the MT-Bench self-preference study) ``accord audit STUDY``
+prints the self-preference answer from the study's preference document (the one the report shows):
+the verdict, what was measured and the cells whose interval excludes 0 with their Holm-adjusted p.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", nargs="?", help="study folder (or use --table)")
     parser.add_argument("--table", help="audit table (.csv or .jsonl) instead of a study")
     parser.add_argument("--judge", help="the judge audited (required for a study with several judges)")
-    parser.add_argument("--positive", action="append", required=True, metavar="LABEL",
-                        help="a label the audited score counts (repeatable), e.g. --positive ABSTAIN --positive HEDGE")
+    parser.add_argument("--positive", action="append", metavar="LABEL",
+                        help="a label the audited score counts (repeatable), e.g. --positive ABSTAIN --positive HEDGE; "
+                             "required for the family-bias audit (a pairwise study's self-preference needs none)")
     parser.add_argument("--model-field", default="backbone", help="stratum naming the evaluated model (default backbone)")
     parser.add_argument("--judge-family", action="append", default=[], metavar="JUDGE=FAMILY",
                         help="family of a judge, for the judge-family x response-family matrix (repeatable)")
@@ -99,6 +104,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give a study folder or --table FILE (not both)")
     if args.n_resamples < 100 or args.n_permutations < 100:
         raise InputError("--n-resamples and --n-permutations: expected at least 100")
+    preference = _preference(args.study) if args.study else None
+    if not args.positive:
+        if preference is None:
+            raise InputError("--positive LABEL: required for the family-bias audit (the study has no self-preference "
+                             "results: a pairwise study's [preference] section, run by `accord run`)")
+        return _print_preference(preference, as_json=args.json)
     families = _families(args.judge_family)
     settings = dict(positive=args.positive, n_resamples=args.n_resamples, n_permutations=args.n_permutations,
                     seed=args.seed, level=args.level, judge_families=families or None)
@@ -128,4 +139,31 @@ def run(args: argparse.Namespace) -> int:
         import sys
 
         print(f"accord audit: replaced {out} ({previous})", file=sys.stderr)
+    if preference is not None and not args.json:
+        _print_preference(preference, as_json=False)
+    return 0
+
+
+def _preference(study: str):
+    """The study's self-preference document (``accord run``'s preference stage), None when it has none."""
+    from pathlib import Path
+
+    from agreement.documents import PreferenceDocument, read_document
+    from samples.errors import InputError
+
+    if not Path(study).is_dir():
+        raise InputError(f"{study}: no such study folder")
+    return read_document(PreferenceDocument, study)
+
+
+def _print_preference(document, *, as_json: bool) -> int:
+    import json
+
+    from agreement.preference import summary_line
+
+    line = summary_line(document.cells, document.level)
+    if as_json:
+        print(json.dumps({"self_preference": line, **document.model_dump(mode="json")}, indent=2, sort_keys=True))
+    else:
+        print(line)
     return 0

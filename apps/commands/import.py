@@ -229,6 +229,11 @@ def _table(args: argparse.Namespace) -> dict:
     match = MatchColumns(unit=args.unit_column)
     if long:
         judged = set(args.judges)
+        raters = sorted({label_text(r.get(args.rater_column)) for r in rows})
+        missing = sorted(judged - set(raters))
+        if missing:
+            raise InputError(f"{args.file}: --judges: no rater {', '.join(map(repr, missing))} in column "
+                             f"{args.rater_column!r}; its raters: {raters}")
         people = [r for r in rows if label_text(r.get(args.rater_column)) not in judged]
         human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
                                          rows=people, matcher=matcher,

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if result.waiting is not None:
         return 0
     if not args.json:
-        for line in verdict_lines(layout):
+        for line in verdict_lines(layout) + preference_lines(layout):
             print(f"{study.study.name}: {line}")
     console.print(f"gate verdict: [bold]{result.verdict}[/]; report: {layout.report_html}")
     return 1 if result.verdict == "REJECT" else 0
@@ -79,6 +79,15 @@ def decision_lines(layout) -> list[str]:
 
     document = read_document(DecisionDocument, layout)
     return [] if document is None else summary_lines(document)
+
+
+def preference_lines(layout) -> list[str]:
+    """The self-preference answer of a pairwise study (``[preference]``), as `accord audit` prints it."""
+    from agreement.documents import PreferenceDocument, read_document
+    from agreement.preference import summary_line
+
+    document = read_document(PreferenceDocument, layout)
+    return [] if document is None else [summary_line(document.cells, document.level)]
 
 
 def verdict_lines(layout) -> list[str]:
