@@ -155,8 +155,9 @@ class Design:
         rated = np.any(data.codes[:, used] >= 0, axis=1)
         codes = data.codes[rated]
         weights = None if data.unit_weights is None else data.unit_weights[rated]
-        clustered = bool(cluster and data.clusters is not None)
-        cluster_of_unit = _factorize(data.clusters[rated]) if clustered else None
+        clusters = data.clusters if cluster else None
+        clustered = clusters is not None
+        cluster_of_unit = _factorize(clusters[rated]) if clusters is not None else None
         stratum_of_unit, strata_note = _strata(data, rated, cluster_of_unit)
         parts = pattern_keys(codes, data.n_categories, groups)
         if stratum_of_unit is not None:  # a pattern belongs to one stratum, so atoms do too
@@ -165,7 +166,7 @@ class Design:
         first, unit_pattern, counts = _group(keys, weights)
         n_patterns = first.size
         pattern_weight = np.ones(n_patterns) if weights is None else weights[first]
-        if clustered:
+        if cluster_of_unit is not None:
             entry_atom, entry_pattern, entry_count, member_atom, multiplicity = _cluster_atoms(
                 cluster_of_unit, unit_pattern, n_patterns
             )
@@ -210,6 +211,7 @@ class Design:
         atoms, members = self.n_atoms, self.n_members
         if atoms == 0:
             return
+        blocks: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]]
         if self.atom_stratum is None:
             blocks = [(None, self.atom_multiplicity, self.member_atom)]
         else:
