@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.servers import worker_tag
+
 # Session fixtures that live in their own modules (the Label Studio server, the demo study, a PostgreSQL cluster).
 pytest_plugins = ["tests.support.labelstudio", "tests.support.demo", "tests.support.postgres",
                   "tests.support.ray_cluster"]
@@ -25,6 +27,11 @@ SHARED = Path(os.environ.get("ACCORD_SHARED", REPO.parent / "shared"))
 SERVICE_FIXTURES = {"postgres": "postgres", "labelstudio_server": "labelstudio", "llama_server": "llama",
                     "demo_study": "demo", "ray_cluster": "ray"}
 SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo", "ray")
+# Under `--dist loadgroup` (make test's service tier on several workers) the tests of one costly
+# session service share an xdist group, so one worker runs them all and the service starts once;
+# the first marker that matches names the group (the demo's llama-server serves the other llama
+# tests). Tests of the cheap services (a PostgreSQL cluster, a browser) spread over the workers.
+SERVICE_GROUPS = (("demo", "llama"), ("ray", "ray"), ("llama", "llama"), ("labelstudio", "labelstudio"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -34,6 +41,9 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(SERVICE_FIXTURES[fixture])
         if any(item.get_closest_marker(name) for name in SERVICE_MARKERS):
             item.add_marker("services")
+        group = next((group for marker, group in SERVICE_GROUPS if item.get_closest_marker(marker)), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +82,7 @@ def llama_server():
     from judges.local_server import LlamaServer
     from samples.errors import InputError
 
-    server = LlamaServer(name="llama-server-tests", parallel=4, ctx_size=8192)
+    server = LlamaServer(name=f"llama-server-tests{worker_tag()}", parallel=4, ctx_size=8192)
     try:
         server.start()
     except InputError as error:
