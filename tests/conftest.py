@@ -30,7 +30,8 @@ SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo", "ray")
 # Under `--dist loadgroup` (make test's service tier on several workers) the tests of one costly
 # session service share an xdist group, so one worker runs them all and the service starts once;
 # the first marker that matches names the group (the demo's llama-server serves the other llama
-# tests). Tests of the cheap services (a PostgreSQL cluster, a browser) spread over the workers.
+# tests). The other service tests (a PostgreSQL cluster, a browser) are grouped by module, as
+# `--dist loadscope` would, so a module's fixtures are built once.
 SERVICE_GROUPS = (("demo", "llama"), ("ray", "ray"), ("llama", "llama"), ("labelstudio", "labelstudio"))
 
 
@@ -41,8 +42,9 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(SERVICE_FIXTURES[fixture])
         if any(item.get_closest_marker(name) for name in SERVICE_MARKERS):
             item.add_marker("services")
-        group = next((group for marker, group in SERVICE_GROUPS if item.get_closest_marker(marker)), None)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
+        if item.get_closest_marker("services") and item.get_closest_marker("xdist_group") is None:
+            group = next((group for marker, group in SERVICE_GROUPS if item.get_closest_marker(marker)),
+                         item.nodeid.split("::")[0])
             item.add_marker(pytest.mark.xdist_group(group))
 
 

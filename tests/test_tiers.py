@@ -27,3 +27,30 @@ def test_every_collected_test_that_reaches_a_service_is_marked(request: pytest.F
     assert unmarked == []
     if request.config.getoption("markexpr") == "not services":
         assert not any(item.get_closest_marker("services") for item in items)
+
+
+def test_the_tests_of_one_costly_service_share_one_xdist_group(request: pytest.FixtureRequest) -> None:
+    """Under `--dist loadgroup` a group runs on one worker: every demo/llama test in `llama`, every Ray
+    test in `ray` (even the ones that also reach llama-server), every other Label Studio test in
+    `labelstudio`, so each of these services starts once per service-tier run; the other service
+    tests by module (as `--dist loadscope` would); the in-process tests in none."""
+    expected = {"demo": "llama", "ray": "ray", "llama": "llama", "labelstudio": "labelstudio"}
+    wrong = []
+    for item in request.session.items:
+        uses = [m for m in ("demo", "ray", "llama", "labelstudio") if item.get_closest_marker(m)]
+        groups = [mark.args[0] for mark in item.iter_markers("xdist_group")]
+        if uses and groups != [expected[uses[0]]]:
+            wrong.append(f"{item.nodeid}: {uses} in {groups}")
+        module = item.nodeid.split("::")[0]
+        if not uses and groups != ([module] if item.get_closest_marker("services") else []):
+            wrong.append(f"{item.nodeid}: no costly service, yet in {groups}")
+    assert wrong == []
+
+
+def test_service_pid_files_and_names_are_per_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.servers import worker_tag
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert worker_tag() == "-gw1"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert worker_tag() == ""
