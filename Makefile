@@ -41,8 +41,8 @@ services-deps: venv system
 	bash scripts/ppi_venv.sh
 	bash scripts/confseq_venv.sh
 
-# Two tiers, nothing skipped, side by side (both mostly wait: on each other's CPU, on servers
-# and browsers): the in-process tests on every core (pytest-xdist; whole modules per worker, so
+# Two tiers, nothing skipped, side by side (the in-process tests fill the cores while service
+# tests wait on servers and browsers): the in-process tests on every core (pytest-xdist; whole modules per worker, so
 # a module's fixtures are built once), and every test that starts a real service (marker
 # `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
 # derives it from the fixtures a test uses) on workers of their own, the tests of one costly
