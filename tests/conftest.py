@@ -46,6 +46,24 @@ def pytest_collection_modifyitems(config, items) -> None:
             group = next((group for marker, group in SERVICE_GROUPS if item.get_closest_marker(marker)),
                          item.nodeid.split("::")[0])
             item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        _suffix_groups(items)
+
+
+def _suffix_groups(items) -> None:
+    """Give each grouped item the ``@group`` node-id suffix that ``--dist loadgroup`` schedules by.
+
+    pytest-xdist 3.8 writes it to ``item._nodeid``, which pytest 9.2 no longer reads (the id
+    lives in ``item._id``), so without this every group is scattered over the workers and each
+    worker starts its own demo, llama-server, Ray cluster and Label Studio.
+    """
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        suffix = f"@{'_'.join(names)}"
+        if names and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)
 
 
 @pytest.fixture(scope="session")
