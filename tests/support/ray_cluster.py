@@ -30,8 +30,10 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 NODE_CPUS = 4
 
 
-def _ray_cli() -> str:
-    return str(Path(sys.executable).with_name("ray"))
+def _ray_cli() -> list[str]:
+    """Ray's CLI through this interpreter, not the venv's ``ray`` script: the script's shebang names
+    the interpreter that installed it, which is gone when the venv was moved or is shared by path."""
+    return [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 @dataclass
@@ -52,7 +54,7 @@ class RayCluster:
     def _start(self, role: str, args: list[str]) -> subprocess.Popen:
         log = (self.temp_dir / f"{role}.log").open("ab")
         process = subprocess.Popen(
-            [_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
+            [*_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
              "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats",
              "--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port()), *args],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
