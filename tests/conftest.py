@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.servers import worker_tag
+
 # Session fixtures that live in their own modules (the Label Studio server, the demo study, a PostgreSQL cluster).
 pytest_plugins = ["tests.support.labelstudio", "tests.support.demo", "tests.support.postgres",
                   "tests.support.ray_cluster"]
@@ -25,6 +27,12 @@ SHARED = Path(os.environ.get("ACCORD_SHARED", REPO.parent / "shared"))
 SERVICE_FIXTURES = {"postgres": "postgres", "labelstudio_server": "labelstudio", "llama_server": "llama",
                     "demo_study": "demo", "ray_cluster": "ray"}
 SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo", "ray")
+# Under `--dist loadgroup` (make test's service tier on several workers) the tests of one costly
+# session service share an xdist group, so one worker runs them all and the service starts once;
+# the first marker that matches names the group (the demo's llama-server serves the other llama
+# tests). The other service tests (a PostgreSQL cluster, a browser) are grouped by module, as
+# `--dist loadscope` would, so a module's fixtures are built once.
+SERVICE_GROUPS = (("demo", "llama"), ("ray", "ray"), ("llama", "llama"), ("labelstudio", "labelstudio"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -34,6 +42,28 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(SERVICE_FIXTURES[fixture])
         if any(item.get_closest_marker(name) for name in SERVICE_MARKERS):
             item.add_marker("services")
+        if item.get_closest_marker("services") and item.get_closest_marker("xdist_group") is None:
+            group = next((group for marker, group in SERVICE_GROUPS if item.get_closest_marker(marker)),
+                         item.nodeid.split("::")[0])
+            item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        _suffix_groups(items)
+
+
+def _suffix_groups(items) -> None:
+    """Give each grouped item the ``@group`` node-id suffix that ``--dist loadgroup`` schedules by.
+
+    pytest-xdist 3.8 writes it to ``item._nodeid``, which pytest 9.2 no longer reads (the id
+    lives in ``item._id``), so without this every group is scattered over the workers and each
+    worker starts its own demo, llama-server, Ray cluster and Label Studio.
+    """
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        suffix = f"@{'_'.join(names)}"
+        if names and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +102,7 @@ def llama_server():
     from judges.local_server import LlamaServer
     from samples.errors import InputError
 
-    server = LlamaServer(name="llama-server-tests", parallel=4, ctx_size=8192)
+    server = LlamaServer(name=f"llama-server-tests{worker_tag()}", parallel=4, ctx_size=8192)
     try:
         server.start()
     except InputError as error:

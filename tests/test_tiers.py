@@ -7,6 +7,8 @@ that does is marked.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import SERVICE_FIXTURES, SERVICE_MARKERS
@@ -27,3 +29,58 @@ def test_every_collected_test_that_reaches_a_service_is_marked(request: pytest.F
     assert unmarked == []
     if request.config.getoption("markexpr") == "not services":
         assert not any(item.get_closest_marker("services") for item in items)
+
+
+def test_the_tests_of_one_costly_service_share_one_xdist_group(request: pytest.FixtureRequest) -> None:
+    """Under `--dist loadgroup` a group runs on one worker: every demo/llama test in `llama`, every Ray
+    test in `ray` (even the ones that also reach llama-server), every other Label Studio test in
+    `labelstudio`, so each of these services starts once per service-tier run; the other service
+    tests by module (as `--dist loadscope` would); the in-process tests in none."""
+    expected = {"demo": "llama", "ray": "ray", "llama": "llama", "labelstudio": "labelstudio"}
+    wrong = []
+    for item in request.session.items:
+        uses = [m for m in ("demo", "ray", "llama", "labelstudio") if item.get_closest_marker(m)]
+        groups = [mark.args[0] for mark in item.iter_markers("xdist_group")]
+        if uses and groups != [expected[uses[0]]]:
+            wrong.append(f"{item.nodeid}: {uses} in {groups}")
+        module = item.nodeid.split("::")[0]
+        if not uses and groups != ([module] if item.get_closest_marker("services") else []):
+            wrong.append(f"{item.nodeid}: no costly service, yet in {groups}")
+    assert wrong == []
+
+
+def test_service_pid_files_and_names_are_per_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.servers import worker_tag
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert worker_tag() == "-gw1"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert worker_tag() == ""
+
+
+def test_loadgroup_keeps_each_service_group_on_one_worker(tmp_path) -> None:
+    """Real pytest-xdist on two workers with this conftest's hook: each group's tests all run on one worker
+    (pytest-xdist 3.8 alone scatters them under pytest 9.2, see tests/conftest.py `_suffix_groups`)."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    llama\n    labelstudio\n    services\n")
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
+    (tmp_path / "test_groups.py").write_text(
+        "import time\nimport pytest\n\n"
+        "@pytest.mark.llama\n@pytest.mark.parametrize('i', range(4))\ndef test_llama(i):\n    time.sleep(0.2)\n\n"
+        "@pytest.mark.labelstudio\n@pytest.mark.parametrize('i', range(4))\ndef test_ls(i):\n    time.sleep(0.2)\n\n"
+        "@pytest.mark.parametrize('i', range(4))\ndef test_free(i):\n    time.sleep(0.2)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    ran = re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED test_groups\.py::(test_\w+)\[\d\](@\w+)?", done.stdout)
+    assert len(ran) == 12, done.stdout[-2000:]
+    workers = {name: {w for w, test, _ in ran if test == name} for name in ("test_llama", "test_ls")}
+    assert all(len(on) == 1 for on in workers.values()), workers
+    assert {test: suffix for _, test, suffix in ran if test != "test_free"} == {"test_llama": "@llama",
+                                                                                 "test_ls": "@labelstudio"}

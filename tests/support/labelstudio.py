@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port
+from tests.support.servers import free_port, worker_tag
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "labelstudio.sh"
-PID_FILE = REPO / ".run" / "labelstudio.pid"
+PID_FILE = REPO / ".run" / f"labelstudio{worker_tag()}.pid"  # one per xdist worker
 # First start runs every migration: about 45 s on an idle 2-core machine, minutes when it is busy.
 START_TIMEOUT_S = 600
 

@@ -1,7 +1,7 @@
 """A real PostgreSQL cluster for tests, started and stopped through ``scripts/postgres.sh``.
 
 ``postgres`` is the session fixture: a fresh cluster on a free port of 127.0.0.1 and a
-unix socket, pid in ``.run/postgres-tests.pid`` (scripts/stop_services.sh ends a
+unix socket, pid in ``.run/postgres-tests.pid`` (``postgres-tests-gw0.pid`` in an xdist worker; scripts/stop_services.sh ends a
 leftover), removed at the end of the session. It yields a ``PostgresCluster``:
 ``url(dbname)`` is ``postgresql://postgres@/DBNAME?host=SOCKET_DIR&port=PORT`` (no
 password: the cluster trusts local connections) and ``create_database(name)`` makes a
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import free_port
+from tests.support.servers import free_port, worker_tag
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "postgres.sh"
-PID_FILE = REPO / ".run" / "postgres-tests.pid"
+PID_FILE = REPO / ".run" / f"postgres-tests{worker_tag()}.pid"
 
 
 @dataclass(frozen=True, kw_only=True)

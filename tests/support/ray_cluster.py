@@ -23,15 +23,17 @@ import pytest
 
 from judges.local_server import stop_process_group
 
-from tests.support.servers import free_port
+from tests.support.servers import free_port, worker_tag
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
 NODE_CPUS = 4
 
 
-def _ray_cli() -> str:
-    return str(Path(sys.executable).with_name("ray"))
+def _ray_cli() -> list[str]:
+    """Ray's CLI through this interpreter, not the venv's ``ray`` script: the script's shebang names
+    the interpreter that installed it, which is gone when the venv was moved or is shared by path."""
+    return [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 @dataclass
@@ -52,12 +54,12 @@ class RayCluster:
     def _start(self, role: str, args: list[str]) -> subprocess.Popen:
         log = (self.temp_dir / f"{role}.log").open("ab")
         process = subprocess.Popen(
-            [_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
+            [*_ray_cli(), "start", "--block", "--num-cpus", str(NODE_CPUS),
              "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats",
              "--dashboard-agent-listen-port", str(free_port()), "--metrics-export-port", str(free_port()), *args],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         (REPO / ".run").mkdir(exist_ok=True)
-        (REPO / ".run" / f"ray-{role}-tests.pid").write_text(str(process.pid))
+        (REPO / ".run" / f"ray-{role}-tests{worker_tag()}.pid").write_text(str(process.pid))
         return process
 
     def start(self) -> "RayCluster":
@@ -77,7 +79,7 @@ class RayCluster:
         worker processes lead their own process groups, so the group alone is not the node)."""
         _kill(self.worker.pid)
         self.worker.wait()
-        (REPO / ".run" / "ray-worker-tests.pid").unlink(missing_ok=True)
+        (REPO / ".run" / f"ray-worker-tests{worker_tag()}.pid").unlink(missing_ok=True)
 
     def worker_processes(self, name: str) -> int:
         """How many live processes below the worker node's ``ray start`` have ``name`` in their command line."""
@@ -109,7 +111,7 @@ class RayCluster:
                 process.wait()
                 for pid in below:  # a worker process its raylet did not take down
                     _kill(pid)
-            (REPO / ".run" / f"ray-{role}-tests.pid").unlink(missing_ok=True)
+            (REPO / ".run" / f"ray-{role}-tests{worker_tag()}.pid").unlink(missing_ok=True)
 
 
 def _processes() -> dict[int, tuple[int, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +15,13 @@ from pathlib import Path
 from judges.local_server import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def worker_tag() -> str:
+    """``-gw0``, ``-gw1``... in a pytest-xdist worker, else empty: the suffix of a session service's
+    pid file and name, so the servers two workers start never share (or stop) one file."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"-{worker}" if worker else ""
 
 
 def free_port() -> int:
