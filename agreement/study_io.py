@@ -438,12 +438,17 @@ def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any, model
 
         parse_document(model, jsonable(body), where=path)
     clean = write_result(path, body)
+    print_document(path, clean, as_json=as_json, text=text)
+    return clean
+
+
+def print_document(path: Path, clean: dict[str, Any], *, as_json: bool, text: Any) -> None:
+    """Print a written result file: JSON with --json, else ``text(clean)`` and the path."""
     if as_json:
         print(json.dumps(clean, indent=2, sort_keys=True))
     else:
         print(text(clean))
         print(f"\nwrote {path}")
-    return clean
 
 
 def status(message: str) -> Any:

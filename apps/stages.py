@@ -508,53 +508,46 @@ def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
 
 
 def _validate_run(ctx: Context) -> Outcome:
-    from agreement.documents import ValidationDocument, write_document
-    from agreement.study_io import load_study
-    from agreement.validation import validate_study
+    from apps.builtin_stages import ValidateSettings
+    from apps.drivers import get_stage
 
-    settings, notes = validation_settings(ctx.study)
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    values, notes = validation_settings(ctx.study)
     for note in notes:
         ctx.console.print(f"  note: {note}")
-    with ctx.console.status(f"  validating ({settings['n_resamples']} cluster-bootstrap resamples) ..."):
-        result = validate_study(study, **settings)
-    body = result.to_dict()
-    body["notes"] = [*body["notes"], *notes]
-    body["cluster"] = study.cluster
-    write_document(ValidationDocument, ctx.layout, body)
+    settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=tuple(notes), **values)
+    with ctx.console.status(f"  validating ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        result, _ = get_stage("validate").run(ctx.layout, settings).detail
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
                             "simulated": result.simulated})
 
 
 def _quality_run(ctx: Context) -> Outcome:
     """Annotator quality under the gate policy's settings and [quality] flag rule (the gate's flags)."""
-    from agreement.documents import QualityDocument, write_document
-    from agreement.quality import run_quality, settings_from_policy
-    from agreement.study_io import load_study
+    from agreement.documents import QualityDocument
+    from agreement.quality import settings_from_policy
 
-    settings = settings_from_policy(ctx.study.gate.policy)
-    from apps.live import gold_estimates
+    from apps.builtin_stages import QualityStageSettings
+    from apps.drivers import get_stage
 
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
-    gold = gold_estimates(ctx.layout, level=settings.level)
-    with ctx.console.status(f"  annotator quality ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        document = write_document(QualityDocument, ctx.layout, run_quality(study, settings, gold))
+    settings = QualityStageSettings(quality=settings_from_policy(ctx.study.gate.policy),
+                                    cluster=ctx.study.validation.cluster)
+    with ctx.console.status(f"  annotator quality ({settings.quality.n_resamples} cluster-bootstrap resamples) ..."):
+        document = QualityDocument.model_validate(get_stage("quality").run(ctx.layout, settings).document)
     return Outcome(summary={"sections": [s.kind for s in document.sections], "flagged": sorted(document.flagged())})
 
 
 def _audit_run(ctx: Context) -> Outcome:
-    from agreement.audit import audit_study
-    from agreement.documents import AuditDocument, write_document
-    from agreement.study_io import load_study
+    from apps.builtin_stages import AuditSettings
+    from apps.drivers import get_stage
 
     a = ctx.study.audit
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    settings = AuditSettings(judge=a.judge, positive=tuple(a.positive), tie_policy=a.tie_policy,
+                             model_field=a.model_field, judge_families=a.judge_families or None,
+                             n_resamples=a.n_resamples, n_permutations=a.n_permutations, seed=a.seed, level=a.level,
+                             cluster=ctx.study.validation.cluster)
     with ctx.console.status("  auditing (cluster bootstrap and permutations) ..."):
-        _, body = audit_study(study, judge=a.judge, positive=a.positive, tie_policy=a.tie_policy,
-                              model_field=a.model_field, n_resamples=a.n_resamples, n_permutations=a.n_permutations,
-                              seed=a.seed, level=a.level, judge_families=a.judge_families or None)
-    write_document(AuditDocument, ctx.layout, body)
-    return Outcome(summary={"judge": a.judge, "simulated": study.simulated})
+        document = get_stage("audit").run(ctx.layout, settings).document
+    return Outcome(summary={"judge": a.judge, "simulated": document["simulated"]})
 
 
 def _preference_run(ctx: Context) -> Outcome:
@@ -593,41 +586,44 @@ def _ehq_run(ctx: Context) -> Outcome:
 
 
 def _gate_run(ctx: Context) -> Outcome:
-    from agreement.documents import VerdictDocument, write_document
-    from agreement.gate import gate_study
-    from agreement.study_io import load_study
+    from apps.builtin_stages import GateSettings
+    from apps.drivers import get_stage
 
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
+                            cluster=ctx.study.validation.cluster)
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
-        document, _ = gate_study(study, ctx.study.gate.policy, judges=ctx.study.gate.judges or None)
-    verdict = write_document(VerdictDocument, ctx.layout, document)
-    return Outcome(summary={"verdict": verdict.verdict, "judges": {j: v.verdict for j, v in verdict.judges.items()}})
+        document = get_stage("gate").run(ctx.layout, settings).document
+    return Outcome(summary={"verdict": document["verdict"],
+                            "judges": {j: v["verdict"] for j, v in document["judges"].items()}})
 
 
 def _score_run(ctx: Context) -> Outcome:
-    from agreement.documents import ScoreDocument, write_document
-    from agreement.scoring import GateRefusal, score_study
+    from agreement.scoring import GateRefusal
+
+    from apps.builtin_stages import ScoreSettings
+    from apps.drivers import get_stage
 
     s = ctx.study.score
+    settings = ScoreSettings(identify_judge=s.identify_judge, escalate_judge=s.escalate_judge,
+                             correctness_judge=s.correctness_judge, correctness_field=s.correctness_field,
+                             force=s.force, tie_policy=s.tie_policy, n_resamples=s.n_resamples, seed=s.seed,
+                             level=s.level)
     try:
         with ctx.console.status(f"  scoring ({s.n_resamples} bootstrap resamples per rate) ..."):
-            document = score_study(ctx.root, identify_judge=s.identify_judge, escalate_judge=s.escalate_judge,
-                                   correctness_judge=s.correctness_judge, correctness_field=s.correctness_field,
-                                   force=s.force, tie_policy=s.tie_policy, n_resamples=s.n_resamples, seed=s.seed,
-                                   level=s.level)
+            document = get_stage("score").run(ctx.layout, settings).document
     except GateRefusal as refusal:
         ctx.layout.score.unlink(missing_ok=True)
         return Outcome(summary={"scored": False, "refused": str(refusal)})
-    score = write_document(ScoreDocument, ctx.layout, document)
-    return Outcome(summary={"scored": True, "accepted": score.accepted, "rows": len(score.rows)})
+    return Outcome(summary={"scored": True, "accepted": document["accepted"], "rows": len(document["rows"])})
 
 
 def _report_run(ctx: Context) -> Outcome:
-    from agreement.report import write_report
+    from apps.builtin_stages import ReportSettings
+    from apps.drivers import get_stage
 
     with ctx.console.status("  rendering the report and its plots ..."):
-        paths = write_report(ctx.root)
-    return Outcome(summary={"html": str(paths["html"]), "markdown": str(paths["markdown"])})
+        paths = get_stage("report").run(ctx.layout, ReportSettings()).document["paths"]
+    return Outcome(summary={"html": paths["html"], "markdown": paths["markdown"]})
 
 
 def _documents(ctx: Context) -> dict[str, str | None]:

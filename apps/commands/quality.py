@@ -31,14 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.documents import QualityDocument, write_document
-    from agreement.quality import (
-        QualitySettings,
-        format_quality,
-        run_quality,
-        settings_from_policy,
-    )
-    from agreement.study_io import load_study, status
+    from agreement.quality import QualitySettings, format_quality, settings_from_policy
+    from agreement.study_io import status
     from samples.errors import InputError
     from samples.layout import StudyLayout
 
@@ -55,18 +49,20 @@ def run(args: argparse.Namespace) -> int:
         if values["n_resamples"] < 100:
             raise InputError(f"--n-resamples {values['n_resamples']}: expected at least 100")
         settings = QualitySettings(**values)
-    from apps.live import gold_estimates
+    from apps.builtin_stages import QualityStageSettings
+    from apps.drivers import get_stage
 
-    study = load_study(args.study)
-    gold = gold_estimates(StudyLayout.of(study.root), level=settings.level)
-    with status(f"annotator quality of {study.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        body = run_quality(study, settings, gold)
-    document = write_document(QualityDocument, study.root, body)
+    layout = StudyLayout.of(args.study)
+    with status(f"annotator quality of {layout.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        written = get_stage("quality").run(layout, QualityStageSettings(quality=settings))
     if args.json:
         import json
 
+        from agreement.documents import QualityDocument
+
+        document = QualityDocument.model_validate(written.document)
         print(json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
-        print(format_quality(body))
-        print(f"\nwrote {StudyLayout.of(study.root).quality}")
+        print(format_quality(written.detail))
+        print(f"\nwrote {layout.quality}")
     return 0
