@@ -389,7 +389,8 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
     in another scheme stops here, naming both, instead of validating to kappa 0. People whose
     labels fit no scheme (imported as found, scheme "any") are compared as found.
     """
-    from samples.schemes import DEFAULT_SCHEME, SCHEMES
+    from samples.kinds import DEFAULT_SCHEME
+    from samples.schemes import SCHEMES
 
     table = table.copy()
     maps = list(label_maps)
@@ -427,16 +428,10 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
 
 
 
-def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any, model: Any = None) -> dict[str, Any]:
-    """Write a command's result file and print it: JSON with --json, else ``text(clean)`` and the path.
+def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any) -> dict[str, Any]:
+    """Write a command's result file that is no stage document (an audit of a table) and print it.
 
-    ``model``: the stage document type (``agreement.documents``) the body is checked against
-    before anything is written, so every reader can read it back through the same type.
-    """
-    if model is not None:
-        from agreement.documents import parse_document
-
-        parse_document(model, jsonable(body), where=path)
+    Stage documents are checked against their type and written by their stage driver (``apps.drivers``)."""
     clean = write_result(path, body)
     print_document(path, clean, as_json=as_json, text=text)
     return clean

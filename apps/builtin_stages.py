@@ -188,7 +188,7 @@ class AuditStage:
 
     def run(self, layout: StudyLayout, settings: AuditSettings) -> StageOutput:
         """The audit document; ``detail`` is the AuditResult."""
-        from agreement.audit import audit_study
+        from agreement.study_audit import audit_study
         from agreement.documents import AuditDocument
         from agreement.study_io import load_study
 

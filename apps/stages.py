@@ -269,7 +269,7 @@ def _judge_run(ctx: Context) -> Outcome:
     from judges.runner import StudyPaths, run_judges
     from judges.tables import read_units
     from samples.generation import check_generation
-    from samples.kinds import with_context
+    from samples.sampler import with_context
 
     check_generation(ctx.layout, "ingest")
     specs = []
@@ -524,12 +524,13 @@ def _validate_run(ctx: Context) -> Outcome:
 def _quality_run(ctx: Context) -> Outcome:
     """Annotator quality under the gate policy's settings and [quality] flag rule (the gate's flags)."""
     from agreement.documents import QualityDocument
+    from agreement.gate import load_policy
     from agreement.quality import settings_from_policy
 
     from apps.builtin_stages import QualityStageSettings
     from apps.drivers import get_stage
 
-    settings = QualityStageSettings(quality=settings_from_policy(ctx.study.gate.policy),
+    settings = QualityStageSettings(quality=settings_from_policy(load_policy(ctx.study.gate.policy)),
                                     cluster=ctx.study.validation.cluster)
     with ctx.console.status(f"  annotator quality ({settings.quality.n_resamples} cluster-bootstrap resamples) ..."):
         document = QualityDocument.model_validate(get_stage("quality").run(ctx.layout, settings).document)

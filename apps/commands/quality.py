@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise InputError(f"{flags}: the settings come from --policy {args.policy}; give one or the other")
     if args.policy:
-        settings = settings_from_policy(args.policy)
+        from agreement.gate import load_policy
+
+        settings = settings_from_policy(load_policy(args.policy))
     else:
         values = {**DEFAULTS, **given}
         if not 0 < values["level"] < 1:
