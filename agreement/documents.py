@@ -211,11 +211,23 @@ class PopulationPairs(_Doc):
 
 
 class ValidationDocument(StageDocument):
+    """Every top-level field declared and nothing else allowed, so two writers cannot differ unnoticed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     STAGE: ClassVar[str] = "validation"
     COMMAND: ClassVar[str] = "accord validate"
 
     sections: list[ValidationSection] = Field(default_factory=list, description="One section per unit kind.")
     judges: list[str] = Field(default_factory=list)
+    humans: list[str] = Field(default_factory=list, description="Annotators whose independent labels were read.")
+    weighted: bool = Field(default=False, description="Estimates reweighted by 1/inclusion probability.")
+    tie_policy: str = Field(default="exclude", description="How a tied human majority was treated.")
+    level: float = Field(default=0.95, description="Confidence level of every interval.")
+    codebook_versions: dict[str, int] = Field(
+        description="Codebook sha256 (or 'unknown') -> independent human labels given under it, largest first.")
+    by_codebook: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="Codebook version -> the validation of its labels alone (accord validate "
+                                  "--by-codebook): n_labels, n_units and the validation fields.")
     population_judge_pairs: list[PopulationPairs] = Field(
         default_factory=list, description="Judge-judge agreement over the whole population, not only the sample.")
 

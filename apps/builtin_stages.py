@@ -1,4 +1,4 @@
-"""The built-in stage drivers (``apps.drivers``): validate, quality, audit, gate, score, report.
+"""The built-in stage drivers (``apps.drivers``): sample, blind, validate, quality, audit, gate, score, report.
 
 Each takes a frozen settings object, validated where it is built, and computes its
 stage from the study folder alone, so `accord <stage>` (settings from its flags) and
@@ -9,7 +9,8 @@ inputs. They register on import, as a third party's drivers would.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,72 @@ def _write(model: Any, path: Path, body: dict[str, Any]) -> dict[str, Any]:
 
 def _label_tables(layout: StudyLayout) -> list[Path]:
     return [layout.key, *layout.judge_label_files(), *layout.human_label_files()]
+
+
+# --- sample and blind ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSettings:
+    """Paths as given: the manifest records the plan's and the labels' path as written."""
+
+    plan: str | Path
+    seed: int = DEFAULT_SEED
+    labels: str | Path | None = None
+    """Judge labels for ``judge:<name>`` strata (None: STUDY/judges/labels.jsonl)."""
+    exclude_labelled: str | Path | None = None
+    """A study folder whose labelled units are left out (None: none)."""
+    progress: Callable[[int], None] | None = field(default=None, compare=False)
+    """Told the unit lines read so far (display only: not part of what is drawn)."""
+
+
+@dataclass(frozen=True)
+class SampleStage:
+    name: str = "sample"
+    settings: type = SampleSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.units, layout.trajectories, layout.judge_labels]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.sample, layout.sample_manifest]
+
+    def run(self, layout: StudyLayout, settings: SampleSettings) -> StageOutput:
+        """The sample manifest (``samples.documents.SampleManifest``)."""
+        from samples.sampler import sample_study
+
+        return StageOutput(document=sample_study(layout.root, settings.plan, seed=settings.seed,
+                                                 labels_path=settings.labels, progress=settings.progress,
+                                                 exclude_labelled=settings.exclude_labelled))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlindSettings:
+    annotators: tuple[str, ...]
+    seed: int = DEFAULT_SEED
+    replace: bool = False
+    keep: tuple[str, ...] = ()
+    keep_roles: bool = False
+
+
+@dataclass(frozen=True)
+class BlindStage:
+    name: str = "blind"
+    settings: type = BlindSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.sample]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.tasks, layout.orders, layout.blind_audit, layout.key]
+
+    def run(self, layout: StudyLayout, settings: BlindSettings) -> StageOutput:
+        """The blinding summary (tasks, annotators, masking counts, where the key went)."""
+        from samples.blind import blind_study
+
+        return StageOutput(document=blind_study(layout.root, annotators=list(settings.annotators), seed=settings.seed,
+                                                replace=settings.replace, keep=list(settings.keep),
+                                                keep_roles=settings.keep_roles))
 
 
 # --- validate -----------------------------------------------------------------------------------
@@ -316,5 +383,5 @@ class ReportStage:
                            detail=content)
 
 
-for _driver in (ValidateStage(), QualityStage(), AuditStage(), GateStage(), ScoreStage(), ReportStage()):
+for _driver in (SampleStage(), BlindStage(), ValidateStage(), QualityStage(), AuditStage(), GateStage(), ScoreStage(), ReportStage()):
     register_stage(_driver)

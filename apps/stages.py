@@ -306,20 +306,24 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
 
 
 def _sample_run(ctx: Context) -> Outcome:
-    from samples.sampler import sample_study
-
     from samples.documents import SampleManifest
 
-    manifest = SampleManifest.model_validate(sample_study(ctx.root, ctx.study.sampling.plan, seed=ctx.study.sampling.seed))
+    from apps.builtin_stages import SampleSettings
+    from apps.drivers import get_stage
+
+    settings = SampleSettings(plan=ctx.study.sampling.plan, seed=ctx.study.sampling.seed)
+    manifest = SampleManifest.model_validate(get_stage("sample").run(ctx.layout, settings).document)
     return Outcome(summary={"sampled": manifest.sampled, "population_units": manifest.population_units,
                             "shortfalls": len(manifest.shortfalls)})
 
 
 def _blind_run(ctx: Context) -> Outcome:
-    from samples.blind import blind_study
+    from apps.builtin_stages import BlindSettings
+    from apps.drivers import get_stage
 
-    summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed,
-                          keep=ctx.study.blinding.keep, keep_roles=ctx.study.blinding.keep_roles)
+    b = ctx.study.blinding
+    settings = BlindSettings(annotators=tuple(b.annotators), seed=b.seed, keep=tuple(b.keep), keep_roles=b.keep_roles)
+    summary = get_stage("blind").run(ctx.layout, settings).document
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
 
