@@ -1,4 +1,5 @@
-"""The built-in stage drivers (``apps.drivers``): sample, blind, validate, quality, audit, gate, score, report.
+"""The built-in stage drivers (``apps.drivers``): sample, blind, decisions, validate, quality, audit, preference,
+ehq, gate, score, report.
 
 Each takes a frozen settings object, validated where it is built, and computes its
 stage from the study folder alone, so `accord <stage>` (settings from its flags) and
@@ -270,6 +271,90 @@ class AuditStage:
         return StageOutput(document=_write(AuditDocument, layout.audit, body), detail=result)
 
 
+# --- study-file-only stages: decisions, pairwise preference, EHQ -----------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionsStage:
+    """Aggarwal's decision tables (``[decisions]``); settings: ``agreement.decisions.DecisionSettings``."""
+
+    name: str = "decisions"
+    settings: type = object
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.trajectories, layout.units, layout.judge_labels]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.decisions]
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        from agreement.decisions import decision_study
+        from agreement.documents import DecisionDocument
+
+        return StageOutput(document=_write(DecisionDocument, layout.decisions, decision_study(layout, settings)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreferenceSettings:
+    """The study file's ``[preference]`` table (``apps.study.Preference``) and the resampling unit."""
+
+    preference: Any
+    cluster: str = "trajectory"
+
+
+@dataclass(frozen=True)
+class PreferenceStage:
+    name: str = "preference"
+    settings: type = PreferenceSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return _label_tables(layout)
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.preference]
+
+    def run(self, layout: StudyLayout, settings: PreferenceSettings) -> StageOutput:
+        from agreement.documents import PreferenceDocument
+        from agreement.preference import preference_study
+        from agreement.study_io import load_study, strata_columns
+        from samples.vocabulary import infer_family
+
+        p = settings.preference
+        study = load_study(layout.root, cluster=settings.cluster)
+        strata = strata_columns(study.key)
+        models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
+        judges = sorted(set(study.judge["judge"]))
+        body = preference_study(study, first=p.first, second=p.second, first_label=p.first_label,
+                                second_label=p.second_label, tie_label=p.tie_label,
+                                model_families={m: p.model_families.get(m) or infer_family(m) for m in models},
+                                judge_families={j: p.judge_families.get(j) or infer_family(j) for j in judges},
+                                n_resamples=p.n_resamples, seed=p.seed, level=p.level)
+        return StageOutput(document=_write(PreferenceDocument, layout.preference, body), detail=judges)
+
+
+@dataclass(frozen=True)
+class EhqStage:
+    """EHQ per model and the human re-ranking; settings: the study file's ``[ehq]`` table (``apps.study.Ehq``)."""
+
+    name: str = "ehq"
+    settings: type = object
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.units, layout.trajectories]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.ehq]
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        from agreement.documents import EhqDocument
+        from agreement.ehq import ehq_study
+
+        e = settings
+        body = ehq_study(layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
+                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
+        return StageOutput(document=_write(EhqDocument, layout.ehq, body))
+
+
 # --- gate ---------------------------------------------------------------------------------------
 
 
@@ -383,5 +468,6 @@ class ReportStage:
                            detail=content)
 
 
-for _driver in (SampleStage(), BlindStage(), ValidateStage(), QualityStage(), AuditStage(), GateStage(), ScoreStage(), ReportStage()):
+for _driver in (SampleStage(), BlindStage(), DecisionsStage(), ValidateStage(), QualityStage(), AuditStage(),
+                PreferenceStage(), EhqStage(), GateStage(), ScoreStage(), ReportStage()):
     register_stage(_driver)

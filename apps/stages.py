@@ -286,12 +286,14 @@ def _judge_run(ctx: Context) -> Outcome:
 
 
 def _decisions_run(ctx: Context) -> Outcome:
-    from agreement.decisions import DecisionSettings, decision_study
-    from agreement.documents import DecisionDocument, write_document
+    from agreement.decisions import DecisionSettings
+    from agreement.documents import DecisionDocument
+
+    from apps.drivers import get_stage
 
     d = ctx.study.decisions
-    document = write_document(DecisionDocument, ctx.layout,
-                              decision_study(ctx.layout, DecisionSettings(**d.model_dump())))
+    written = get_stage("decisions").run(ctx.layout, DecisionSettings(**d.model_dump())).document
+    document = DecisionDocument.model_validate(written)
     (overall,) = [r for r in document.rows if r.group == "all" and r.parser == d.semantic_parser]
     return Outcome(summary={"commit": overall.commit.statistic, "rows": overall.n})
 
@@ -556,36 +558,26 @@ def _audit_run(ctx: Context) -> Outcome:
 
 
 def _preference_run(ctx: Context) -> Outcome:
-    from agreement.documents import PreferenceDocument, write_document
-    from agreement.preference import preference_study
-    from agreement.study_io import load_study, strata_columns
-    from samples.vocabulary import infer_family
+    from agreement.documents import PreferenceDocument
 
-    p = ctx.study.preference
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
-    strata = strata_columns(study.key)
-    models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
-    judges = sorted(set(study.judge["judge"]))
+    from apps.builtin_stages import PreferenceSettings
+    from apps.drivers import get_stage
+
+    settings = PreferenceSettings(preference=ctx.study.preference, cluster=ctx.study.validation.cluster)
     with ctx.console.status("  pairwise preference audit (cluster bootstrap) ..."):
-        body = preference_study(study, first=p.first, second=p.second, first_label=p.first_label,
-                                second_label=p.second_label, tie_label=p.tie_label,
-                                model_families={m: p.model_families.get(m) or infer_family(m) for m in models},
-                                judge_families={j: p.judge_families.get(j) or infer_family(j) for j in judges},
-                                n_resamples=p.n_resamples, seed=p.seed, level=p.level)
-    document = write_document(PreferenceDocument, ctx.layout, body)
+        written = get_stage("preference").run(ctx.layout, settings)
+    document = PreferenceDocument.model_validate(written.document)
     own = [c for c in document.cells if c.self_family and c.statistic is not None]
-    return Outcome(summary={"judges": len(judges), "self_family_cells": len(own)})
+    return Outcome(summary={"judges": len(written.detail), "self_family_cells": len(own)})
 
 
 def _ehq_run(ctx: Context) -> Outcome:
-    from agreement.documents import EhqDocument, write_document
-    from agreement.ehq import ehq_study
+    from agreement.documents import EhqDocument
 
-    e = ctx.study.ehq
+    from apps.drivers import get_stage
+
     with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
-        body = ehq_study(ctx.layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
-                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
-    document = write_document(EhqDocument, ctx.layout, body)
+        document = EhqDocument.model_validate(get_stage("ehq").run(ctx.layout, ctx.study.ehq).document)
     return Outcome(summary={"models": len({m.model for m in document.models}),
                             "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
 
