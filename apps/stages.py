@@ -386,9 +386,7 @@ def _annotate_run(ctx: Context) -> Outcome:
         labels = backend.pull()
         missing = backend.status().missing()
     finally:
-        close = getattr(backend, "close", None)
-        if close is not None:
-            close()
+        backend.close()
     summary["labels"] = len(labels)
     if missing:
         return Outcome(summary=summary, waiting=_instructions(ctx, missing))
@@ -864,9 +862,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
         try:
             status = backend.status()
         finally:
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
+            backend.close()
         body["tasks"] = status.n_tasks
         assigned, labelled = dict(status.assigned), dict(status.labelled)
     for name in sorted(set(assigned) | {row.annotator for row in labels}):
