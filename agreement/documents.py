@@ -279,6 +279,7 @@ class FlagRuleRecord(_Doc):
 
 
 class QualityDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "quality"
     COMMAND: ClassVar[str] = "accord quality"
 
@@ -351,6 +352,7 @@ class ErrorCell(_Doc):
 
 
 class AuditDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "audit"
     COMMAND: ClassVar[str] = "accord audit"
 
@@ -361,6 +363,7 @@ class AuditDocument(StageDocument):
         default=None, description="With adjudications: per-model bias and family contrasts against the independent "
                                   "majority, beside the resolved reference's (agreement.audit.bias_summary).")
     note: str = ""
+    unscored: int = Field(default=0, description="The audited judge's unscored labels on the audited units.")
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)
     ranks: Ranks
@@ -586,6 +589,7 @@ class Preregistration(_Doc):
 
 
 class VerdictDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "gate"
     COMMAND: ClassVar[str] = "accord gate"
 
