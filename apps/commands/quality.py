@@ -23,6 +23,9 @@ DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": 0.95}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
     parser.add_argument("--policy", help="gate policy TOML: its settings and its [quality] flag rule")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case or a unit field (as accord run "
+                             "does under the study file's [validation] cluster)")
     parser.add_argument("--tie-policy", help="without --policy: tied majority of the others: exclude (default), "
                                              "needs-adjudication, positive or negative")
     parser.add_argument("--n-resamples", type=resamples, help="without --policy: cluster bootstrap resamples (default 10000)")
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     layout = StudyLayout.of(args.study)
     with status(f"annotator quality of {layout.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        written = get_stage("quality").run(layout, QualityStageSettings(quality=settings))
+        written = get_stage("quality").run(layout, QualityStageSettings(quality=settings, cluster=args.cluster))
     if args.json:
         import json
 
