@@ -211,11 +211,23 @@ class PopulationPairs(_Doc):
 
 
 class ValidationDocument(StageDocument):
+    """Every top-level field declared and nothing else allowed, so two writers cannot differ unnoticed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     STAGE: ClassVar[str] = "validation"
     COMMAND: ClassVar[str] = "accord validate"
 
     sections: list[ValidationSection] = Field(default_factory=list, description="One section per unit kind.")
     judges: list[str] = Field(default_factory=list)
+    humans: list[str] = Field(default_factory=list, description="Annotators whose independent labels were read.")
+    weighted: bool = Field(default=False, description="Estimates reweighted by 1/inclusion probability.")
+    tie_policy: str = Field(default="exclude", description="How a tied human majority was treated.")
+    level: float = Field(default=0.95, description="Confidence level of every interval.")
+    codebook_versions: dict[str, int] = Field(
+        description="Codebook sha256 (or 'unknown') -> independent human labels given under it, largest first.")
+    by_codebook: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="Codebook version -> the validation of its labels alone (accord validate "
+                                  "--by-codebook): n_labels, n_units and the validation fields.")
     population_judge_pairs: list[PopulationPairs] = Field(
         default_factory=list, description="Judge-judge agreement over the whole population, not only the sample.")
 
@@ -267,6 +279,7 @@ class FlagRuleRecord(_Doc):
 
 
 class QualityDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "quality"
     COMMAND: ClassVar[str] = "accord quality"
 
@@ -339,6 +352,7 @@ class ErrorCell(_Doc):
 
 
 class AuditDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "audit"
     COMMAND: ClassVar[str] = "accord audit"
 
@@ -349,6 +363,7 @@ class AuditDocument(StageDocument):
         default=None, description="With adjudications: per-model bias and family contrasts against the independent "
                                   "majority, beside the resolved reference's (agreement.audit.bias_summary).")
     note: str = ""
+    unscored: int = Field(default=0, description="The audited judge's unscored labels on the audited units.")
     models: list[AuditModel] = Field(default_factory=list)
     contrasts: list[FamilyContrast] = Field(default_factory=list)
     ranks: Ranks
@@ -597,6 +612,7 @@ class Preregistration(_Doc):
 
 
 class VerdictDocument(StageDocument):
+    model_config = ConfigDict(extra="forbid", frozen=True)  # every top-level field declared: see ValidationDocument
     STAGE: ClassVar[str] = "gate"
     COMMAND: ClassVar[str] = "accord gate"
 

@@ -49,18 +49,16 @@ def registrations(layout: StudyLayout) -> list[Any]:
     return out
 
 
-def preregister(study_root: str | Path, policy_path: str | Path, judges: list[str], *,
-                now: datetime | None = None) -> Any:
-    """Append a registration of the policy, the judges' calls on the sample and the sample files."""
+def preregister(study_root: str | Path, policy: Any, judges: list[str], *, now: datetime | None = None) -> Any:
+    """Append a registration of the policy (an ``agreement.gate.Policy``, loaded by the caller), the judges'
+    calls on the sample and the sample files."""
     from agreement.documents import Preregistration
-    from agreement.gate import load_policy
     from agreement.identity import judge_identity
     from agreement.study_io import load_study
     from samples.jsonl import write_jsonl
 
     study = load_study(study_root)
     layout = StudyLayout.of(study.root)
-    policy = load_policy(policy_path)
     units = set(study.key["unit_id"])
     present = sorted(set(study.judge["judge"]))
     identities = {}
@@ -71,7 +69,7 @@ def preregister(study_root: str | Path, policy_path: str | Path, judges: list[st
         identities[judge] = identity
     record = Preregistration(
         registered_at=(now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        policy={"path": str(policy_path), "sha256": policy.sha256, "content": policy.text}, judges=identities,
+        policy={"path": policy.path, "sha256": policy.sha256, "content": policy.text}, judges=identities,
         sample=sample_files(layout), human_labels=int(len(study.human)))
     write_jsonl(layout.preregistration, [*registrations(layout), record])
     return record

@@ -419,13 +419,11 @@ class QualitySettings:
                 "seed": self.seed}
 
 
-def settings_from_policy(path: Any) -> QualitySettings:
-    from agreement.gate import load_policy
-
-    policy = load_policy(path)
+def settings_from_policy(policy: Any) -> QualitySettings:
+    """The gate policy's settings and flag rule (``policy``: an ``agreement.gate.Policy``, loaded by the caller)."""
     s = policy.settings
     return QualitySettings(tie_policy=s["tie_policy"], level=s["level"], n_resamples=s["n_resamples"],
-                           seed=s["seed"], rule=policy.quality, policy=str(path))
+                           seed=s["seed"], rule=policy.quality, policy=policy.path)
 
 
 def run_quality(study: Any, settings: QualitySettings,

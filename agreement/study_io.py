@@ -520,23 +520,24 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
     return table
 
 
-def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any, model: Any = None) -> dict[str, Any]:
-    """Write a command's result file and print it: JSON with --json, else ``text(clean)`` and the path.
 
-    ``model``: the stage document type (``agreement.documents``) the body is checked against
-    before anything is written, so every reader can read it back through the same type.
-    """
-    if model is not None:
-        from agreement.documents import parse_document
 
-        parse_document(model, jsonable(body), where=path)
+def publish(path: Path, body: dict[str, Any], *, as_json: bool, text: Any) -> dict[str, Any]:
+    """Write a command's result file that is no stage document (an audit of a table) and print it.
+
+    Stage documents are checked against their type and written by their stage driver (``apps.drivers``)."""
     clean = write_result(path, body)
+    print_document(path, clean, as_json=as_json, text=text)
+    return clean
+
+
+def print_document(path: Path, clean: dict[str, Any], *, as_json: bool, text: Any) -> None:
+    """Print a written result file: JSON with --json, else ``text(clean)`` and the path."""
     if as_json:
         print(json.dumps(clean, indent=2, sort_keys=True))
     else:
         print(text(clean))
         print(f"\nwrote {path}")
-    return clean
 
 
 def status(message: str) -> Any:

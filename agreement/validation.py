@@ -46,7 +46,8 @@ from agreement.panels import (
 )
 from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, isin, labels_table
 from samples.errors import InputError
-from samples.schemes import DEFAULT_SCHEME, SCHEMES
+from samples.kinds import DEFAULT_SCHEME
+from samples.schemes import SCHEMES
 
 SUBGROUP_FIELDS = ("setting", "split")
 RESOLVED = "resolved reference"

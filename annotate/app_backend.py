@@ -326,6 +326,9 @@ class AppBackend:
                 export_labels(gold, self.layout.gold_labels, format="jsonl")
         return labels
 
+    def close(self) -> None:
+        self.store.close()
+
     def status(self) -> BackendStatus:
         orders = self.store.orders()
         labelled = {name: len(set(order) & self.store.labelled_task_ids(name)) for name, order in orders.items()}

@@ -59,6 +59,9 @@ class AnnotationBackend(Protocol):
 
     def status(self) -> BackendStatus: ...
 
+    def close(self) -> None:
+        """Release what the backend holds between calls (a store's connection); called once it is done."""
+
 
 _BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
 # A backend's study-file settings (``[annotation] options``): a pydantic model with

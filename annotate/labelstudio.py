@@ -800,6 +800,9 @@ class LabelStudioBackend:
             ignored=tuple(ignored),
         )
 
+    def close(self) -> None:
+        """Nothing to release: every server call is its own request."""
+
     # -- status --------------------------------------------------------------------
 
     def status(self) -> BackendStatus:

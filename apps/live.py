@@ -258,7 +258,9 @@ def live_view(folder: str | Path) -> LiveView:
     notes = []
     policy = _policy_path(layout)
     if policy is not None:
-        settings = settings_from_policy(policy)
+        from agreement.gate import load_policy
+
+        settings = settings_from_policy(load_policy(policy))
     else:
         settings = QualitySettings(tie_policy="exclude", level=0.95, n_resamples=LIVE_RESAMPLES)
         notes.append("no gate policy found (study.json from accord run): quality without a flag rule, "

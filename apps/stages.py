@@ -269,7 +269,7 @@ def _judge_run(ctx: Context) -> Outcome:
     from judges.runner import StudyPaths, run_judges
     from judges.tables import read_units
     from samples.generation import check_generation
-    from samples.kinds import with_context
+    from samples.sampler import with_context
 
     check_generation(ctx.layout, "ingest")
     specs = []
@@ -286,12 +286,14 @@ def _judge_run(ctx: Context) -> Outcome:
 
 
 def _decisions_run(ctx: Context) -> Outcome:
-    from agreement.decisions import DecisionSettings, decision_study
-    from agreement.documents import DecisionDocument, write_document
+    from agreement.decisions import DecisionSettings
+    from agreement.documents import DecisionDocument
+
+    from apps.drivers import get_stage
 
     d = ctx.study.decisions
-    document = write_document(DecisionDocument, ctx.layout,
-                              decision_study(ctx.layout, DecisionSettings(**d.model_dump())))
+    written = get_stage("decisions").run(ctx.layout, DecisionSettings(**d.model_dump())).document
+    document = DecisionDocument.model_validate(written)
     (overall,) = [r for r in document.rows if r.group == "all" and r.parser == d.semantic_parser]
     return Outcome(summary={"commit": overall.commit.statistic, "rows": overall.n})
 
@@ -306,20 +308,24 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
 
 
 def _sample_run(ctx: Context) -> Outcome:
-    from samples.sampler import sample_study
-
     from samples.documents import SampleManifest
 
-    manifest = SampleManifest.model_validate(sample_study(ctx.root, ctx.study.sampling.plan, seed=ctx.study.sampling.seed))
+    from apps.builtin_stages import SampleSettings
+    from apps.drivers import get_stage
+
+    settings = SampleSettings(plan=ctx.study.sampling.plan, seed=ctx.study.sampling.seed)
+    manifest = SampleManifest.model_validate(get_stage("sample").run(ctx.layout, settings).document)
     return Outcome(summary={"sampled": manifest.sampled, "population_units": manifest.population_units,
                             "shortfalls": len(manifest.shortfalls)})
 
 
 def _blind_run(ctx: Context) -> Outcome:
-    from samples.blind import blind_study
+    from apps.builtin_stages import BlindSettings
+    from apps.drivers import get_stage
 
-    summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed,
-                          keep=ctx.study.blinding.keep, keep_roles=ctx.study.blinding.keep_roles)
+    b = ctx.study.blinding
+    settings = BlindSettings(annotators=tuple(b.annotators), seed=b.seed, keep=tuple(b.keep), keep_roles=b.keep_roles)
+    summary = get_stage("blind").run(ctx.layout, settings).document
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
 
@@ -380,9 +386,7 @@ def _annotate_run(ctx: Context) -> Outcome:
         labels = backend.pull()
         missing = backend.status().missing()
     finally:
-        close = getattr(backend, "close", None)
-        if close is not None:
-            close()
+        backend.close()
     summary["labels"] = len(labels)
     if missing:
         return Outcome(summary=summary, waiting=_instructions(ctx, missing))
@@ -522,86 +526,73 @@ def _self_family_notes(ctx: Context, study: Any) -> list[str]:
 
 
 def _validate_run(ctx: Context) -> Outcome:
-    from agreement.documents import ValidationDocument, write_document
-    from agreement.study_io import load_study
-    from agreement.validation import validate_study
+    from apps.builtin_stages import ValidateSettings
+    from apps.drivers import get_stage
 
-    settings, notes = validation_settings(ctx.study)
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    values, notes = validation_settings(ctx.study)
     for note in notes:
         ctx.console.print(f"  note: {note}")
-    with ctx.console.status(f"  validating ({settings['n_resamples']} cluster-bootstrap resamples) ..."):
-        result = validate_study(study, **settings)
-    body = result.to_dict()
-    body["notes"] = [*body["notes"], *notes, *_self_family_notes(ctx, study)]
-    body["cluster"] = study.cluster
-    write_document(ValidationDocument, ctx.layout, body)
+    from agreement.study_io import load_study
+
+    flags = _self_family_notes(ctx, load_study(ctx.root, cluster=ctx.study.validation.cluster))
+    settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=(*notes, *flags), **values)
+    with ctx.console.status(f"  validating ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        result, _ = get_stage("validate").run(ctx.layout, settings).detail
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
                             "simulated": result.simulated})
 
 
 def _quality_run(ctx: Context) -> Outcome:
     """Annotator quality under the gate policy's settings and [quality] flag rule (the gate's flags)."""
-    from agreement.documents import QualityDocument, write_document
-    from agreement.quality import run_quality, settings_from_policy
-    from agreement.study_io import load_study
+    from agreement.documents import QualityDocument
+    from agreement.gate import load_policy
+    from agreement.quality import settings_from_policy
 
-    settings = settings_from_policy(ctx.study.gate.policy)
-    from apps.live import gold_estimates
+    from apps.builtin_stages import QualityStageSettings
+    from apps.drivers import get_stage
 
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
-    gold = gold_estimates(ctx.layout, level=settings.level)
-    with ctx.console.status(f"  annotator quality ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        document = write_document(QualityDocument, ctx.layout, run_quality(study, settings, gold))
+    settings = QualityStageSettings(quality=settings_from_policy(load_policy(ctx.study.gate.policy)),
+                                    cluster=ctx.study.validation.cluster)
+    with ctx.console.status(f"  annotator quality ({settings.quality.n_resamples} cluster-bootstrap resamples) ..."):
+        document = QualityDocument.model_validate(get_stage("quality").run(ctx.layout, settings).document)
     return Outcome(summary={"sections": [s.kind for s in document.sections], "flagged": sorted(document.flagged())})
 
 
 def _audit_run(ctx: Context) -> Outcome:
-    from agreement.audit import audit_study
-    from agreement.documents import AuditDocument, write_document
-    from agreement.study_io import load_study
+    from apps.builtin_stages import AuditSettings
+    from apps.drivers import get_stage
 
     a = ctx.study.audit
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    settings = AuditSettings(judge=a.judge, positive=tuple(a.positive), tie_policy=a.tie_policy,
+                             model_field=a.model_field, judge_families=a.judge_families or None,
+                             n_resamples=a.n_resamples, n_permutations=a.n_permutations, seed=a.seed, level=a.level,
+                             cluster=ctx.study.validation.cluster)
     with ctx.console.status("  auditing (cluster bootstrap and permutations) ..."):
-        _, body = audit_study(study, judge=a.judge, positive=a.positive, tie_policy=a.tie_policy,
-                              model_field=a.model_field, n_resamples=a.n_resamples, n_permutations=a.n_permutations,
-                              seed=a.seed, level=a.level, judge_families=a.judge_families or None)
-    write_document(AuditDocument, ctx.layout, body)
-    return Outcome(summary={"judge": a.judge, "simulated": study.simulated})
+        document = get_stage("audit").run(ctx.layout, settings).document
+    return Outcome(summary={"judge": a.judge, "simulated": document["simulated"]})
 
 
 def _preference_run(ctx: Context) -> Outcome:
-    from agreement.documents import PreferenceDocument, write_document
-    from agreement.preference import preference_study
-    from agreement.study_io import load_study, strata_columns
-    from samples.vocabulary import infer_family
+    from agreement.documents import PreferenceDocument
 
-    p = ctx.study.preference
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
-    strata = strata_columns(study.key)
-    models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
-    judges = sorted(set(study.judge["judge"]))
+    from apps.builtin_stages import PreferenceSettings
+    from apps.drivers import get_stage
+
+    settings = PreferenceSettings(preference=ctx.study.preference, cluster=ctx.study.validation.cluster)
     with ctx.console.status("  pairwise preference audit (cluster bootstrap) ..."):
-        body = preference_study(study, first=p.first, second=p.second, first_label=p.first_label,
-                                second_label=p.second_label, tie_label=p.tie_label,
-                                model_families={m: p.model_families.get(m) or infer_family(m) for m in models},
-                                judge_families={j: p.judge_families.get(j) or infer_family(j) for j in judges},
-                                n_resamples=p.n_resamples, seed=p.seed, level=p.level)
-    document = write_document(PreferenceDocument, ctx.layout, body)
+        written = get_stage("preference").run(ctx.layout, settings)
+    document = PreferenceDocument.model_validate(written.document)
     own = [c for c in document.cells if c.self_family and c.statistic is not None]
-    return Outcome(summary={"judges": len(judges), "self_family_cells": len(own)})
+    return Outcome(summary={"judges": len(written.detail), "self_family_cells": len(own)})
 
 
 def _ehq_run(ctx: Context) -> Outcome:
-    from agreement.documents import EhqDocument, write_document
-    from agreement.ehq import ehq_study
+    from agreement.documents import EhqDocument
 
-    e = ctx.study.ehq
+    from apps.drivers import get_stage
+
     with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
-        body = ehq_study(ctx.layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
-                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
-    document = write_document(EhqDocument, ctx.layout, body)
+        document = EhqDocument.model_validate(get_stage("ehq").run(ctx.layout, ctx.study.ehq).document)
     return Outcome(summary={"models": len({m.model for m in document.models}),
                             "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
 
@@ -623,45 +614,49 @@ def _asa_run(ctx: Context) -> Outcome:
 
 
 def _gate_run(ctx: Context) -> Outcome:
-    from agreement.documents import VerdictDocument, write_document
-    from agreement.gate import gate_study
+    from apps.builtin_stages import GateSettings
+    from apps.drivers import get_stage
+
     from agreement.study_io import load_study
 
-    study = load_study(ctx.root, cluster=ctx.study.validation.cluster)
+    flags = _self_family_notes(ctx, load_study(ctx.root, cluster=ctx.study.validation.cluster))
+    settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
+                            cluster=ctx.study.validation.cluster, notes=tuple(flags))
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
-        document, _ = gate_study(study, ctx.study.gate.policy, judges=ctx.study.gate.judges or None)
-    flags = _self_family_notes(ctx, study)
-    document["notes"] = [*document["notes"], *flags]
-    for note in flags:
+        document = get_stage("gate").run(ctx.layout, settings).document
+    for note in settings.notes:
         ctx.console.print(f"  [bold yellow]{note}[/]")
-    verdict = write_document(VerdictDocument, ctx.layout, document)
-    return Outcome(summary={"verdict": verdict.verdict, "judges": {j: v.verdict for j, v in verdict.judges.items()}})
+    return Outcome(summary={"verdict": document["verdict"],
+                            "judges": {j: v["verdict"] for j, v in document["judges"].items()}})
 
 
 def _score_run(ctx: Context) -> Outcome:
-    from agreement.documents import ScoreDocument, write_document
-    from agreement.scoring import GateRefusal, score_study
+    from agreement.scoring import GateRefusal
+
+    from apps.builtin_stages import ScoreSettings
+    from apps.drivers import get_stage
 
     s = ctx.study.score
+    settings = ScoreSettings(identify_judge=s.identify_judge, escalate_judge=s.escalate_judge,
+                             correctness_judge=s.correctness_judge, correctness_field=s.correctness_field,
+                             force=s.force, tie_policy=s.tie_policy, n_resamples=s.n_resamples, seed=s.seed,
+                             level=s.level)
     try:
         with ctx.console.status(f"  scoring ({s.n_resamples} bootstrap resamples per rate) ..."):
-            document = score_study(ctx.root, identify_judge=s.identify_judge, escalate_judge=s.escalate_judge,
-                                   correctness_judge=s.correctness_judge, correctness_field=s.correctness_field,
-                                   force=s.force, tie_policy=s.tie_policy, n_resamples=s.n_resamples, seed=s.seed,
-                                   level=s.level)
+            document = get_stage("score").run(ctx.layout, settings).document
     except GateRefusal as refusal:
         ctx.layout.score.unlink(missing_ok=True)
         return Outcome(summary={"scored": False, "refused": str(refusal)})
-    score = write_document(ScoreDocument, ctx.layout, document)
-    return Outcome(summary={"scored": True, "accepted": score.accepted, "rows": len(score.rows)})
+    return Outcome(summary={"scored": True, "accepted": document["accepted"], "rows": len(document["rows"])})
 
 
 def _report_run(ctx: Context) -> Outcome:
-    from agreement.report import write_report
+    from apps.builtin_stages import ReportSettings
+    from apps.drivers import get_stage
 
     with ctx.console.status("  rendering the report and its plots ..."):
-        paths = write_report(ctx.root)
-    return Outcome(summary={"html": str(paths["html"]), "markdown": str(paths["markdown"])})
+        paths = get_stage("report").run(ctx.layout, ReportSettings()).document["paths"]
+    return Outcome(summary={"html": paths["html"], "markdown": paths["markdown"]})
 
 
 def _documents(ctx: Context) -> dict[str, str | None]:
@@ -912,9 +907,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
         try:
             status = backend.status()
         finally:
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
+            backend.close()
         body["tasks"] = status.n_tasks
         assigned, labelled = dict(status.assigned), dict(status.labelled)
     for name in sorted(set(assigned) | {row.annotator for row in labels}):

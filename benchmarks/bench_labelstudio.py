@@ -29,7 +29,7 @@ from annotate.labelstudio import (
 )
 from benchmarks.measure import ratio_text, seconds_text
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME
+from samples.kinds import DEFAULT_SCHEME
 from samples.seed import DEFAULT_SEED
 
 PUSH_TARGET_S = 15.0

@@ -12,14 +12,14 @@ answer.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from samples.errors import InputError
 
-if TYPE_CHECKING:
-    from judges.runner import RunContext, _Task
-    from judges.spec import JudgeSpec
+# The engines sit below the runner and the judge spec that use them, so their types are named, not imported:
+# JudgeSpec is ``judges.spec.JudgeSpec``; a task and the run context are ``judges.runner._Task`` and ``RunContext``.
 
 
 @runtime_checkable
@@ -30,20 +30,22 @@ class Engine(Protocol):
         """The engine's validated options from a judge's ``[judge.<name>]`` table (no heavy import)."""
         ...
 
-    def check(self, judges: Sequence["JudgeSpec"]) -> None:
+    def check(self, judges: Sequence[Any]) -> None:
         """Refuse (InputError) before anything is written when the engine cannot run these judges."""
         ...
 
-    def describe(self, spec: "JudgeSpec") -> dict[str, Any]:
+    def describe(self, spec: Any) -> dict[str, Any]:
         """What the run log records about where this judge's calls went."""
         ...
 
-    def call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
+    def call_all(self, pending: Sequence[tuple[Any, str]], run: Any) -> None:
         """Answer every (task, fingerprint), each through ``run.record`` exactly once."""
         ...
 
 
 _REGISTRY: dict[str, Engine] = {}
+_BUILTINS = ("judges.runner", "judges.ray_engine")
+"""The modules of the built-in engines, imported by name on first use; each registers its engine on import."""
 
 
 def register_engine(engine: Engine) -> None:
@@ -53,11 +55,8 @@ def register_engine(engine: Engine) -> None:
 
 
 def _builtins() -> None:
-    if not _REGISTRY:
-        from judges import ray_engine, runner
-
-        register_engine(runner.LocalEngine())
-        register_engine(ray_engine.RayEngine())
+    for module in _BUILTINS:
+        importlib.import_module(module)
 
 
 def engine_names() -> list[str]:

@@ -53,7 +53,7 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
                            output_column: str, output_kind: str | None, parse_mode: str, scheme: str | None,
                            fingerprint: str) -> list[JudgeLabel]:
     from judges.parsers import get_output_kind, parse_output
-    from samples.schemes import DEFAULT_SCHEME
+    from samples.kinds import DEFAULT_SCHEME
 
     if output_kind is not None:
         get_output_kind(output_kind)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from judges.providers.base import CONTEXT_EXCEEDED
+from judges.engines import register_engine
 from samples.errors import InputError
 
 if TYPE_CHECKING:
@@ -381,3 +382,6 @@ def vllm_completion(row: Mapping[str, Any], model: str) -> dict[str, Any]:
                   "total_tokens": None if generated is None or row.get("num_input_tokens") is None
                   else row["num_input_tokens"] + generated},
     }
+
+
+register_engine(RayEngine())

@@ -32,7 +32,7 @@ from samples.layout import StudyLayout
 from samples.records import Unit
 
 from judges.cache import RequestCache, RequestKeyer, request_key
-from judges.engines import get_engine
+from judges.engines import get_engine, register_engine
 from judges.parsers import parse_output
 from judges.prices import PriceTable
 from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, make_provider
@@ -538,3 +538,6 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
     tally.failed += error.reason != CONTEXT_EXCEEDED  # a unit past the context is unscored, not a failed call
     log.event("call_failed", retryable=error.retryable, reason=error.reason, **context)
     return None, f"{error.reason}: {error.detail}", None
+
+
+register_engine(LocalEngine())

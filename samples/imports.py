@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,26 +25,7 @@ from typing import Any
 from samples.canonical import file_sha256
 from samples.errors import InputError
 from samples.layout import StudyLayout
-
-
-@dataclass(frozen=True)
-class TableRow:
-    """One row of a label table and where it came from (``file:line`` or ``file[key]``)."""
-
-    where: str
-    values: Mapping[str, Any]
-
-    def get(self, column: str | None, *, required: bool = True) -> Any:
-        """The cell of ``column``; a missing or empty required cell is an InputError naming the row."""
-        if column is None:
-            return None
-        value = self.values.get(column)
-        empty = value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
-        if empty and required:
-            if column not in self.values:
-                raise InputError(f"{self.where}: no column {column!r}; columns: {sorted(self.values)}")
-            raise InputError(f"{self.where}: column {column!r} is empty")
-        return None if empty else value
+from samples.table_rows import TableRow
 
 
 TableReader = Callable[[Path], list[TableRow]]

@@ -18,9 +18,8 @@ kind name must also be a ``samples.records.UnitKind`` for units of it to validat
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from samples.errors import InputError
@@ -243,31 +242,6 @@ def judge_message(unit: Shown, templates: Mapping[str, str] | None = None) -> st
     return template.format_map(spec.judge_fields(unit))
 
 
-def with_context(units: Iterable[Any], trajectories: str | Path, *, kinds: Iterable[str] | None = None) -> list[Any]:
-    """``units`` with the numbered context attached (``turns``, the unit's turns 0..i) where the
-    kind needs it for its judge message and it is missing; reads ``trajectories`` (the study's
-    trajectories.jsonl) once, only when some unit needs it. ``kinds`` limits it to the kinds
-    that will be judged (population units stay small until then: see ``samples.units``)."""
-    from samples.sampler import turn_contexts
-
-    units = list(units)
-    wanted = None if kinds is None else set(kinds)
-
-    def needs(unit: Any) -> bool:
-        return unit.turns is None and get_kind(unit.kind).needs_context and (wanted is None or unit.kind in wanted)
-
-    missing = {u.trajectory_id for u in units if needs(u)}
-    if not missing:
-        return units
-    contexts = turn_contexts(Path(trajectories), missing)
-    return [_with_turns(u, contexts[u.trajectory_id]) if needs(u) else u for u in units]
-
-
-def _with_turns(unit: Any, all_turns: Sequence[str]) -> Any:
-    """The unit with ``turns`` = its context, from all numbered turns of its trajectory."""
-    return unit.model_copy(update={"turns": context_turns(all_turns, unit.focus_turn)})
-
-
 def context_turns(all_turns: Sequence[str], focus_turn: int) -> list[str]:
     """What the agent had done up to the focus turn: turns 0..focus_turn."""
     return list(all_turns[: focus_turn + 1])
@@ -487,3 +461,23 @@ for _spec in (
       for i, m in enumerate(("M0", "M1", "M2", "M3"))),
 ):
     register_kind(_spec)
+
+
+class _DefaultSchemes(Mapping[str, str]):
+    """Unit kind -> the scheme it is judged under unless a judge or study says otherwise: a
+    read-only view of the unit-kind registry, which owns it."""
+
+    def _kinds(self) -> dict:
+        return kinds()
+
+    def __getitem__(self, kind: str) -> str:
+        return self._kinds()[kind].scheme
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds())
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+
+DEFAULT_SCHEME: Mapping[str, str] = _DefaultSchemes()

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -348,6 +348,33 @@ def turn_contexts(trajectories_path: Path, wanted: set[str]) -> dict[str, list[s
     if lost:
         raise InputError(f"{trajectories_path}: trajectories {lost[:5]} of the units are missing (units and trajectories differ)")
     return found
+
+
+def with_context(units: Iterable[Any], trajectories: str | Path, *, kinds: Iterable[str] | None = None) -> list[Any]:
+    """``units`` with the numbered context attached (``turns``, the unit's turns 0..i) where the
+    kind needs it for its judge message and it is missing; reads ``trajectories`` (the study's
+    trajectories.jsonl) once, only when some unit needs it. ``kinds`` limits it to the kinds
+    that will be judged (population units stay small until then: see ``samples.units``)."""
+    from samples.kinds import get_kind
+
+    units = list(units)
+    wanted = None if kinds is None else set(kinds)
+
+    def needs(unit: Any) -> bool:
+        return unit.turns is None and get_kind(unit.kind).needs_context and (wanted is None or unit.kind in wanted)
+
+    missing = {u.trajectory_id for u in units if needs(u)}
+    if not missing:
+        return units
+    contexts = turn_contexts(Path(trajectories), missing)
+    return [_with_turns(u, contexts[u.trajectory_id]) if needs(u) else u for u in units]
+
+
+def _with_turns(unit: Any, all_turns: Sequence[str]) -> Any:
+    """The unit with ``turns`` = its context, from all numbered turns of its trajectory."""
+    from samples.kinds import context_turns
+
+    return unit.model_copy(update={"turns": context_turns(all_turns, unit.focus_turn)})
 
 
 def labelled_units(study: str | Path) -> set[str]:

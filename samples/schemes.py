@@ -6,7 +6,6 @@ a judge label and a human label of the same unit compare directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from samples.errors import InputError
@@ -57,28 +56,6 @@ def register_scheme(scheme: LabelScheme) -> LabelScheme:
         raise InputError(f"label scheme {scheme.name!r}: positive {scheme.positive!r} is not one of {list(scheme.labels)}")
     SCHEMES[scheme.name] = scheme
     return scheme
-
-
-class _DefaultSchemes(Mapping[str, str]):
-    """Unit kind -> the scheme it is judged under unless a judge or study says otherwise: a
-    read-only view of the unit-kind registry (``samples.kinds``), which owns it."""
-
-    def _kinds(self) -> dict:
-        from samples.kinds import kinds
-
-        return kinds()
-
-    def __getitem__(self, kind: str) -> str:
-        return self._kinds()[kind].scheme
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._kinds())
-
-    def __len__(self) -> int:
-        return len(self._kinds())
-
-
-DEFAULT_SCHEME: Mapping[str, str] = _DefaultSchemes()
 
 
 def get_scheme(name: str) -> LabelScheme:

@@ -62,23 +62,6 @@ def _families(pairs: list[str], option: str = "--judge-family", name: str = "JUD
     return out
 
 
-def _study_model_families(study, args: argparse.Namespace) -> dict[str, str]:
-    """The ``[preference] model_families`` of the study file ``accord run`` resolved into the folder (if any),
-    for the models the units name (the compared models of pairwise units may be others)."""
-    import json
-
-    from agreement.study_io import strata_columns
-    from samples.layout import StudyLayout
-
-    path = StudyLayout.of(study.root).resolved_study
-    if not path.is_file():
-        return {}
-    preference = json.loads(path.read_text(encoding="utf-8")).get("preference") or {}
-    strata = strata_columns(study.key)
-    present = set(strata[args.model_field]) if args.model_field in strata else set()
-    return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
-
-
 def _previous(path) -> str | None:
     """What an existing audit file held (its positive labels and reference), None when there is none."""
     import json
@@ -95,15 +78,16 @@ def _previous(path) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.audit import audit, audit_study, format_audit, format_versus_majority, read_audit_table
-    from agreement.study_io import load_study, publish, status
+    from agreement.audit import audit, format_audit, format_versus_majority, read_audit_table
+    from agreement.study_io import print_document, publish, status
     from samples.errors import InputError
     from samples.layout import StudyLayout
 
+    from apps.builtin_stages import AuditSettings
+    from apps.drivers import get_stage
+
     if (args.study is None) == (args.table is None):
         raise InputError("give a study folder or --table FILE (not both)")
-    if args.n_resamples < 100 or args.n_permutations < 100:
-        raise InputError("--n-resamples and --n-permutations: expected at least 100")
     preference = _preference(args.study) if args.study else None
     if not args.positive:
         if preference is None:
@@ -111,30 +95,35 @@ def run(args: argparse.Namespace) -> int:
                              "results: a pairwise study's [preference] section, run by `accord run`)")
         return _print_preference(preference, as_json=args.json)
     families = _families(args.judge_family)
-    settings = dict(positive=args.positive, n_resamples=args.n_resamples, n_permutations=args.n_permutations,
-                    seed=args.seed, level=args.level, judge_families=families or None)
-    with status("auditing (cluster bootstrap and permutations) ..."):
-        if args.table:
-            try:
-                result = audit(read_audit_table(Path(args.table)), judge=args.judge, **settings)
-            except ValueError as error:
-                raise InputError(str(error)) from None
-            body, out = {**result.to_dict(), "simulated": False}, Path(args.table).with_suffix(".audit.json")
-        else:
-            study = load_study(args.study, cluster=args.cluster)
-            models = _families(args.model_family, "--model-family", "MODEL") or _study_model_families(study, args)
-            result, body = audit_study(study, judge=args.judge, tie_policy=args.tie_policy,
-                                       model_field=args.model_field, reference=args.reference,
-                                       model_families=models or None, **settings)
-            out = StudyLayout.of(study.root).audit
-    from agreement.documents import AuditDocument
+    settings = AuditSettings(judge=args.judge, positive=tuple(args.positive), tie_policy=args.tie_policy,
+                             model_field=args.model_field, reference=args.reference, judge_families=families or None,
+                             model_families=_families(args.model_family, "--model-family", "MODEL") or None,
+                             n_resamples=args.n_resamples, n_permutations=args.n_permutations, seed=args.seed,
+                             level=args.level, cluster=args.cluster)
 
     def text(_: object) -> str:
         extra = format_versus_majority(body["versus_majority"]) if body.get("versus_majority") else ""
         return format_audit(result, simulated=body["simulated"]) + extra
 
-    previous = _previous(out)
-    publish(out, body, as_json=args.json, text=text, model=None if args.table else AuditDocument)
+    if args.table:  # a table, not a study: no study stage
+        out = Path(args.table).with_suffix(".audit.json")
+        with status("auditing (cluster bootstrap and permutations) ..."):
+            try:
+                result = audit(read_audit_table(Path(args.table)), judge=args.judge, positive=args.positive,
+                               n_resamples=args.n_resamples, n_permutations=args.n_permutations, seed=args.seed,
+                               level=args.level, judge_families=families or None)
+            except ValueError as error:
+                raise InputError(str(error)) from None
+        body = {**result.to_dict(), "simulated": False}
+        previous = _previous(out)
+        publish(out, body, as_json=args.json, text=text)
+    else:
+        out = StudyLayout.of(args.study).audit
+        previous = _previous(out)
+        with status("auditing (cluster bootstrap and permutations) ..."):
+            written = get_stage("audit").run(StudyLayout.of(args.study), settings)
+        body, result = written.document, written.detail
+        print_document(out, body, as_json=args.json, text=text)
     if previous:  # the report and the gate read this file: say what was replaced
         import sys
 

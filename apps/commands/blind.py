@@ -33,10 +33,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from samples.blind import blind_study
+    from samples.layout import StudyLayout
 
-    summary = blind_study(args.study, annotators=args.annotators.split(","), seed=args.seed, replace=args.replace,
-                          keep=args.keep, keep_roles=args.keep_roles)
+    from apps.builtin_stages import BlindSettings
+    from apps.drivers import get_stage
+
+    settings = BlindSettings(annotators=tuple(args.annotators.split(",")), seed=args.seed, replace=args.replace,
+                             keep=tuple(args.keep), keep_roles=args.keep_roles)
+    summary = get_stage("blind").run(StudyLayout.of(args.study), settings).document
     if args.json:
         print(json.dumps({"ok": True, **summary}, indent=2, sort_keys=True))
         return 0

@@ -30,13 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.documents import VerdictDocument
-    from agreement.gate import gate_study
-    from agreement.study_io import load_study, publish, status
+    from pathlib import Path
+
+    from agreement.study_io import print_document, status
     from samples.layout import StudyLayout
 
-    study = load_study(args.study, cluster=args.cluster)
-    with status(f"gating {study.root} under {args.policy} ..."):
-        document, text = gate_study(study, args.policy, judges=args.judge, sequential=args.sequential)
-    publish(StudyLayout.of(study.root).verdict, document, as_json=args.json, text=lambda _: text, model=VerdictDocument)
-    return 0 if document["verdict"] == "ACCEPT" else 1
+    from apps.builtin_stages import GateSettings
+    from apps.drivers import get_stage
+
+    layout = StudyLayout.of(args.study)
+    settings = GateSettings(policy=Path(args.policy), judges=tuple(args.judge) if args.judge else None,
+                            sequential=args.sequential, cluster=args.cluster)
+    with status(f"gating {layout.root} under {args.policy} ..."):
+        written = get_stage("gate").run(layout, settings)
+    print_document(layout.verdict, written.document, as_json=args.json, text=lambda _: written.detail)
+    return 0 if written.document["verdict"] == "ACCEPT" else 1

@@ -163,7 +163,7 @@ def _units(args: argparse.Namespace) -> list[Any]:
 
 def _judged_units(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     """The units with what their judge message needs (identify_turn: turns 0..i, from STUDY/trajectories.jsonl)."""
-    from samples.kinds import with_context
+    from samples.sampler import with_context
     from samples.layout import StudyLayout
 
     return with_context(_units(args), StudyLayout.of(args.study).trajectories,

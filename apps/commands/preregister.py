@@ -24,10 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from agreement.gate import load_policy
     from agreement.preregistration import preregister
     from samples.layout import StudyLayout
 
-    record = preregister(args.study, args.policy, args.judge)
+    record = preregister(args.study, load_policy(args.policy), args.judge)
     if args.json:
         print(json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True))
         return 0

@@ -23,6 +23,9 @@ DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": 0.95}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", help="study folder (sealed/key.jsonl, labels/*.jsonl, judges/labels.jsonl)")
     parser.add_argument("--policy", help="gate policy TOML: its settings and its [quality] flag rule")
+    parser.add_argument("--cluster", default="trajectory",
+                        help="what the bootstrap resamples: trajectory (default), case or a unit field (as accord run "
+                             "does under the study file's [validation] cluster)")
     parser.add_argument("--tie-policy", help="without --policy: tied majority of the others: exclude (default), "
                                              "needs-adjudication, positive or negative")
     parser.add_argument("--n-resamples", type=resamples, help="without --policy: cluster bootstrap resamples (default 10000)")
@@ -31,14 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.documents import QualityDocument, write_document
-    from agreement.quality import (
-        QualitySettings,
-        format_quality,
-        run_quality,
-        settings_from_policy,
-    )
-    from agreement.study_io import load_study, status
+    from agreement.quality import QualitySettings, format_quality, settings_from_policy
+    from agreement.study_io import status
     from samples.errors import InputError
     from samples.layout import StudyLayout
 
@@ -47,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise InputError(f"{flags}: the settings come from --policy {args.policy}; give one or the other")
     if args.policy:
-        settings = settings_from_policy(args.policy)
+        from agreement.gate import load_policy
+
+        settings = settings_from_policy(load_policy(args.policy))
     else:
         values = {**DEFAULTS, **given}
         if not 0 < values["level"] < 1:
@@ -55,18 +54,20 @@ def run(args: argparse.Namespace) -> int:
         if values["n_resamples"] < 100:
             raise InputError(f"--n-resamples {values['n_resamples']}: expected at least 100")
         settings = QualitySettings(**values)
-    from apps.live import gold_estimates
+    from apps.builtin_stages import QualityStageSettings
+    from apps.drivers import get_stage
 
-    study = load_study(args.study)
-    gold = gold_estimates(StudyLayout.of(study.root), level=settings.level)
-    with status(f"annotator quality of {study.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
-        body = run_quality(study, settings, gold)
-    document = write_document(QualityDocument, study.root, body)
+    layout = StudyLayout.of(args.study)
+    with status(f"annotator quality of {layout.root} ({settings.n_resamples} cluster-bootstrap resamples) ..."):
+        written = get_stage("quality").run(layout, QualityStageSettings(quality=settings, cluster=args.cluster))
     if args.json:
         import json
 
+        from agreement.documents import QualityDocument
+
+        document = QualityDocument.model_validate(written.document)
         print(json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
-        print(format_quality(body))
-        print(f"\nwrote {StudyLayout.of(study.root).quality}")
+        print(format_quality(written.detail))
+        print(f"\nwrote {layout.quality}")
     return 0

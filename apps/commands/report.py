@@ -17,22 +17,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    from pathlib import Path
 
-    from agreement.report import build_report, write_report
-    from agreement.scoring import refuse_other_calls
     from agreement.study_io import status
+    from samples.layout import StudyLayout
 
-    refuse_other_calls(args.study)
+    from apps.builtin_stages import ReportSettings
+    from apps.drivers import get_stage
+
     with status("rendering the report and its plots ..."):
-        content = build_report(args.study)
-        paths = write_report(args.study, args.out, content=content)
-    for line in content.stale:
+        written = get_stage("report").run(StudyLayout.of(args.study),
+                                          ReportSettings(out=Path(args.out) if args.out else None))
+    body = written.document
+    for line in body["stale"]:
         print(line, file=sys.stderr)
     if args.json:
         import json
 
-        body = {"paths": {k: str(v) for k, v in paths.items()}, "stale": content.stale}
         print(json.dumps(body, indent=2, sort_keys=True))
     else:
-        print(f"wrote {paths['html']} and {paths['markdown']} ({len(paths) - 2} plots)")
+        print(f"wrote {body['paths']['html']} and {body['paths']['markdown']} ({len(body['paths']) - 2} plots)")
     return 0

@@ -32,15 +32,19 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from samples.sampler import sample_study
+    from samples.layout import StudyLayout
+
+    from apps.builtin_stages import SampleSettings
+    from apps.drivers import get_stage
 
     with Progress(SpinnerColumn(), TextColumn("sample: {task.completed:,} unit lines read"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=args.json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("sample", total=None)
-        manifest = sample_study(args.study, args.plan, seed=args.seed, labels_path=args.labels,
-                                progress=lambda n: bar.update(task, completed=n),
-                                exclude_labelled=None if args.exclude_labelled is None
-                                else args.exclude_labelled or args.study)
+        settings = SampleSettings(plan=args.plan, seed=args.seed, labels=args.labels,
+                                  exclude_labelled=None if args.exclude_labelled is None
+                                  else args.exclude_labelled or args.study,
+                                  progress=lambda n: bar.update(task, completed=n))
+        manifest = get_stage("sample").run(StudyLayout.of(args.study), settings).document
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return 0

@@ -35,27 +35,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from agreement.scoring import GateRefusal, format_score, score_study
-    from agreement.study_io import publish, status
-    from samples.errors import InputError
+    from agreement.scoring import GateRefusal, format_score
+    from agreement.study_io import print_document, status
+    from samples.layout import StudyLayout
 
-    if args.n_resamples < 100:
-        raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
-    if not 0 < args.level < 1:
-        raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
+    from apps.builtin_stages import ScoreSettings
+    from apps.drivers import get_stage
+
+    settings = ScoreSettings(identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
+                             correctness_judge=args.correctness_judge, correctness_field=args.correctness_field,
+                             force=args.force, tie_policy=args.tie_policy, reference=args.reference,
+                             n_resamples=args.n_resamples, seed=args.seed, level=args.level)
+    layout = StudyLayout.of(args.study)
     try:
         with status(f"scoring {args.study} ({args.n_resamples} bootstrap resamples per rate) ..."):
-            document = score_study(args.study, identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
-                                   correctness_judge=args.correctness_judge,
-                                   correctness_field=args.correctness_field, force=args.force,
-                                   tie_policy=args.tie_policy, n_resamples=args.n_resamples, seed=args.seed,
-                                   level=args.level, reference=args.reference)
+            written = get_stage("score").run(layout, settings)
     except GateRefusal as refusal:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)
         return 1
-    from agreement.documents import ScoreDocument
-    from samples.layout import StudyLayout
-
-    publish(StudyLayout.of(args.study).score, document, as_json=args.json, text=format_score, model=ScoreDocument)
+    print_document(layout.score, written.document, as_json=args.json, text=format_score)
     return 0

@@ -39,33 +39,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.study_io import labels_table, load_study, publish, status
-    from agreement.validation import (
-        codebook_versions,
-        format_validation,
-        population_table,
-        validate_by_codebook,
-        validate_table,
-    )
-    from samples.errors import InputError
+    from agreement.study_io import print_document, status
+    from agreement.validation import format_validation
+
+    from apps.builtin_stages import ValidateSettings
+    from apps.drivers import get_stage
     from samples.layout import StudyLayout
 
-    if not 0 < args.level < 1:
-        raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
-    if args.n_resamples < 100:
-        raise InputError(f"--n-resamples {args.n_resamples}: expected at least 100")
-    study = load_study(args.study, cluster=args.cluster)
-    settings = {"tie_policy": args.tie_policy, "weighted": args.weighted, "n_resamples": args.n_resamples,
-                "seed": args.seed, "level": args.level}
-    table = labels_table(study, judges=args.judge)
-    with status(f"validating {study.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
-        result = validate_table(table, **settings, fingerprints=study.fingerprints,
-                                population=population_table(study, judges=args.judge))
-        splits = validate_by_codebook(table, **settings) if args.by_codebook else ()
-    body = {**result.to_dict(), "codebook_versions": codebook_versions(table), "cluster": study.cluster}
-    if args.by_codebook:
-        body["by_codebook"] = {split.version: {"n_labels": split.n_labels, "n_units": split.n_units,
-                                               **split.result.to_dict()} for split in splits}
+    settings = ValidateSettings(cluster=args.cluster, judges=tuple(args.judge) if args.judge else None,
+                                tie_policy=args.tie_policy, weighted=args.weighted, n_resamples=args.n_resamples,
+                                seed=args.seed, level=args.level, by_codebook=args.by_codebook)
+    layout = StudyLayout.of(args.study)
+    with status(f"validating {layout.root} ({args.n_resamples} cluster-bootstrap resamples) ..."):
+        written = get_stage("validate").run(layout, settings)
+    body, (result, splits) = written.document, written.detail
 
     def text(_: dict) -> str:
         parts = [format_validation(result)]
@@ -78,7 +65,5 @@ def run(args: argparse.Namespace) -> int:
             parts.append(format_validation(split.result))
         return "\n".join(parts)
 
-    from agreement.documents import ValidationDocument
-
-    publish(StudyLayout.of(study.root).validation, body, as_json=args.json, text=text, model=ValidationDocument)
+    print_document(layout.validation, body, as_json=args.json, text=text)
     return 0

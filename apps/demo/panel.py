@@ -52,7 +52,8 @@ from apps.demo.items import DEFAULT_SEED
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.records import BlindTask
-from samples.schemes import DEFAULT_SCHEME, get_scheme
+from samples.kinds import DEFAULT_SCHEME
+from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
     from annotate.store import Store

@@ -208,7 +208,7 @@ def score_rows(path: Path) -> list:
     (its correctness label; the value's text when it has none, so the import keeps the
     row unscored with the reason), ``answer`` and ``explanation``.
     """
-    from samples.imports import TableRow
+    from samples.table_rows import TableRow
 
     log = read_log(path)
     rows = []

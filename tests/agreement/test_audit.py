@@ -229,7 +229,7 @@ def _labels(kind: str, rows: list[tuple[str, str, str | None]]) -> pd.DataFrame:
 
 
 def test_positive_labels_are_checked_against_the_judged_units_scheme():
-    from agreement.audit import _check_positive
+    from agreement.study_audit import _check_positive
 
     table = _labels("response", [("u1", "j", "ABSTAIN"), ("u1", "ann", "HEDGE"), ("u2", "j", None)])
     _check_positive(table, "j", ["ABSTAIN", "CONFIDENT_WRONG"])  # ehq4 labels, used or not
@@ -245,7 +245,7 @@ def test_positive_labels_are_checked_against_the_judged_units_scheme():
 def test_a_label_free_scheme_accepts_any_positive(monkeypatch):
     import dataclasses
 
-    from agreement.audit import _check_positive
+    from agreement.study_audit import _check_positive
     from samples import kinds, schemes
 
     monkeypatch.setitem(schemes.SCHEMES, "free", schemes.LabelScheme(name="free", labels=(), positive=None,

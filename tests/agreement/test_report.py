@@ -188,7 +188,7 @@ def test_tracking_table_separates_constant_uninformative_and_tracking_judges():
     ], "baselines": {j: _constants({"yes": 6, "no": 4}) for j in ("constant", "noise", "tracks")}}
     from agreement.documents import ValidationDocument
 
-    table = tracking_table(ValidationDocument.model_validate({"sections": [section]}))
+    table = tracking_table(ValidationDocument.model_validate({"sections": [section], "codebook_versions": {}}))
     findings = {row[1]: row[-1] for row in table.rows}
     assert findings["constant"] == "does not track the input: the same label (yes) for all 10 units"
     assert findings["noise"] == ("does not track the input: no more accurate than the constant answer "

@@ -32,7 +32,8 @@ from apps.cli import main
 from samples.errors import InputError
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, BlindTask
-from samples.schemes import DEFAULT_SCHEME, SCHEMES
+from samples.kinds import DEFAULT_SCHEME
+from samples.schemes import SCHEMES
 from tests.support.labelstudio import REPO, running_server
 from tests.support.servers import free_port
 

@@ -32,7 +32,8 @@ from judges.tables import read_units
 from samples.blind import blind
 from samples.errors import InputError
 from samples.ingest import ingest
-from samples.kinds import get_kind, template_fields, with_context
+from samples.kinds import get_kind, template_fields
+from samples.sampler import with_context
 from samples.layout import StudyLayout
 from samples.records import BlindTask, SampledUnit, Unit
 

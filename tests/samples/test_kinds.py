@@ -19,7 +19,7 @@ from samples.kinds import (
     register_kind,
 )
 from samples.records import UNIT_KINDS, BlindTask
-from samples.schemes import DEFAULT_SCHEME
+from samples.kinds import DEFAULT_SCHEME
 
 
 def test_every_unit_kind_has_a_spec_and_the_schemes_are_the_documented_ones() -> None:

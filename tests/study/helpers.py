@@ -40,8 +40,8 @@ def statuses(result: dict) -> dict[str, str]:
 def recompute_matches(root: Path, study) -> None:
     """validation.json and gate/verdict.json equal a recomputation from the stored tables."""
     from agreement.gate import gate_study
-    from agreement.study_io import jsonable, load_study
-    from agreement.validation import validate_study
+    from agreement.study_io import jsonable, labels_table, load_study
+    from agreement.validation import codebook_versions, validate_study
 
     from apps.stages import validation_settings
 
@@ -51,6 +51,7 @@ def recompute_matches(root: Path, study) -> None:
     body = result.to_dict()
     body["notes"] = [*body["notes"], *notes]
     body["cluster"] = loaded.cluster
+    body["codebook_versions"] = codebook_versions(labels_table(loaded))
     assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(body)
     document, _ = gate_study(loaded, study.gate.policy, judges=study.gate.judges or None)
     assert json.loads((root / "gate" / "verdict.json").read_text()) == jsonable(document)

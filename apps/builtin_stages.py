@@ -1,0 +1,476 @@
+"""The built-in stage drivers (``apps.drivers``): sample, blind, decisions, validate, quality, audit, preference,
+ehq, gate, score, report.
+
+Each takes a frozen settings object, validated where it is built, and computes its
+stage from the study folder alone, so `accord <stage>` (settings from its flags) and
+`accord run` (settings from the study file) write the same document from the same
+inputs. They register on import, as a third party's drivers would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from samples.errors import InputError
+from samples.layout import StudyLayout
+from samples.seed import DEFAULT_SEED
+
+from apps.drivers import StageOutput, register_stage
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise InputError(f"--level {level}: expected a confidence level between 0 and 1")
+
+
+def _check_resamples(name: str, value: int) -> None:
+    if value < 100:
+        raise InputError(f"--{name.replace('_', '-')} {value}: expected at least 100")
+
+
+def _write(model: Any, path: Path, body: dict[str, Any]) -> dict[str, Any]:
+    """Check ``body`` against its document type before anything is written, then write it; return what was written."""
+    from agreement.documents import parse_document
+    from samples.jsonl import jsonable, write_result
+
+    parse_document(model, jsonable(body), where=path)
+    return write_result(path, body)
+
+
+def _label_tables(layout: StudyLayout) -> list[Path]:
+    return [layout.key, *layout.judge_label_files(), *layout.human_label_files()]
+
+
+# --- sample and blind ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSettings:
+    """Paths as given: the manifest records the plan's and the labels' path as written."""
+
+    plan: str | Path
+    seed: int = DEFAULT_SEED
+    labels: str | Path | None = None
+    """Judge labels for ``judge:<name>`` strata (None: STUDY/judges/labels.jsonl)."""
+    exclude_labelled: str | Path | None = None
+    """A study folder whose labelled units are left out (None: none)."""
+    progress: Callable[[int], None] | None = field(default=None, compare=False)
+    """Told the unit lines read so far (display only: not part of what is drawn)."""
+
+
+@dataclass(frozen=True)
+class SampleStage:
+    name: str = "sample"
+    settings: type = SampleSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.units, layout.trajectories, layout.judge_labels]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.sample, layout.sample_manifest]
+
+    def run(self, layout: StudyLayout, settings: SampleSettings) -> StageOutput:
+        """The sample manifest (``samples.documents.SampleManifest``)."""
+        from samples.sampler import sample_study
+
+        return StageOutput(document=sample_study(layout.root, settings.plan, seed=settings.seed,
+                                                 labels_path=settings.labels, progress=settings.progress,
+                                                 exclude_labelled=settings.exclude_labelled))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlindSettings:
+    annotators: tuple[str, ...]
+    seed: int = DEFAULT_SEED
+    replace: bool = False
+    keep: tuple[str, ...] = ()
+    keep_roles: bool = False
+
+
+@dataclass(frozen=True)
+class BlindStage:
+    name: str = "blind"
+    settings: type = BlindSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.sample]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.tasks, layout.orders, layout.blind_audit, layout.key]
+
+    def run(self, layout: StudyLayout, settings: BlindSettings) -> StageOutput:
+        """The blinding summary (tasks, annotators, masking counts, where the key went)."""
+        from samples.blind import blind_study
+
+        return StageOutput(document=blind_study(layout.root, annotators=list(settings.annotators), seed=settings.seed,
+                                                replace=settings.replace, keep=list(settings.keep),
+                                                keep_roles=settings.keep_roles))
+
+
+# --- validate -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateSettings:
+    """``accord validate``'s flags; ``accord run`` fills them from the gate policy (``apps.stages.validation_settings``)."""
+
+    cluster: str = "trajectory"
+    judges: tuple[str, ...] | None = None
+    tie_policy: str = "exclude"
+    weighted: bool = False
+    n_resamples: int = 10_000
+    seed: int = DEFAULT_SEED
+    level: float = 0.95
+    by_codebook: bool = False
+    notes: tuple[str, ...] = ()
+    """Lines added to the document's notes (a study file value the gate policy replaced)."""
+
+    def __post_init__(self) -> None:
+        _check_level(self.level)
+        _check_resamples("n_resamples", self.n_resamples)
+
+
+@dataclass(frozen=True)
+class ValidateStage:
+    name: str = "validate"
+    settings: type = ValidateSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return _label_tables(layout)
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.validation]
+
+    def run(self, layout: StudyLayout, settings: ValidateSettings) -> StageOutput:
+        """The validation document; ``detail`` is (ValidationResult, codebook splits)."""
+        from agreement.documents import ValidationDocument
+        from agreement.study_io import labels_table, load_study
+        from agreement.validation import codebook_versions, population_table, validate_by_codebook, validate_table
+
+        study = load_study(layout.root, cluster=settings.cluster)
+        judges = list(settings.judges) if settings.judges else None
+        values = {"tie_policy": settings.tie_policy, "weighted": settings.weighted,
+                  "n_resamples": settings.n_resamples, "seed": settings.seed, "level": settings.level}
+        table = labels_table(study, judges=judges)
+        result = validate_table(table, **values, fingerprints=study.fingerprints,
+                                population=population_table(study, judges=judges))
+        splits = validate_by_codebook(table, **values) if settings.by_codebook else ()
+        body = {**result.to_dict(), "codebook_versions": codebook_versions(table), "cluster": study.cluster}
+        body["notes"] = [*body["notes"], *settings.notes]
+        if settings.by_codebook:
+            body["by_codebook"] = {split.version: {"n_labels": split.n_labels, "n_units": split.n_units,
+                                                   **split.result.to_dict()} for split in splits}
+        return StageOutput(document=_write(ValidationDocument, layout.validation, body), detail=(result, splits))
+
+
+# --- annotator quality --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualityStageSettings:
+    """The statistics settings (``agreement.quality.QualitySettings``) and the resampling unit."""
+
+    quality: Any
+    cluster: str = "trajectory"
+
+
+@dataclass(frozen=True)
+class QualityStage:
+    name: str = "quality"
+    settings: type = QualityStageSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.gold, layout.gold_labels]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.quality]
+
+    def run(self, layout: StudyLayout, settings: QualityStageSettings) -> StageOutput:
+        from agreement.documents import QualityDocument
+        from agreement.quality import run_quality
+        from agreement.study_io import load_study
+
+        from apps.live import gold_estimates
+
+        study = load_study(layout.root, cluster=settings.cluster)
+        gold = gold_estimates(layout, level=settings.quality.level)
+        body = run_quality(study, settings.quality, gold)
+        return StageOutput(document=_write(QualityDocument, layout.quality, body), detail=body)
+
+
+# --- family audit -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSettings:
+    positive: tuple[str, ...]
+    judge: str | None = None
+    tie_policy: str = "exclude"
+    model_field: str = "backbone"
+    reference: str = "resolved"
+    judge_families: dict[str, str] | None = None
+    model_families: dict[str, str] | None = None
+    """Evaluated model -> family; None: the ``[preference] model_families`` of the study file `accord run` resolved."""
+    n_resamples: int = 10_000
+    n_permutations: int = 20_000
+    seed: int = DEFAULT_SEED
+    level: float = 0.95
+    cluster: str = "trajectory"
+
+    def __post_init__(self) -> None:
+        if not self.positive:
+            raise InputError("--positive: expected at least one label the audited score counts")
+        _check_level(self.level)
+        _check_resamples("n_resamples", self.n_resamples)
+        _check_resamples("n_permutations", self.n_permutations)
+
+
+def _study_model_families(study: Any, model_field: str) -> dict[str, str]:
+    """The ``[preference] model_families`` of the study file ``accord run`` resolved into the folder (if any),
+    for the models the units name (the compared models of pairwise units may be others)."""
+    from agreement.study_io import strata_columns
+
+    path = StudyLayout.of(study.root).resolved_study
+    if not path.is_file():
+        return {}
+    preference = json.loads(path.read_text(encoding="utf-8")).get("preference") or {}
+    strata = strata_columns(study.key)
+    present = set(strata[model_field]) if model_field in strata else set()
+    return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
+
+
+@dataclass(frozen=True)
+class AuditStage:
+    name: str = "audit"
+    settings: type = AuditSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.resolved_study]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.audit]
+
+    def run(self, layout: StudyLayout, settings: AuditSettings) -> StageOutput:
+        """The audit document; ``detail`` is the AuditResult."""
+        from agreement.study_audit import audit_study
+        from agreement.documents import AuditDocument
+        from agreement.study_io import load_study
+
+        study = load_study(layout.root, cluster=settings.cluster)
+        models = settings.model_families or _study_model_families(study, settings.model_field)
+        result, body = audit_study(study, judge=settings.judge, positive=list(settings.positive),
+                                   tie_policy=settings.tie_policy, model_field=settings.model_field,
+                                   reference=settings.reference, model_families=models or None,
+                                   n_resamples=settings.n_resamples, n_permutations=settings.n_permutations,
+                                   seed=settings.seed, level=settings.level,
+                                   judge_families=settings.judge_families or None)
+        return StageOutput(document=_write(AuditDocument, layout.audit, body), detail=result)
+
+
+# --- study-file-only stages: decisions, pairwise preference, EHQ -----------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionsStage:
+    """Aggarwal's decision tables (``[decisions]``); settings: ``agreement.decisions.DecisionSettings``."""
+
+    name: str = "decisions"
+    settings: type = object
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.trajectories, layout.units, layout.judge_labels]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.decisions]
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        from agreement.decisions import decision_study
+        from agreement.documents import DecisionDocument
+
+        return StageOutput(document=_write(DecisionDocument, layout.decisions, decision_study(layout, settings)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreferenceSettings:
+    """The study file's ``[preference]`` table (``apps.study.Preference``) and the resampling unit."""
+
+    preference: Any
+    cluster: str = "trajectory"
+
+
+@dataclass(frozen=True)
+class PreferenceStage:
+    name: str = "preference"
+    settings: type = PreferenceSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return _label_tables(layout)
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.preference]
+
+    def run(self, layout: StudyLayout, settings: PreferenceSettings) -> StageOutput:
+        from agreement.documents import PreferenceDocument
+        from agreement.preference import preference_study
+        from agreement.study_io import load_study, strata_columns
+        from samples.vocabulary import infer_family
+
+        p = settings.preference
+        study = load_study(layout.root, cluster=settings.cluster)
+        strata = strata_columns(study.key)
+        models = set(strata.get(p.first, ())) | set(strata.get(p.second, ()))
+        judges = sorted(set(study.judge["judge"]))
+        body = preference_study(study, first=p.first, second=p.second, first_label=p.first_label,
+                                second_label=p.second_label, tie_label=p.tie_label,
+                                model_families={m: p.model_families.get(m) or infer_family(m) for m in models},
+                                judge_families={j: p.judge_families.get(j) or infer_family(j) for j in judges},
+                                n_resamples=p.n_resamples, seed=p.seed, level=p.level)
+        return StageOutput(document=_write(PreferenceDocument, layout.preference, body), detail=judges)
+
+
+@dataclass(frozen=True)
+class EhqStage:
+    """EHQ per model and the human re-ranking; settings: the study file's ``[ehq]`` table (``apps.study.Ehq``)."""
+
+    name: str = "ehq"
+    settings: type = object
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.units, layout.trajectories]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.ehq]
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        from agreement.documents import EhqDocument
+        from agreement.ehq import ehq_study
+
+        e = settings
+        body = ehq_study(layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
+                         tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
+        return StageOutput(document=_write(EhqDocument, layout.ehq, body))
+
+
+# --- gate ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateSettings:
+    policy: Path
+    judges: tuple[str, ...] | None = None
+    sequential: bool = False
+    cluster: str = "trajectory"
+    notes: tuple[str, ...] = ()
+    """Lines added to the verdict's notes (a judge of an evaluated agent's family, from the study file)."""
+
+
+@dataclass(frozen=True)
+class GateStage:
+    name: str = "gate"
+    settings: type = GateSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return _label_tables(layout)
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.verdict, layout.gate_history]
+
+    def run(self, layout: StudyLayout, settings: GateSettings) -> StageOutput:
+        """The verdict document; ``detail`` is the verdict's text."""
+        from agreement.documents import VerdictDocument
+        from agreement.gate import gate_study
+        from agreement.study_io import load_study
+
+        study = load_study(layout.root, cluster=settings.cluster)
+        document, text = gate_study(study, settings.policy, judges=list(settings.judges) if settings.judges else None,
+                                    sequential=settings.sequential)
+        document["notes"] = [*document["notes"], *settings.notes]
+        return StageOutput(document=_write(VerdictDocument, layout.verdict, document), detail=text)
+
+
+# --- score --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreSettings:
+    identify_judge: str
+    escalate_judge: str
+    correctness_judge: str | None = None
+    correctness_field: str | None = None
+    force: bool = False
+    tie_policy: str | None = None
+    reference: str = "resolved"
+    n_resamples: int = 10_000
+    seed: int = DEFAULT_SEED
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        _check_resamples("n_resamples", self.n_resamples)
+        _check_level(self.level)
+
+
+@dataclass(frozen=True)
+class ScoreStage:
+    name: str = "score"
+    settings: type = ScoreSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.verdict, layout.trajectories, layout.units]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.score]
+
+    def run(self, layout: StudyLayout, settings: ScoreSettings) -> StageOutput:
+        """The score document; raises ``agreement.scoring.GateRefusal`` when the gate did not accept a judge used."""
+        from agreement.documents import ScoreDocument
+        from agreement.scoring import score_study
+
+        document = score_study(layout.root, identify_judge=settings.identify_judge,
+                               escalate_judge=settings.escalate_judge, correctness_judge=settings.correctness_judge,
+                               correctness_field=settings.correctness_field, force=settings.force,
+                               tie_policy=settings.tie_policy, n_resamples=settings.n_resamples, seed=settings.seed,
+                               level=settings.level, reference=settings.reference)
+        return StageOutput(document=_write(ScoreDocument, layout.score, document))
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportSettings:
+    out: Path | None = None
+    """Output folder (None: STUDY/report)."""
+
+
+@dataclass(frozen=True)
+class ReportStage:
+    name: str = "report"
+    settings: type = ReportSettings
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        from agreement.documents import DOCUMENTS
+
+        return [model.path(layout) for model in DOCUMENTS]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.report_html, layout.report_markdown]
+
+    def run(self, layout: StudyLayout, settings: ReportSettings) -> StageOutput:
+        """The written paths and stale lines; ``detail`` is the ReportContent."""
+        from agreement.report import build_report, write_report
+        from agreement.scoring import refuse_other_calls
+
+        refuse_other_calls(layout.root)
+        content = build_report(layout.root)
+        paths = write_report(layout.root, settings.out, content=content)
+        return StageOutput(document={"paths": {k: str(v) for k, v in paths.items()}, "stale": content.stale},
+                           detail=content)
+
+
+for _driver in (SampleStage(), BlindStage(), DecisionsStage(), ValidateStage(), QualityStage(), AuditStage(),
+                PreferenceStage(), EhqStage(), GateStage(), ScoreStage(), ReportStage()):
+    register_stage(_driver)

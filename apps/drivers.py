@@ -1,0 +1,71 @@
+"""The stage registry: one driver per stage, called by `accord <stage>` and by `accord run` alike.
+
+A stage driver names its stage, the study paths it reads and writes (asked of
+``samples.layout.StudyLayout``), the settings type it takes, and ``run(layout, settings)``,
+which computes the stage and writes its document. The command modules only turn
+arguments into settings and print what the driver returns; ``apps.stages`` turns the
+study file into the same settings. So the two drivers cannot write different documents
+from the same inputs and settings (``tests/study/test_one_driver.py``). The built-in
+drivers (``apps.builtin_stages``) register on import as a third party's would.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from samples.layout import StudyLayout
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageOutput:
+    """What a stage wrote: ``document`` as written (JSON-ready), ``detail`` the in-memory result a command prints."""
+
+    document: dict[str, Any]
+    detail: Any = None
+
+
+@runtime_checkable
+class StageDriver(Protocol):
+    """One stage of a study: what it reads and writes, the settings it takes, and the one way to run it."""
+
+    name: str
+    settings: type
+    """The frozen settings type ``run`` takes (validated where it is built)."""
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        """The study files the stage reads (label sources outside files, such as a store, are not listed)."""
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        """The study files the stage writes."""
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        """Compute the stage from the study's files under ``settings`` and write its outputs."""
+
+
+_DRIVERS: dict[str, StageDriver] = {}
+_BUILTINS = "apps.builtin_stages"
+
+
+def register_stage(driver: StageDriver) -> None:
+    if not isinstance(driver, StageDriver):
+        raise TypeError(f"stage driver {driver!r}: expected a StageDriver (name, settings, inputs, outputs, run)")
+    if driver.name in _DRIVERS and _DRIVERS[driver.name] is not driver:
+        raise ValueError(f"stage {driver.name!r} is already registered")
+    _DRIVERS[driver.name] = driver
+
+
+def get_stage(name: str) -> StageDriver:
+    """The registered driver of stage ``name`` (the built-ins imported first)."""
+    importlib.import_module(_BUILTINS)
+    try:
+        return _DRIVERS[name]
+    except KeyError:
+        raise ValueError(f"unknown stage {name!r}; registered: {sorted(_DRIVERS)}") from None
+
+
+def stage_names() -> list[str]:
+    importlib.import_module(_BUILTINS)
+    return sorted(_DRIVERS)
