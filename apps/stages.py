@@ -384,9 +384,24 @@ def _annotate_run(ctx: Context) -> Outcome:
         if close is not None:
             close()
     summary["labels"] = len(labels)
-    if missing:
+    if missing and not _anytime_decided(ctx, summary):
         return Outcome(summary=summary, waiting=_instructions(ctx, missing))
     return Outcome(summary=summary)
+
+
+def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
+    """Under an anytime policy, a look after the labels just pulled (printed); True once every judge's verdict is
+    decided: no more labels are needed, so the run goes on to the gate instead of waiting."""
+    from agreement.monitor import anytime_state, state_lines
+
+    state = anytime_state(ctx.root, ctx.study.gate.policy, judges=ctx.study.gate.judges or None,
+                          cluster=ctx.study.validation.cluster)
+    if state is None:
+        return False
+    for line in state_lines(state):
+        ctx.console.print(f"  {line}", markup=False, soft_wrap=True)
+    summary["anytime"] = state.outcome
+    return state.decided
 
 
 def _instructions(ctx: Context, missing: dict[str, int]) -> str:

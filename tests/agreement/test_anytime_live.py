@@ -1,0 +1,63 @@
+"""The anytime verdict where people label: the dashboard's line in a real browser, and the coding app's
+"study complete" screen once the verdict is decided.
+
+The study is test_sequential_sources.py's: 60 escalate units, two annotators agreeing on every unit, a judge
+wrong on the 12 units labelled first, percent agreement floor 0.6 under anytime monitoring. Its path, from
+confseq (see that module): after 3 wrong units the floor's upper bound is 0.829 >= 0.6 (undecided); after 7,
+0.582 < 0.6: REJECTED at look 7.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.agreement.test_sequential_sources import GIVEN_ORDER, POLICY, TRUTH, _blinded
+
+
+@pytest.fixture
+def labelling(tmp_path):
+    """The study with its store, the anytime policy as accord run resolves it, and a labeller of the next k units."""
+    from annotate.store import Store
+
+    root = tmp_path / "study"
+    tasks, ids = _blinded(root, ("a1", "a2"))
+    (root / "policy.toml").write_text(POLICY)
+    (root / "study.json").write_text(json.dumps({"gate": {"policy": str(root / "policy.toml")}}))
+    store = Store.for_study(root)
+    store.load_tasks(tasks, {"a1": ids, "a2": ids})
+    tokens = {a: store.add_annotator(a) for a in ("a1", "a2")}
+    given = list(GIVEN_ORDER)
+
+    def label(k: int) -> None:
+        for _ in range(k):
+            i = given.pop(0)
+            for a in ("a1", "a2"):
+                store.submit(tokens[a], ids[i], TRUTH[i], submission_id=f"submit-{a}-{i:03d}")
+
+    yield root, label, store, tokens
+    store.close()
+
+
+@pytest.mark.browser
+def test_the_dashboard_shows_the_anytime_verdict_while_people_label(labelling):
+    from tests.support.browser import browser
+    from tests.support.servers import serve_accord
+
+    root, label, _, _ = labelling
+    label(3)
+    with serve_accord(["dashboard", str(root)], name="dashboard-anytime", log_path=root / "dashboard.log") as url, \
+            browser() as context:
+        page = context.new_page()
+        page.goto(url)
+        page.get_by_text("Anytime verdict: CONTINUE").wait_for(timeout=90_000)
+        assert page.get_by_text("j: CONTINUE after 3 units").is_visible()
+        # each criterion with its sequential method and interval, in the table beside the line
+        assert page.get_by_text("hedged betting confidence sequence", exact=False).first.is_visible()
+
+        label(57)  # the rest: the floor fails at look 7 (confseq: upper bound 0.582 < 0.6)
+        page.reload()
+        page.get_by_text("Anytime verdict: REJECT").wait_for(timeout=90_000)
+        assert page.get_by_text("j: REJECT at look 7 (n = 7 of 60 units labelled)").is_visible()
+        assert page.get_by_role("cell", name="FAIL at look 7").is_visible()
