@@ -61,3 +61,39 @@ def test_the_dashboard_shows_the_anytime_verdict_while_people_label(labelling):
         page.get_by_text("Anytime verdict: REJECT").wait_for(timeout=90_000)
         assert page.get_by_text("j: REJECT at look 7 (n = 7 of 60 units labelled)").is_visible()
         assert page.get_by_role("cell", name="FAIL at look 7").is_visible()
+
+
+@pytest.mark.browser
+def test_a_decided_study_tells_annotators_no_more_labels_are_needed(labelling, capsys):
+    """a3 has all 60 tasks to go; once the anytime gate has REJECTED at look 7 (a1 and a2's first 7 units), a3's
+    next page is the "study complete" screen, not a task (and never the verdict: annotators stay blind to it)."""
+    from apps.cli import main
+    from samples.records import BlindTask
+    from tests.annotate.test_browser import sign_in
+    from tests.annotate.server import coding_app
+    from tests.support.browser import browser
+
+    root, label, store, _ = labelling
+    tasks = [BlindTask.model_validate_json(line) for line in (root / "blind" / "tasks.jsonl").read_text().splitlines()]
+    ids = [t.task_id for t in tasks]
+    store.load_tasks(tasks, {"a1": ids, "a2": ids, "a3": ids})
+    token = store.add_annotator("a3")
+    label(3)
+    policy = str(root / "policy.toml")
+    with coding_app(root, name="coding-app-anytime") as url, browser() as context:
+        page = context.new_page()
+        sign_in(page, url, token)
+        assert page.get_by_text("Task 1 of 60", exact=True).is_visible()
+        capsys.readouterr()
+        assert main(["gate", str(root), "--policy", policy, "--sequential"]) == 1  # CONTINUE after 3 units
+        assert "CONTINUE after 3 units" in capsys.readouterr().out
+        page.reload()
+        page.get_by_text("Task 1 of 60", exact=True).wait_for(timeout=30_000)  # undecided: labelling goes on
+
+        label(4)
+        assert main(["gate", str(root), "--policy", policy, "--sequential"]) == 1
+        assert "REJECT at look 7 (7 of 7 units)" in capsys.readouterr().out
+        page.reload()
+        page.get_by_text("This study is complete: no more labels are needed.").wait_for(timeout=30_000)
+        assert page.get_by_text("Task 1 of 60", exact=True).count() == 0
+        assert page.get_by_text("REJECT").count() == 0
