@@ -59,6 +59,11 @@ class AnnotationBackend(Protocol):
 
     def status(self) -> BackendStatus: ...
 
+    def close_remaining(self) -> dict[str, int]:
+        """The study is decided (``agreement.monitor``): stop serving the tasks nobody labelled yet; annotator ->
+        tasks closed. Labels already given are kept."""
+        ...
+
 
 _BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
 # A backend's study-file settings (``[annotation] options``): a pydantic model with

@@ -379,19 +379,22 @@ def _annotate_run(ctx: Context) -> Outcome:
             ctx.console.print(f"  [bold yellow]{SIMULATED_NOTICE}[/]")
         labels = backend.pull()
         missing = backend.status().missing()
+        if missing and _anytime_decided(ctx, summary):
+            summary["closed"] = backend.close_remaining()
+            missing = {}
     finally:
         close = getattr(backend, "close", None)
         if close is not None:
             close()
     summary["labels"] = len(labels)
-    if missing and not _anytime_decided(ctx, summary):
+    if missing:
         return Outcome(summary=summary, waiting=_instructions(ctx, missing))
     return Outcome(summary=summary)
 
 
 def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
     """Under an anytime policy, a look after the labels just pulled (printed); True once every judge's verdict is
-    decided: no more labels are needed, so the run goes on to the gate instead of waiting."""
+    decided: no more labels are needed, so the backend closes the remaining tasks and the run goes on to the gate."""
     from agreement.monitor import anytime_state, state_lines
 
     state = anytime_state(ctx.root, ctx.study.gate.policy, judges=ctx.study.gate.judges or None,

@@ -97,3 +97,59 @@ def test_a_decided_study_tells_annotators_no_more_labels_are_needed(labelling, c
         page.get_by_text("This study is complete: no more labels are needed.").wait_for(timeout=30_000)
         assert page.get_by_text("Task 1 of 60", exact=True).count() == 0
         assert page.get_by_text("REJECT").count() == 0
+
+
+def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_server, tmp_path, capsys, monkeypatch):
+    """Label Studio Community has no task lock, so the tasks nobody labelled are deleted (DELETE /api/tasks/{id}/):
+    an annotator's own token can no longer open one, the labelled ones stay, and push does not bring them back."""
+    import httpx
+
+    from annotate.labelstudio import LabelStudioBackend, load_labelstudio_credentials
+    from annotate.tasks import load_orders, load_tasks
+    from apps.cli import main
+    from label_studio_sdk import LabelStudio
+    from samples.layout import StudyLayout
+
+    root = tmp_path / "study"
+    _, ids = _blinded(root, ("ann-a", "ann-b"))
+    (root / "policy.toml").write_text(POLICY)
+    layout = StudyLayout.of(root)
+    tasks = load_tasks(layout.tasks)
+    backend = LabelStudioBackend(study=root, token=labelstudio_server.token, url=labelstudio_server.url,
+                                 admin_password=labelstudio_server.admin_password)
+    backend.push(tasks, load_orders(layout.orders, tasks))
+    state = json.loads(layout.labelstudio_state.read_text(encoding="utf-8"))
+    credentials = load_labelstudio_credentials(root)
+
+    def ls_task(name: str, i: int) -> int:
+        return state["annotators"][name]["projects"]["escalate_final"]["tasks"][ids[i]]
+
+    for i in GIVEN_ORDER[:7]:  # the 7 units at which the anytime gate REJECTS (confseq: 0.582 < 0.6)
+        for name in ("ann-a", "ann-b"):
+            client = LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+            client.annotations.create(id=ls_task(name, i), result=[{"from_name": "label", "to_name": "display",
+                                                                    "type": "choices",
+                                                                    "value": {"choices": [TRUTH[i]]}}])
+    monkeypatch.setenv("ACCORD_LS_TOKEN", labelstudio_server.token)
+    assert main(["ls", "pull", "--study", str(root)]) == 0
+    capsys.readouterr()
+    # Not decided yet (no saved anytime verdict): close refuses, one line, nothing deleted.
+    assert main(["ls", "close", "--study", str(root)]) == 2
+    assert "no decided anytime verdict" in capsys.readouterr().err
+    assert main(["gate", str(root), "--policy", str(root / "policy.toml"), "--sequential"]) == 1
+    assert "REJECT at look 7 (7 of 7 units)" in capsys.readouterr().out
+    assert main(["ls", "close", "--study", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["closed"] == {"ann-a": 53, "ann-b": 53}
+
+    remaining, labelled = GIVEN_ORDER[7], GIVEN_ORDER[0]
+    for name in ("ann-a", "ann-b"):
+        with httpx.Client(base_url=labelstudio_server.url,
+                          headers={"Authorization": f"Token {credentials.annotators[name].api_token}"}) as person:
+            assert person.get(f"/api/tasks/{ls_task(name, remaining)}/").status_code == 404
+            assert person.get(f"/api/tasks/{ls_task(name, labelled)}/").status_code == 200
+    # Pushing again imports none of the closed tasks, and nobody is waited for.
+    again = backend.push(tasks, load_orders(layout.orders, tasks))
+    assert again.created == 0
+    assert backend.status().missing() == {}
+    assert main(["ls", "pull", "--study", str(root)]) == 0
+    assert len(StudyLayout.of(root).labelstudio_labels.read_text().splitlines()) == 14
