@@ -53,10 +53,12 @@ def anytime_state(root: str | Path, policy_path: str | Path, *, judges: list[str
     if policy.settings.get("monitoring") != "anytime":
         return None
     study = load_study(root, cluster=cluster)
+    _, why = labelling_complete(study)
+    if not len(study.human) or not (study.human["role"] == "independent").any():
+        return AnytimeState(outcome=CONTINUE, verdicts=(), labelling=why)  # no people's scheme to compare in yet
     table = labels_table(study)
     present = sorted(set(table.loc[table["source"] == "judge", "rater"]))
     names = judges or ([policy.settings["judge"]] if "judge" in policy.settings else present)
-    _, why = labelling_complete(study)
     if not (table["source"] == "human").any() or not names:
         return AnytimeState(outcome=CONTINUE, verdicts=(), labelling=why)
     arrival = label_arrival(study.human)
