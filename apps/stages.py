@@ -318,8 +318,17 @@ def _sample_run(ctx: Context) -> Outcome:
 def _blind_run(ctx: Context) -> Outcome:
     from samples.blind import blind_study
 
+    ranking = None
+    if ctx.study.sampling.order == "active":
+        from agreement.active_order import publish_active_order
+        from samples.vocabulary import infer_family
+
+        families = {spec["name"]: infer_family(str(spec.get("model") or spec["name"]))
+                    for spec in ctx.study.judge}
+        ranking = publish_active_order(ctx.layout, judge=(ctx.study.gate.judges or [ctx.study.judge[0]["name"]])[0],
+                                       families=families, seed=ctx.study.blinding.seed)
     summary = blind_study(ctx.root, annotators=ctx.study.blinding.annotators, seed=ctx.study.blinding.seed,
-                          keep=ctx.study.blinding.keep, keep_roles=ctx.study.blinding.keep_roles)
+                          keep=ctx.study.blinding.keep, keep_roles=ctx.study.blinding.keep_roles, ranking=ranking)
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
 
@@ -699,7 +708,9 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",
               material=lambda ctx: {"sample": ctx.sha(ctx.layout.sample),
                                     "annotators": ctx.study.blinding.annotators, "seed": ctx.study.blinding.seed,
-                                    "keep": ctx.study.blinding.keep},
+                                    "keep": ctx.study.blinding.keep,
+                                    **({"order": "active", "judges": ctx.sha(ctx.layout.judge_labels)}
+                                       if ctx.study.sampling.order == "active" else {})},
               outputs=lambda ctx: [ctx.layout.tasks, ctx.layout.orders, ctx.layout.blind_audit, ctx.layout.key],
               run=_blind_run),
         Stage(name="annotate", title=f"human labels ({study.annotation.backend} backend)", material=_annotate_material,
