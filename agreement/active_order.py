@@ -119,3 +119,40 @@ def publish_active_order(layout: Any, *, judge: str, families: Mapping[str, str]
     order = active_order(units, agreeing, voting, judge=judge, seed=seed)
     write_json(layout.active_order, order.to_dict())
     return {unit: rank for rank, unit in enumerate(order.units)}
+
+
+def active_order_table(root: Any) -> Any:
+    """The report's statement of an adaptive order (None when the study's order was not active): how the units were
+    ordered, how estimates are weighted, and the judge's percent agreement with the human majority estimated
+    with the known inclusion probabilities of the labelled units (``agreement.active.active_mean``)."""
+    import json
+
+    from agreement.active import active_mean
+    from agreement.report import Table
+    from agreement.study_io import labels_table, load_study
+    from agreement.validation import reference_labels
+    from samples.layout import StudyLayout
+
+    layout = StudyLayout.of(root)
+    if not layout.active_order.is_file():
+        return None
+    document = json.loads(layout.active_order.read_text(encoding="utf-8"))
+    rows = [["order", document["method"]], ["weighting", document["weighting"]]]
+    units = [row["unit_id"] for row in document["units"]]
+    predicted = np.array([row["predicted"] for row in document["units"]], dtype=float)
+    table = labels_table(load_study(root))
+    judged = table[(table["source"] == "judge") & (table["rater"] == document["judge"])].set_index("unit")["label"]
+    reference = reference_labels(table, reference="human_majority", tie_policy="exclude").set_index("unit")["label"]
+    labelled = np.array([u in reference.index and isinstance(reference.get(u), str) for u in units])
+    y = np.array([float(judged.get(u) == reference.get(u)) if ok else 0.0 for u, ok in zip(units, labelled)])
+    n = int(labelled.sum())
+    try:
+        estimate = active_mean(y, predicted, labelling_probabilities(predicted, float(n)), labelled)
+        low, high = estimate.confidence_interval()
+        text = (f"{estimate.statistic:.3f} [{low:.3f}, {high:.3f}] ({n} of {len(units)} units labelled; "
+                f"PPI++ lambda {estimate.lam:.2f}; {estimate.method})")
+    except ValueError as error:  # too few labelled units for the probabilities' floor
+        text = f"-- ({n} of {len(units)} units labelled: {error})"
+    rows.append([f"percent agreement of {document['judge']} vs the human majority, weighted", text])
+    return Table(title="Labelling order: adaptive", header=["what", "how"], rows=rows,
+                 note=f"{layout.relative(layout.active_order)}: each unit's key, prediction and rank")

@@ -622,6 +622,9 @@ def build_report(root: str | Path) -> ReportContent:
         tables += [t for t in [tracking_table(validation)] if t] + more
         figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(validation)
         fingerprints.update(validation.fingerprints)
+    from agreement.active_order import active_order_table
+
+    tables += [t for t in [active_order_table(root)] if t]  # an adaptive order says so, and how it was weighted
     quality = docs.get(QualityDocument)
     if isinstance(quality, QualityDocument):
         tables.append(annotator_quality_table(quality))

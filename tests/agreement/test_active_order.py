@@ -99,5 +99,27 @@ def test_the_coding_app_serves_the_active_order(tmp_path):
         for name in ("ann1", "ann2"):
             served = [unit_of[t] for t in AnnotatorSession(store, store.add_annotator(name)).order()]
             assert served == computed + ["u5"]
+        # Both annotators label the first 4 units served, all 'yes': the report says the order was adaptive and
+        # weights the judge's agreement (j's label == 'yes') by the first 4 units' inclusion probabilities.
+        tokens = {name: store.rotate_token(name) for name in ("ann1", "ann2")}
+        task_of = {u: t for t, u in unit_of.items()}
+        for k, unit in enumerate(computed[:4]):
+            for name in ("ann1", "ann2"):
+                store.submit(tokens[name], task_of[unit], "yes", submission_id=f"submit-{name}-{k:03d}")
     finally:
         store.close()
+    from agreement.active import active_mean, labelling_probabilities
+    from agreement.report import build_report
+    from apps.cli import main
+
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    table = next(t for t in build_report(root).tables if t.title == "Labelling order: adaptive")
+    rows = dict(table.rows)
+    assert rows["order"].startswith("adaptive: sequential Poisson sampling")
+    assert "inverse-probability weights" in rows["weighting"] and "PPI++" in rows["weighting"]
+    f = np.array([row["predicted"] for row in document["units"]])
+    y = np.array([float(LABELS["j"][u] == "yes") for u in computed])
+    expected = active_mean(y, f, labelling_probabilities(f, 4.0), np.arange(5) < 4)
+    low, high = expected.confidence_interval()
+    assert rows["percent agreement of j vs the human majority, weighted"].startswith(
+        f"{expected.statistic:.3f} [{low:.3f}, {high:.3f}] (4 of 5 units labelled")
