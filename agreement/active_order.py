@@ -121,14 +121,13 @@ def publish_active_order(layout: Any, *, judge: str, families: Mapping[str, str]
     return {unit: rank for rank, unit in enumerate(order.units)}
 
 
-def active_order_table(root: Any) -> Any:
-    """The report's statement of an adaptive order (None when the study's order was not active): how the units were
-    ordered, how estimates are weighted, and the judge's percent agreement with the human majority estimated
-    with the known inclusion probabilities of the labelled units (``agreement.active.active_mean``)."""
+def active_order_rows(root: Any) -> tuple[list[list[str]], str] | None:
+    """The report's statement of an adaptive order, (rows, note); None when the study's order was not active: how
+    the units were ordered, how estimates are weighted, and the judge's percent agreement with the human majority
+    estimated with the known inclusion probabilities of the labelled units (``agreement.active.active_mean``)."""
     import json
 
     from agreement.active import active_mean
-    from agreement.report import Table
     from agreement.study_io import labels_table, load_study
     from agreement.validation import reference_labels
     from samples.layout import StudyLayout
@@ -154,5 +153,4 @@ def active_order_table(root: Any) -> Any:
     except ValueError as error:  # too few labelled units for the probabilities' floor
         text = f"-- ({n} of {len(units)} units labelled: {error})"
     rows.append([f"percent agreement of {document['judge']} vs the human majority, weighted", text])
-    return Table(title="Labelling order: adaptive", header=["what", "how"], rows=rows,
-                 note=f"{layout.relative(layout.active_order)}: each unit's key, prediction and rank")
+    return rows, f"{layout.relative(layout.active_order)}: each unit's key, prediction and rank"
