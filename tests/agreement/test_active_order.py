@@ -123,3 +123,35 @@ def test_the_coding_app_serves_the_active_order(tmp_path):
     low, high = expected.confidence_interval()
     assert rows["percent agreement of j vs the human majority, weighted"].startswith(
         f"{expected.statistic:.3f} [{low:.3f}, {high:.3f}] (4 of 5 units labelled")
+
+
+def test_label_studio_tasks_carry_the_active_order(labelstudio_server, tmp_path):
+    """Pushed in each annotator's order, Label Studio numbers the tasks in the active order (its task list and
+    label stream serve by id)."""
+    from agreement.active_order import publish_active_order
+    from annotate.labelstudio import LabelStudioBackend
+    from annotate.tasks import load_orders, load_tasks
+    from samples.blind import blind_study
+    from samples.jsonl import write_jsonl
+    from samples.layout import StudyLayout
+    from samples.records import SampledUnit
+
+    root = tmp_path / "study"
+    layout = StudyLayout.of(root)
+    write_jsonl(layout.sample, [SampledUnit(unit_id=u, trajectory_id=f"traj-{u}", kind="escalate_final",
+                                            text=f"final answer {u}", stratum="all", inclusion_prob=1.0)
+                                for u in sorted(LABELS["j"])])
+    write_jsonl(layout.judge_labels, [{"unit_id": u, "judge": j, "label": label, "parse_status": "ok" if label else
+                                       "unparseable", "fingerprint": "fp"}
+                                      for j, by_unit in LABELS.items() for u, label in by_unit.items()])
+    ranking = publish_active_order(layout, judge="j", families=FAMILIES, seed=20261129)
+    blind_study(root, annotators=["ann-a", "ann-b"], ranking=ranking)
+    computed = [row["unit_id"] for row in json.loads(layout.active_order.read_text())["units"]] + ["u5"]
+    unit_of = {row["task_id"]: row["unit_id"] for row in map(json.loads, layout.key.read_text().splitlines())}
+    tasks = load_tasks(layout.tasks)
+    LabelStudioBackend(study=root, token=labelstudio_server.token, url=labelstudio_server.url,
+                       admin_password=labelstudio_server.admin_password).push(tasks, load_orders(layout.orders, tasks))
+    state = json.loads(layout.labelstudio_state.read_text(encoding="utf-8"))
+    for name in ("ann-a", "ann-b"):
+        ls_ids = state["annotators"][name]["projects"]["escalate_final"]["tasks"]
+        assert [unit_of[t] for t in sorted(ls_ids, key=ls_ids.get)] == computed
