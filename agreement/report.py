@@ -659,6 +659,12 @@ def build_report(root: str | Path) -> ReportContent:
         tables += [t for t in [tracking_table(validation)] if t] + more
         figures += [f for f in [forest_figure(forest)] if f] + confusion_figures(validation)
         fingerprints.update(validation.fingerprints)
+    from agreement.active_order import active_order_rows
+
+    adaptive = active_order_rows(root)  # an adaptive order says so, and how its estimates were weighted
+    if adaptive is not None:
+        tables.append(Table(title="Labelling order: adaptive", header=["what", "how"], rows=adaptive[0],
+                            note=adaptive[1]))
     quality = docs.get(QualityDocument)
     if isinstance(quality, QualityDocument):
         tables.append(annotator_quality_table(quality))

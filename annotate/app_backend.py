@@ -338,6 +338,11 @@ class AppBackend:
             details={"disagreements": len(self.store.disagreements())},
         )
 
+    def close_remaining(self) -> dict[str, int]:
+        """Nothing to change in the store: the coding app reads the study's saved anytime verdict and shows annotators
+        that the study is complete instead of a task (``apps.coding_app.labelling_closed``)."""
+        return {}
+
 
 register_backend("app", AppBackend, settings=AppSettings)
 

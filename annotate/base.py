@@ -62,6 +62,11 @@ class AnnotationBackend(Protocol):
     def close(self) -> None:
         """Release what the backend holds between calls (a store's connection); called once it is done."""
 
+    def close_remaining(self) -> dict[str, int]:
+        """The study is decided (``agreement.monitor``): stop serving the tasks nobody labelled yet; annotator ->
+        tasks closed. Labels already given are kept."""
+        ...
+
 
 _BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
 # A backend's study-file settings (``[annotation] options``): a pydantic model with

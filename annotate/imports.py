@@ -38,6 +38,8 @@ class HumanColumns:
     unsure: str | None = None
     note: str | None = None
     role: str | None = None
+    time: str | None = None
+    """When each label was given (ISO-8601): the order the anytime gate reads labels in; else the table's row order."""
 
     def __post_init__(self) -> None:
         if bool(self.annotators) == (self.annotator is not None):
@@ -70,6 +72,21 @@ def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes:
     if name != ANY_SCHEME:
         get_scheme(name).check(label, where=where)
     return label
+
+
+def _time(value: object, where: str, column: str) -> str:
+    """A time cell as ISO-8601 UTC with microseconds (the coding app's and Label Studio's format, so times from
+    every backend sort together); a time without a zone is read as UTC, as Label Studio's are."""
+    from datetime import UTC, datetime
+
+    try:
+        parsed = value if isinstance(value, datetime) else datetime.fromisoformat(label_text(value))
+    except ValueError:
+        raise InputError(f"{where}: column {column!r}: {value!r} is not an ISO-8601 time "
+                         f"(e.g. 2026-01-31T14:05:00Z)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _flag(value: object, where: str, column: str) -> bool:
@@ -110,13 +127,14 @@ def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ma
         role = label_text(row.get(columns.role)) if columns.role else "independent"
         if role not in ("independent", "adjudication"):
             raise InputError(f"{row.where}: column {columns.role!r}: {role!r}; expected independent or adjudication")
+        given = _time(row.get(columns.time), row.where, columns.time) if columns.time else None
         out = []
         for annotator, value in pairs:
             label = _check_label(label_text(value), kind, scheme, row.where, schemes)
             out.append(HumanLabel(task_id=task, annotator=annotator, label=label, first_turn=first,
                                   unsure=_flag(row.get(columns.unsure, required=False), row.where, columns.unsure or ""),
-                                  note=str(row.get(columns.note, required=False) or ""), created_at=None,
-                                  updated_at=None, backend="import", role=role, source=source))
+                                  note=str(row.get(columns.note, required=False) or ""), created_at=given,
+                                  updated_at=given, backend="import", role=role, source=source))
         return out
 
     groups = collect(rows, convert)
@@ -166,10 +184,11 @@ def human_import(path: str | Path, study: str | Path, *, match: MatchColumns, co
                          "--turn-column": [match.turn], "--annotator-column": [columns.annotator],
                          "--label-column": [columns.label], "--annotator-columns": columns.annotators,
                          "--first-turn-column": [columns.first_turn], "--unsure-column": [columns.unsure],
-                         "--note-column": [columns.note], "--role-column": [columns.role]}, source=path)
+                         "--note-column": [columns.note], "--role-column": [columns.role],
+                         "--time-column": [columns.time]}, source=path)
     labels = human_labels_from_rows(rows, matcher or UnitMatcher.for_study(layout), match=match, columns=columns,
                                     scheme=scheme, schemes=study_schemes(layout), source=table_source(path))
-    labels.sort(key=lambda r: (r.task_id, r.role, r.annotator))
+    # Kept in the table's row order: without a time column it is the order the anytime gate reads labels in.
     target = layout.imported_labels_dir / f"{name}.jsonl"
     return ImportReport(path=path, written=target, labels=len(labels), annotators=tuple(sorted({r.annotator for r in labels})),
                         units=len({r.task_id for r in labels})), labels

@@ -130,6 +130,9 @@ class ProjectState(BaseModel):
     codebook_sha256: str | None = Field(
         default=None, description="sha256 of the codebook pushed as the project's instructions (None: pushed before "
                                   "accord recorded it); every label pulled from the project carries it.")
+    closed: list[str] = Field(
+        default_factory=list, description="Tasks deleted unlabelled once the study's anytime verdict was decided "
+                                          "(close_remaining); push never imports them again.")
 
 
 class AnnotatorState(BaseModel):
@@ -586,7 +589,7 @@ class LabelStudioBackend:
                     codebook_sha256=codebook_sha256(scheme),
                 )
                 self._save_state(state)
-            missing = [t for t in task_ids if t not in project.tasks]
+            missing = [t for t in task_ids if t not in project.tasks and t not in project.closed]
             if missing:
                 self._import(owner, annotator, kind, project, [by_id[t] for t in missing])
             for task_id in task_ids:
@@ -731,6 +734,32 @@ class LabelStudioBackend:
                 f"Label Studio at {self.url}: project {project.project_id} imported {len(task_ids)} of {len(tasks)} task(s); run push again"
             )
         project.tasks.update(zip((task.task_id for task in tasks), map(int, task_ids), strict=True))
+
+    def close_remaining(self) -> dict[str, int]:
+        """Delete every task no annotation was made on from each annotator's projects (Label Studio Community has no
+        task lock: ``DELETE /api/tasks/{id}/``), so nobody can open one again; recorded as closed, so push does not
+        import them again and status no longer counts them as assigned. Tasks with an annotation, even a skipped
+        one, stay with their labels."""
+        state = self._require_state()
+        credentials = self._credentials()
+        closed: dict[str, int] = {}
+        for annotator, account in state.annotators.items():
+            owner = self._owner(annotator, credentials)
+            closed[annotator] = 0
+            for kind, project in account.projects.items():
+                where = f"project {project.project_id} of annotator {annotator!r} ({kind})"
+                on_server = {int(task["id"]): bool(task.get("annotations"))
+                             for task in owner.export(project.project_id, what=f"reading {where}")}
+                for task_id, ls_id in list(project.tasks.items()):
+                    if on_server.get(ls_id, False):
+                        continue
+                    if ls_id in on_server:  # a task the server lost is closed already
+                        owner.call(f"closing task {ls_id} of {where}", owner.client.tasks.delete, ls_id)
+                    del project.tasks[task_id]
+                    project.closed.append(task_id)
+                    closed[annotator] += 1
+                    self._save_state(state)  # one task at a time: an interrupted close resumes where it stopped
+        return closed
 
     # -- pull ----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ inputs. They register on import, as a third party's drivers would.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,8 @@ class BlindSettings:
     replace: bool = False
     keep: tuple[str, ...] = ()
     keep_roles: bool = False
+    ranking: Mapping[str, int] | None = None
+    """Unit id -> rank of an active order (``agreement.active_order``); None: the seeded shuffle."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class BlindStage:
 
         return StageOutput(document=blind_study(layout.root, annotators=list(settings.annotators), seed=settings.seed,
                                                 replace=settings.replace, keep=list(settings.keep),
-                                                keep_roles=settings.keep_roles))
+                                                keep_roles=settings.keep_roles, ranking=settings.ranking))
 
 
 # --- validate -----------------------------------------------------------------------------------

@@ -292,7 +292,30 @@ def finished_page(what: str, total: int, done: str) -> None:
     st.button(f"Review my {what}s", key="review", on_click=navigated)
 
 
+@st.cache_data(show_spinner=False)
+def _decided(study: str, stamp: float | None) -> bool:
+    from agreement.monitor import study_decided
+
+    return stamp is not None and study_decided(study) is not None
+
+
+def labelling_closed() -> bool:
+    """Whether the study's saved anytime verdict is decided for every judge (``agreement.monitor.study_decided``);
+    read again only when the verdict file changes."""
+    from samples.layout import StudyLayout
+
+    study = os.environ["ACCORD_STUDY"]
+    verdict = StudyLayout.of(study).verdict
+    return _decided(study, verdict.stat().st_mtime if verdict.is_file() else None)
+
+
 def annotator_page(session: AnnotatorSession) -> None:
+    if labelling_closed():  # the verdict stays sealed: annotators learn only that their work is done
+        from agreement.monitor import COMPLETE_MESSAGE
+
+        show_flashes()
+        st.success(COMPLETE_MESSAGE)
+        return
     practice = None if st.session_state.get("practice_over") else session.practice()
     if practice is not None and (practice.pending() or "practice_position" in st.session_state):
         practice_page(practice)

@@ -52,10 +52,45 @@ def cached_live(folder: str, stamp: tuple[tuple[str, float], ...]):
     return live_view(Path(folder))
 
 
+@st.cache_data(show_spinner="Looking at the anytime verdict ...")
+def cached_anytime(folder: str, stamp: tuple[tuple[str, float], ...]):
+    """The anytime verdict on the labels now (``apps.live.anytime_look``), recomputed when a label or judge file,
+    the store or the policy changes."""
+    from apps.live import anytime_look
+
+    return anytime_look(Path(folder))
+
+
+def show_anytime(folder: str) -> None:
+    """Under an anytime policy: the verdict now, each judge's look of decision or the labels still expected, and
+    each criterion's sequential method and interval."""
+    from agreement.monitor import criterion_rows, state_lines
+    from apps.live import live_stamp
+    from samples.layout import StudyLayout
+
+    judges = StudyLayout(Path(folder)).judge_label_files()
+    try:
+        state = cached_anytime(folder, live_stamp(folder) + tuple((str(p), p.stat().st_mtime) for p in judges))
+    except InputError as error:
+        st.info(f"Anytime verdict: not available yet ({error})")
+        return
+    if state is None:
+        return
+    box = {"ACCEPT": st.success, "REJECT": st.error}.get(state.outcome, st.info)
+    head, *rest = state_lines(state)
+    box("  \n".join([head.replace("anytime verdict", "Anytime verdict", 1),
+                      *[line.strip() for line in rest if not line.startswith("    ")]]))
+    rows = [row for verdict in state.verdicts for row in criterion_rows(verdict)]
+    if rows:  # a few rows, as text (a data grid draws on a canvas; these are read, not sorted)
+        st.table([{"judge": r["judge"], "criterion": r["criterion"], "decision": r["decision"] + r["at"],
+                   "sequential interval": r["interval"], "method": r["method"]} for r in rows])
+
+
 def show_live(folder: str) -> None:
     from apps.live import live_stamp
 
     st.header("Labelling now")
+    show_anytime(folder)
     try:
         view = cached_live(folder, live_stamp(folder))
     except InputError as error:

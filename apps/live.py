@@ -77,6 +77,18 @@ def _policy_path(layout: StudyLayout) -> Path | None:
     return Path(policy) if policy and Path(policy).is_file() else None
 
 
+def anytime_look(folder: str | Path) -> Any:
+    """The anytime verdict on the labels as they are now (``agreement.monitor.AnytimeState``), under the study's
+    gate policy; None when the study has no policy yet or its policy does not monitor anytime."""
+    from agreement.monitor import anytime_state
+
+    layout = StudyLayout.of(folder)
+    policy = _policy_path(layout)
+    if policy is None or not layout.key.is_file():
+        return None
+    return anytime_state(layout.root, policy)
+
+
 def _store_orders(layout: StudyLayout) -> dict[str, list[str]]:
     """The coding-app store's orders (gold units placed in them), or {} when the study has no store."""
     from annotate.store import Store

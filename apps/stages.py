@@ -323,8 +323,18 @@ def _blind_run(ctx: Context) -> Outcome:
     from apps.builtin_stages import BlindSettings
     from apps.drivers import get_stage
 
+    ranking = None
+    if ctx.study.sampling.order == "active":
+        from agreement.active_order import publish_active_order
+        from samples.vocabulary import infer_family
+
+        families = {spec["name"]: infer_family(str(spec.get("model") or spec["name"]))
+                    for spec in ctx.study.judge}
+        ranking = publish_active_order(ctx.layout, judge=(ctx.study.gate.judges or [ctx.study.judge[0]["name"]])[0],
+                                       families=families, seed=ctx.study.blinding.seed)
     b = ctx.study.blinding
-    settings = BlindSettings(annotators=tuple(b.annotators), seed=b.seed, keep=tuple(b.keep), keep_roles=b.keep_roles)
+    settings = BlindSettings(annotators=tuple(b.annotators), seed=b.seed, keep=tuple(b.keep), keep_roles=b.keep_roles,
+                             ranking=ranking)
     summary = get_stage("blind").run(ctx.layout, settings).document
     return Outcome(summary={"tasks": summary["tasks"], "annotators": summary["annotators"],
                             "tasks_with_masking": summary["tasks_with_masking"]})
@@ -385,12 +395,30 @@ def _annotate_run(ctx: Context) -> Outcome:
             ctx.console.print(f"  [bold yellow]{SIMULATED_NOTICE}[/]")
         labels = backend.pull()
         missing = backend.status().missing()
+        if missing and _anytime_decided(ctx, summary):
+            summary["closed"] = backend.close_remaining()
+            missing = {}
     finally:
         backend.close()
     summary["labels"] = len(labels)
     if missing:
         return Outcome(summary=summary, waiting=_instructions(ctx, missing))
     return Outcome(summary=summary)
+
+
+def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
+    """Under an anytime policy, a look after the labels just pulled (printed); True once every judge's verdict is
+    decided: no more labels are needed, so the backend closes the remaining tasks and the run goes on to the gate."""
+    from agreement.monitor import anytime_state, state_lines
+
+    state = anytime_state(ctx.root, ctx.study.gate.policy, judges=ctx.study.gate.judges or None,
+                          cluster=ctx.study.validation.cluster)
+    if state is None:
+        return False
+    for line in state_lines(state):
+        ctx.console.print(f"  {line}", markup=False, soft_wrap=True)
+    summary["anytime"] = state.outcome
+    return state.decided
 
 
 def _instructions(ctx: Context, missing: dict[str, int]) -> str:
@@ -710,7 +738,9 @@ def _trajectory_stages(study: StudyFile) -> list[Stage]:
         Stage(name="blind", title="blind the sample (tasks, orders, sealed key)",
               material=lambda ctx: {"sample": ctx.sha(ctx.layout.sample),
                                     "annotators": ctx.study.blinding.annotators, "seed": ctx.study.blinding.seed,
-                                    "keep": ctx.study.blinding.keep},
+                                    "keep": ctx.study.blinding.keep,
+                                    **({"order": "active", "judges": ctx.sha(ctx.layout.judge_labels)}
+                                       if ctx.study.sampling.order == "active" else {})},
               outputs=lambda ctx: [ctx.layout.tasks, ctx.layout.orders, ctx.layout.blind_audit, ctx.layout.key],
               run=_blind_run),
         Stage(name="annotate", title=f"human labels ({study.annotation.backend} backend)", material=_annotate_material,

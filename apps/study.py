@@ -72,6 +72,10 @@ class Source(_Section):
 class Sampling(_Section):
     plan: Path = Field(description="Sampling plan TOML (accord sample --plan).")
     seed: int = Field(default=DEFAULT_SEED, ge=0, description="Sampling seed.")
+    order: Literal["random", "active"] = Field(
+        default="random", description="The order people label in: a seeded shuffle per annotator, or 'active' (units "
+                                      "where judges of other families disagree with the gated judge first, drawn with "
+                                      "known inclusion probabilities: agreement.active_order).")
 
 
 class Blinding(_Section):

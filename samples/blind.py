@@ -24,7 +24,7 @@ import os
 import re
 from collections import Counter
 from contextlib import nullcontext
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +134,8 @@ def _across(scrubber: Scrubber, detector: LeakDetector, parts: list[str], where:
 
 
 def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: bytes, seed: int = DEFAULT_SEED,
-          scrubber: Scrubber | None = None, keep: Sequence[str] = (), keep_roles: bool = False) -> Blinded:
+          scrubber: Scrubber | None = None, keep: Sequence[str] = (), keep_roles: bool = False,
+          ranking: Mapping[str, int] | None = None) -> Blinded:
     """Split a sample into scrubbed tasks and key entries; report every identity the leak detector still finds.
 
     ``keep`` names vendor or harness terms the study leaves readable (never model names
@@ -200,21 +201,27 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
     if len(set(ids)) != len(ids):
         raise InputError("blind: two units map to the same task id; the sample repeats a unit_id")
     order = np.argsort(ids, kind="stable")
-    return Blinded(tasks=[tasks[i] for i in order], key=[key[i] for i in order],
-                   orders={a: annotator_order(ids, a, seed) for a in names},
+    if ranking is None:
+        orders = {a: annotator_order(ids, a, seed) for a in names}
+    else:  # one order for everyone: the active order's ranks; units it does not rank (unscored by the judge) last
+        unit_of = {k.task_id: k.unit_id for k in key}
+        shared = sorted(ids, key=lambda t: (ranking.get(unit_of[t], len(ranking)), t))
+        orders = {a: list(shared) for a in names}
+    return Blinded(tasks=[tasks[i] for i in order], key=[key[i] for i in order], orders=orders,
                    audit=sorted(audit, key=lambda r: (r["task_id"], r["where"])),
                    detail=sorted(detail, key=lambda r: (r["task_id"], r["where"])), leaks=leaks, kept_terms=len(kept))
 
 
 def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEFAULT_SEED,
                 sample_path: str | Path | None = None, scrubber: Scrubber | None = None, replace: bool = False,
-                keep: Sequence[str] = (), keep_roles: bool = False) -> dict:
+                keep: Sequence[str] = (), keep_roles: bool = False, ranking: Mapping[str, int] | None = None) -> dict:
     """Blind ``STUDY/sample/sample.jsonl`` into ``STUDY/blind/`` and ``STUDY/sealed/``; return a summary.
 
     An existing sealed key that differs from the new one (another sample or seed) is
     never overwritten unless ``replace``: labels collected against it would lose their units.
     ``keep``: vendor or harness names the study leaves readable (``[blinding] keep``);
-    ``keep_roles``: a harness's speaker and role names too.
+    ``keep_roles``: a harness's speaker and role names too. ``ranking`` (unit id -> rank): every annotator labels
+    in that order instead of a seeded shuffle (``[sampling] order = "active"``).
     """
     layout = StudyLayout.of(study)
     seed = check_seed(seed)
@@ -230,7 +237,7 @@ def blind_study(study: str | Path, *, annotators: Sequence[str], seed: int = DEF
         units = list(read_models(sample_path, SampledUnit))
     salt = blinding_salt_for(int(seed), sample_sha)
     result = blind(units, annotators=annotators, salt=salt, seed=seed, scrubber=scrubber, keep=keep,
-                   keep_roles=keep_roles)
+                   keep_roles=keep_roles, ranking=ranking)
     return _publish(layout, result, sample_sha=sample_sha, seed=int(seed), replace=replace)
 
 

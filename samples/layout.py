@@ -44,6 +44,11 @@ class StudyLayout:
         return self.root / "study.json"
 
     @property
+    def active_order(self) -> Path:
+        """`[sampling] order = "active"`: the served order, each unit's key and prediction (agreement.active_order)."""
+        return self.root / "sample" / "active_order.json"
+
+    @property
     def label_map(self) -> Path:
         """`accord run`: the study file's [[label_map]] tables (judge and human schemes of one kind)."""
         return self.root / "label_map.json"

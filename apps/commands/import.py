@@ -82,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     table.add_argument("--label-column", help="long: column holding the label or the judge's output")
     table.add_argument("--judges", type=_columns, default=(), help="long: the raters that are judges (the rest are people)")
     table.add_argument("--scheme", help="label scheme (default: the kind's); 'any' accepts labels as found")
+    _time_option(table)
     _judge_options(table, scheme=False)
 
 
@@ -100,7 +101,13 @@ def _human_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unsure-column", help="column flagging an unsure label (yes/no, 1/0)")
     p.add_argument("--note-column", help="column holding a note")
     p.add_argument("--role-column", help="column holding independent/adjudication")
+    _time_option(p)
     p.add_argument("--scheme", help="label scheme (default: the unit kind's); 'any' accepts labels as found")
+
+
+def _time_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--time-column", help="column holding when each label was given (ISO-8601; no zone: UTC): the "
+                                         "order accord gate --sequential reads labels in (default: the row order)")
 
 
 def _judge_options(p: argparse.ArgumentParser, *, scheme: bool = True) -> None:
@@ -158,7 +165,7 @@ def _human(args: argparse.Namespace) -> dict:
 
     columns = HumanColumns(annotator=args.annotator_column, label=args.label_column, annotators=args.annotator_columns,
                            first_turn=args.first_turn_column, unsure=args.unsure_column, note=args.note_column,
-                           role=args.role_column)
+                           role=args.role_column, time=args.time_column)
     report = import_human_labels(args.file, args.study, match=_match(args), columns=columns, scheme=args.scheme,
                                  format=args.format, name=args.name)
     return {"labels": report.labels, "units": report.units, "annotators": list(report.annotators),
@@ -237,12 +244,14 @@ def _table(args: argparse.Namespace) -> dict:
         people = [r for r in rows if label_text(r.get(args.rater_column)) not in judged]
         human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
                                          rows=people, matcher=matcher,
-                                         columns=HumanColumns(annotator=args.rater_column, label=args.label_column))
+                                         columns=HumanColumns(annotator=args.rater_column, label=args.label_column,
+                                                              time=args.time_column))
         outputs = [(name, args.label_column, [r for r in rows if label_text(r.get(args.rater_column)) == name])
                    for name in args.judges]
     else:
         human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
-                                         matcher=matcher, columns=HumanColumns(annotators=args.annotator_columns))
+                                         matcher=matcher, columns=HumanColumns(annotators=args.annotator_columns,
+                                                                              time=args.time_column))
         outputs = [(name, name, rows) for name in args.judge_columns]
     judged_files = [judge_import(args.file, layout, judge=name, match=match, output_column=column, matcher=matcher,
                                  output_kind=args.output_kind, parse_mode=args.parse_mode, scheme=args.scheme,

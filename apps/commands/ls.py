@@ -5,6 +5,8 @@
                                  logins in DIR/labels/labelstudio_annotators.json (0600)
   accord ls pull   --study DIR   annotations -> DIR/labels/labelstudio.jsonl (HumanLabel rows; idempotent)
   accord ls status --study DIR   tasks and labelled tasks per annotator and project
+  accord ls close  --study DIR   once the saved anytime verdict (accord gate) is decided for every judge: delete the
+                                 tasks nobody labelled, so no annotator can open them (labels given are kept)
 
 The server admin's API token comes from the environment variable ACCORD_LS_TOKEN
 and, for push, that account's password from ACCORD_LS_ADMIN_PASSWORD (never the
@@ -24,11 +26,12 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    actions = parser.add_subparsers(dest="action", required=True, metavar="push|pull|status")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="push|pull|status|close")
     for name, summary in (
         ("push", "create accounts and projects, import the blinded tasks (again: adds only what is missing)"),
         ("pull", "convert the annotations into the labels table (again: same table)"),
         ("status", "tasks and labelled tasks per annotator"),
+        ("close", "the study's anytime verdict is decided: delete the tasks nobody labelled"),
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument("--study", required=True, type=Path, help="the study folder")
@@ -133,7 +136,21 @@ def _status(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-_ACTIONS = {"push": _push, "pull": _pull, "status": _status}
+def _close(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from agreement.monitor import study_decided
+    from samples.errors import InputError
+    from samples.layout import StudyLayout
+
+    if study_decided(args.study) is None:
+        raise InputError(f"{StudyLayout.of(args.study).verdict}: no decided anytime verdict for every judge (accord "
+                         f"gate {args.study} --policy P --sequential); the tasks stay open")
+    closed = backend.close_remaining()
+    lines = [f"closed {sum(closed.values())} unlabelled task(s) on {backend.url}: the study is decided",
+             *(f"  {name}: {n}" for name, n in closed.items())]
+    return {"text": lines, "json": {"url": backend.url, "closed": closed}}
+
+
+_ACTIONS = {"push": _push, "pull": _pull, "status": _status, "close": _close}
 
 
 def _print(result: dict[str, Any], *, as_json: bool) -> None:

@@ -40,7 +40,7 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
     ("seed = 20261129\n\n[blinding]", "seeed = 20261129\n\n[blinding]",
-     ["unknown key 'sampling.seeed'", "allowed here: ['plan', 'seed']"]),
+     ["unknown key 'sampling.seeed'", "allowed here: ['order', 'plan', 'seed']"]),
     ('plan = "plan.toml"', 'plan = "no-such-plan.toml"', ["key 'sampling.plan'", "no-such-plan.toml not found"]),
     ("[validation]\n", "[not_validation]\n", ["missing section 'validation'", "unknown key 'not_validation'"]),
     ('judge = "identify@gemma3"', 'judge = "identify@nope"', ["key 'audit.judge'", "'identify@nope' is not a [[judge]] name"]),
