@@ -654,6 +654,23 @@ def labelling_complete(study: Any) -> tuple[bool, str]:
     return True, f"all {len(planned)} planned labels (blind/orders.json) are in"
 
 
+ADAPTIVE_ORDER = ("the units are served in an adaptive (active) order, so the labels so far are not a random draw "
+                  "of the sample and no confidence sequence holds for them: the verdict waits for every planned "
+                  "label and is then the fixed-n one")
+
+
+def adaptive_order(root: Any) -> str | None:
+    """Why the anytime forms do not apply to this study (its units are served in an active order), else None.
+
+    The sequences treat each look's clusters as draws in random order; an order that puts the units
+    where judges disagree first makes every prefix a biased draw (weighting each label by its
+    inclusion probability would restore it; not done here).
+    """
+    from samples.layout import StudyLayout
+
+    return ADAPTIVE_ORDER if StudyLayout.of(root).active_order.is_file() else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SequentialPlanPoint:
     """Units to a decision for a judge of one true agreement, over simulated studies labelled in order."""

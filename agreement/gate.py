@@ -961,9 +961,15 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
 def _with_sequential(study: Any, policy: Policy, table: Any, judge: str, verdict: Verdict, body: dict[str, Any],
                      text: str) -> tuple[dict[str, Any], str]:
     """The judge's verdict replaced by the anytime gate's outcome; the fixed-n verdict kept beside it."""
-    from agreement.anytime import label_arrival, labelling_complete, sequential_verdict
+    from agreement.anytime import adaptive_order, label_arrival, labelling_complete, sequential_verdict
 
     complete, why = labelling_complete(study)
+    adaptive = adaptive_order(study.root)
+    if adaptive:
+        outcome = body["verdict"] if complete else CONTINUE
+        body = {**body, "fixed_n_verdict": body["verdict"], "verdict": outcome,
+                "sequential": {"outcome": outcome, "labelling": why, "not_applied": adaptive}}
+        return body, text + f"\n  anytime: {outcome} ({adaptive})\n    labelling: {why}"
     result = sequential_verdict(policy, table, judge, complete=complete,
                                 end_results={r.name: r.passed for r in verdict.results},
                                 arrival=label_arrival(study.human))

@@ -31,6 +31,8 @@ class AnytimeState:
     verdicts: tuple[SequentialVerdict, ...]
     labelling: str
     """Whether every planned label is in, and how that was decided (``agreement.anytime.labelling_complete``)."""
+    not_applied: str | None = None
+    """Why no sequential verdict is taken at all (``agreement.anytime.adaptive_order``)."""
 
     @property
     def decided(self) -> bool:
@@ -45,7 +47,7 @@ def anytime_state(root: str | Path, policy_path: str | Path, *, judges: list[str
     Criteria with no sequential form are not evaluated here (they wait for the fixed-n gate at the end), so a
     look never REJECTs a study only because labelling has not ended.
     """
-    from agreement.anytime import label_arrival, labelling_complete, sequential_verdict
+    from agreement.anytime import adaptive_order, label_arrival, labelling_complete, sequential_verdict
     from agreement.gate import load_policy
     from agreement.study_io import labels_table, load_study
 
@@ -54,6 +56,9 @@ def anytime_state(root: str | Path, policy_path: str | Path, *, judges: list[str
         return None
     study = load_study(root, cluster=cluster)
     _, why = labelling_complete(study)
+    adaptive = adaptive_order(root)
+    if adaptive:
+        return AnytimeState(outcome=CONTINUE, verdicts=(), labelling=why, not_applied=adaptive)
     if not len(study.human) or not (study.human["role"] == "independent").any():
         return AnytimeState(outcome=CONTINUE, verdicts=(), labelling=why)  # no people's scheme to compare in yet
     table = labels_table(study)
@@ -71,6 +76,8 @@ def anytime_state(root: str | Path, policy_path: str | Path, *, judges: list[str
 def state_lines(state: AnytimeState) -> list[str]:
     """The look in words: the outcome, then per judge where it was decided or the labels still expected, then per
     criterion its decision, sequential method and interval."""
+    if state.not_applied:
+        return [f"anytime verdict: CONTINUE ({state.not_applied}); labelling: {state.labelling}"]
     if not state.verdicts:
         return [f"anytime verdict: CONTINUE (no human labels on judged units yet); labelling: {state.labelling}"]
     lines = [f"anytime verdict: {state.outcome}; labelling: {state.labelling}"]
