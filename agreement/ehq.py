@@ -94,18 +94,21 @@ def rerank(automated: Mapping[str, float | None], human: Mapping[str, float | No
     from scipy.stats import pearsonr, spearmanr
 
     models = sorted(m for m in automated if automated[m] is not None and human.get(m) is not None)
-    if len(models) < 3:
+    if len(models) < 2:
         return Reranking(n_models=len(models), pearson=None, spearman=None, max_rank_shift=None, ranks={},
-                         undefined_reason=f"{len(models)} model(s) with both scores; correlations need at least 3")
+                         undefined_reason=f"{len(models)} model(s) with both scores; a ranking needs at least 2")
     a = np.array([automated[m] for m in models], dtype=float)
     h = np.array([human[m] for m in models], dtype=float)
     ra, rh = _ranks(dict(zip(models, a))), _ranks(dict(zip(models, h)))
-    constant = np.ptp(a) == 0 or np.ptp(h) == 0
+    # Two models rank (and can swap), but any two points correlate perfectly: no correlation below 3.
+    reason = (f"{len(models)} models with both scores: ranks only, correlations need at least 3" if len(models) < 3
+              else "a score is the same for every model: correlations undefined" if np.ptp(a) == 0 or np.ptp(h) == 0
+              else None)
     return Reranking(
-        n_models=len(models), pearson=None if constant else float(pearsonr(a, h).statistic),
-        spearman=None if constant else float(spearmanr(a, h).statistic),
+        n_models=len(models), pearson=None if reason else float(pearsonr(a, h).statistic),
+        spearman=None if reason else float(spearmanr(a, h).statistic),
         max_rank_shift=max(abs(ra[m] - rh[m]) for m in models), ranks={m: (ra[m], rh[m]) for m in models},
-        undefined_reason="a score is the same for every model: correlations undefined" if constant else None)
+        undefined_reason=reason)
 
 
 def coarse(label: str) -> str:

@@ -62,6 +62,11 @@ def test_rerank():
     x, y = np.array([0.8, 0.7, 0.5, 0.3]), np.array([0.6, 0.75, 0.5, 0.35])
     assert r.pearson == pytest.approx(np.corrcoef(x, y)[0, 1])
     assert rerank({"a": 0.5, "b": None}, {"a": 0.4, "b": 0.3}).pearson is None
+    # Two models: they rank and swap (shift 1), but two points always correlate perfectly, so no correlation.
+    two = rerank({"a": 0.5, "b": 0.4}, {"a": 0.3, "b": 0.6})
+    assert (two.ranks, two.max_rank_shift, two.pearson, two.spearman) == ({"a": (1, 2), "b": (2, 1)}, 1, None, None)
+    assert two.undefined_reason == "2 models with both scores: ranks only, correlations need at least 3"
+    assert rerank({"a": 0.5}, {"a": 0.3}).max_rank_shift is None
 
 
 def test_truncation_sensitivity_and_denominators():
