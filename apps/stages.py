@@ -589,7 +589,9 @@ def _ehq_run(ctx: Context) -> Outcome:
                          tie_policy=e.tie_policy, n_resamples=e.n_resamples, seed=e.seed, level=e.level)
     document = write_document(EhqDocument, ctx.layout, body)
     return Outcome(summary={"models": len({m.model for m in document.models}),
-                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
+                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift"),
+                            "truncated": sum(m.n_truncated for m in document.models if m.labels == "judge"),
+                            "kappa": {k: v.get("cohen_kappa") for k, v in document.agreement.items()}})
 
 
 def _gate_run(ctx: Context) -> Outcome:
