@@ -103,3 +103,25 @@ def test_truncation_sensitivity_and_denominators():
     # Every record flagged: dropping them all leaves nothing, so no score has a range (not a made-up one).
     everything = truncation_sensitivity(labels, conf, [True] * 6)
     assert everything["ehq1"]["dropped"] is None and everything["ehq1"]["low"] is None
+
+
+def test_report_shows_the_truncation_sensitivity_and_denominators():
+    from agreement.documents import EhqDocument
+    from agreement.ehq import _model_record
+    from agreement.report import ehq_tables
+
+    labels = ["ABSTAIN", "CONFIDENT_CORRECT", "CONFIDENT_WRONG", "HEDGE", "CONFIDENT_WRONG", "CONFIDENT_CORRECT"]
+    conf = [0.0, 0.95, 0.85, None, 0.65, 0.75]
+    flagged = [False, True, False, True, True, False]
+    record = _model_record("m", "judge", labels, conf, flagged, n_resamples=50, seed=1, level=0.95)
+    clean = _model_record("n", "judge", labels, conf, [False] * 6, n_resamples=50, seed=1, level=0.95)
+    doc = EhqDocument.model_validate({"judge": "rule:ehq", "models": [record, clean]})
+    main, sensitivity = ehq_tables(doc)[:2]
+    # 3 of the 6 records behind EHQ1/EHQ2 are flagged, 2 of the 4 behind EHQ3 (|S_m|).
+    assert [row[-1] for row in main.rows] == ["3/6, EHQ3 2/4", "0/6, EHQ3 0/4"]
+    assert sensitivity.title.startswith("Truncation sensitivity")
+    rows = {row[2]: row for row in sensitivity.rows}
+    assert set(rows) == {"EHQ1", "EHQ2", "EHQ3", "EHQ"} and {row[0] for row in sensitivity.rows} == {"m"}
+    # EHQ1 (hand values of test_truncation_sensitivity_and_denominators): published 2/6, dropped 1/3, CW -> HEDGE
+    # 3/6, all CONFIDENT_WRONG 1/6, all ABSTAIN 4/6.
+    assert rows["EHQ1"][3:] == ["0.333", "0.333", "0.500", "0.167", "0.667", "0.167 - 0.667"]
