@@ -436,6 +436,10 @@ def _truncated(m: Any) -> str:
 _READINGS = ("dropped", "relabelled_hedge", "as_confident_wrong", "as_abstain")
 
 
+def _range(bounds: dict) -> str:
+    return "--" if bounds["low"] is None else f"{fmt(bounds['low'])} - {fmt(bounds['high'])}"
+
+
 def ehq_tables(doc: EhqDocument) -> list[Table]:
     """EHQ per model under each set of labels, the truncation sensitivity, and the re-ranking between judge and
     human reference."""
@@ -448,7 +452,7 @@ def ehq_tables(doc: EhqDocument) -> list[Table]:
                          "Truncated: flagged records / the component's denominator (samples.truncation, EHQ 5.2).")]
     sensitivity = [[m.model, m.labels, name.upper() if name != "composite" else "EHQ", fmt(getattr(m, name).statistic),
                     *(fmt(m.truncation_bounds[name][r]) for r in _READINGS),
-                    f"{fmt(m.truncation_bounds[name]['low'])} - {fmt(m.truncation_bounds[name]['high'])}"]
+                    _range(m.truncation_bounds[name])]
                    for m in doc.models if m.truncation_bounds for name in m.truncation_bounds]
     if sensitivity:
         tables.append(Table(title="Truncation sensitivity: each score with the flagged responses read otherwise",
