@@ -505,10 +505,15 @@ class EhqModel(_Doc):
     ehq3: Interval
     n_calibration: int = Field(description="|S_m|: substantive answers with a parseable confidence (EHQ3's support).")
     composite: Interval
-    n_truncated: int = Field(default=0, description="Evaluated responses that were cut off (truncated runs).")
-    truncation_bounds: dict[str, list[float] | None] = Field(
-        default_factory=dict, description="EHQ1 / EHQ2 [low, high] if every truncated response's label were the least "
-                                          "or the most favourable; None when nothing was truncated.")
+    n_truncated: int = Field(default=0, description="Evaluated responses flagged as cut off (samples.truncation).")
+    truncation_bounds: dict[str, dict[str, float | None]] | None = Field(
+        default=None, description="Per score: flagged records dropped, flagged CONFIDENT_WRONG relabelled HEDGE (EHQ "
+                                  "section 5.2), every flagged record CONFIDENT_WRONG / ABSTAIN, and low / high over "
+                                  "these and the published score (agreement.ehq.truncation_sensitivity); None when "
+                                  "nothing was flagged.")
+    denominators: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Per component: the records it is computed on (n) and how many of them are "
+                                          "flagged truncated.")
 
 
 class EhqDocument(StageDocument):

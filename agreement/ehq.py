@@ -94,18 +94,21 @@ def rerank(automated: Mapping[str, float | None], human: Mapping[str, float | No
     from scipy.stats import pearsonr, spearmanr
 
     models = sorted(m for m in automated if automated[m] is not None and human.get(m) is not None)
-    if len(models) < 3:
+    if len(models) < 2:
         return Reranking(n_models=len(models), pearson=None, spearman=None, max_rank_shift=None, ranks={},
-                         undefined_reason=f"{len(models)} model(s) with both scores; correlations need at least 3")
+                         undefined_reason=f"{len(models)} model(s) with both scores; a ranking needs at least 2")
     a = np.array([automated[m] for m in models], dtype=float)
     h = np.array([human[m] for m in models], dtype=float)
     ra, rh = _ranks(dict(zip(models, a))), _ranks(dict(zip(models, h)))
-    constant = np.ptp(a) == 0 or np.ptp(h) == 0
+    # Two models rank (and can swap), but any two points correlate perfectly: no correlation below 3.
+    reason = (f"{len(models)} models with both scores: ranks only, correlations need at least 3" if len(models) < 3
+              else "a score is the same for every model: correlations undefined" if np.ptp(a) == 0 or np.ptp(h) == 0
+              else None)
     return Reranking(
-        n_models=len(models), pearson=None if constant else float(pearsonr(a, h).statistic),
-        spearman=None if constant else float(spearmanr(a, h).statistic),
+        n_models=len(models), pearson=None if reason else float(pearsonr(a, h).statistic),
+        spearman=None if reason else float(spearmanr(a, h).statistic),
         max_rank_shift=max(abs(ra[m] - rh[m]) for m in models), ranks={m: (ra[m], rh[m]) for m in models},
-        undefined_reason="a score is the same for every model: correlations undefined" if constant else None)
+        undefined_reason=reason)
 
 
 def coarse(label: str) -> str:
@@ -142,15 +145,43 @@ def _interval(statistic: float | None, draws: list[float | None], level: float, 
     return {"statistic": statistic, "ci_low": float(low), "ci_high": float(high), "undefined_reason": None}
 
 
-def truncation_bounds(labels: Sequence[str], truncated: Sequence[bool]) -> dict[str, list[float] | None]:
-    """EHQ1 and EHQ2 if every cut-off response's label were the least / the most favourable (CONFIDENT_WRONG /
-    ABSTAIN): how far truncation could move them. None when nothing was truncated."""
+def truncation_sensitivity(labels: Sequence[str], confidences: Sequence[float | None],
+                           truncated: Sequence[bool]) -> dict[str, dict[str, float | None]] | None:
+    """Each score under EHQ's two truncation bounds (section 5.2: flagged records dropped; flagged
+    CONFIDENT_WRONG relabelled HEDGE) and the natural extremes (every flagged record the least / the most
+    favourable class: CONFIDENT_WRONG with its confidence / ABSTAIN), with ``low`` / ``high`` over all five
+    readings (the published one included). None when nothing was flagged."""
     if not any(truncated):
-        return {"ehq1": None, "ehq2": None}
-    worst = [("CONFIDENT_WRONG" if t else label) for label, t in zip(labels, truncated)]
-    best = [("ABSTAIN" if t else label) for label, t in zip(labels, truncated)]
-    low, high = ehq_scores(worst, [None] * len(worst)), ehq_scores(best, [None] * len(best))
-    return {"ehq1": [low.ehq1, high.ehq1], "ehq2": [low.ehq2, high.ehq2]}
+        return None
+    keep = [i for i, t in enumerate(truncated) if not t]
+    readings = {
+        "published": ehq_scores(labels, confidences),
+        "dropped": ehq_scores([labels[i] for i in keep], [confidences[i] for i in keep]),
+        "relabelled_hedge": ehq_scores([("HEDGE" if t and label == "CONFIDENT_WRONG" else label)
+                                        for label, t in zip(labels, truncated)], confidences),
+        "as_confident_wrong": ehq_scores([("CONFIDENT_WRONG" if t else label) for label, t in zip(labels, truncated)],
+                                         confidences),
+        "as_abstain": ehq_scores([("ABSTAIN" if t else label) for label, t in zip(labels, truncated)], confidences),
+    }
+    out: dict[str, dict[str, float | None]] = {}
+    for name in SCORES:
+        values = {reading: getattr(scores, name) for reading, scores in readings.items()}
+        defined = [v for v in values.values() if v is not None]
+        # A reading that leaves the score undefined leaves its range open: no bounds then.
+        complete = len(defined) == len(values)
+        out[name] = {**{k: v for k, v in values.items() if k != "published"},
+                     "low": min(defined) if complete else None, "high": max(defined) if complete else None}
+    return out
+
+
+def denominators(labels: Sequence[str], confidences: Sequence[float | None],
+                 truncated: Sequence[bool]) -> dict[str, dict[str, int]]:
+    """Per component, the records it is computed on and how many of them are flagged truncated (EHQ1 and EHQ2:
+    every valid record; EHQ3: |S_m|, the substantive answers with a parseable confidence)."""
+    in_s = [label in ("CONFIDENT_CORRECT", "CONFIDENT_WRONG") and c is not None for label, c in zip(labels, confidences)]
+    every = {"n": len(labels), "truncated": sum(map(bool, truncated))}
+    return {"ehq1": every, "ehq2": dict(every),
+            "ehq3": {"n": sum(in_s), "truncated": sum(1 for s, t in zip(in_s, truncated) if s and t)}}
 
 
 def _model_record(model: str, which: str, labels: list[str], conf: list[float | None], truncated: list[bool], *,
@@ -160,7 +191,8 @@ def _model_record(model: str, which: str, labels: list[str], conf: list[float | 
     draws = [ehq_scores([labels[i] for i in idx], [conf[i] for i in idx])
              for idx in rng.integers(0, len(labels), size=(n_resamples, len(labels)))] if labels else []
     return {"model": model, "labels": which, "n": point.n, "n_calibration": point.n_calibration,
-            "n_truncated": sum(truncated), "truncation_bounds": truncation_bounds(labels, truncated),
+            "n_truncated": sum(truncated), "truncation_bounds": truncation_sensitivity(labels, conf, truncated),
+            "denominators": denominators(labels, conf, truncated),
             **{name: _interval(getattr(point, name), [getattr(d, name) for d in draws], level, point.undefined_reason)
                for name in SCORES}}
 
@@ -204,7 +236,7 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
         return normalised_confidence(meta.get(confidence_field))
 
     def truncated(unit_id: str) -> bool:
-        return bool(trajectories.get(units[unit_id]["trajectory_id"], {}).get("truncated"))
+        return units[unit_id].get("truncation") is not None
 
     judged: dict[str, str] = {}
     for _, line in iter_jsonl_lines(layout.judge_labels):

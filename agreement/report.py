@@ -441,20 +441,41 @@ def decision_tables(doc: DecisionDocument) -> list[Table]:
 
 
 def _truncated(m: Any) -> str:
-    bounds = m.truncation_bounds.get("ehq1") if m.truncation_bounds else None
-    if not m.n_truncated or bounds is None:
+    """Flagged records in each component's denominator: 'k/N, EHQ3 j/|S_m|'."""
+    d = m.denominators
+    if not d:
         return str(m.n_truncated)
-    ehq2 = m.truncation_bounds["ehq2"]
-    return f"{m.n_truncated} (EHQ1 {fmt(bounds[0])}-{fmt(bounds[1])}, EHQ2 {fmt(ehq2[0])}-{fmt(ehq2[1])})"
+    return f"{d['ehq1']['truncated']}/{d['ehq1']['n']}, EHQ3 {d['ehq3']['truncated']}/{d['ehq3']['n']}"
+
+
+_READINGS = ("dropped", "relabelled_hedge", "as_confident_wrong", "as_abstain")
+
+
+def _range(bounds: dict) -> str:
+    return "--" if bounds["low"] is None else f"{fmt(bounds['low'])} - {fmt(bounds['high'])}"
 
 
 def ehq_tables(doc: EhqDocument) -> list[Table]:
-    """EHQ per model under each set of labels, and the re-ranking between judge and human reference."""
+    """EHQ per model under each set of labels, the truncation sensitivity, and the re-ranking between judge and
+    human reference."""
     rows = [[m.model, m.labels, str(m.n), fmt_ci(m.ehq1), fmt_ci(m.ehq2), fmt_ci(m.ehq3), str(m.n_calibration),
              fmt_ci(m.composite), _truncated(m)] for m in doc.models]
     tables = [Table(title=f"EHQ per model (judge {doc.judge}; human reference = resolved labels of the sample)",
-                    header=["model", "labels", "N", "EHQ1", "EHQ2", "EHQ3", "|S_m|", "EHQ", "truncated"], rows=rows,
-                    note="EHQ3 and the composite are undefined (--) without substantive answers with a confidence.")]
+                    header=["model", "labels", "N", "EHQ1", "EHQ2", "EHQ3", "|S_m|", "EHQ", "truncated (EHQ1/2, EHQ3)"],
+                    rows=rows,
+                    note="EHQ3 and the composite are undefined (--) without substantive answers with a confidence. "
+                         "Truncated: flagged records / the component's denominator (samples.truncation, EHQ 5.2).")]
+    sensitivity = [[m.model, m.labels, name.upper() if name != "composite" else "EHQ", fmt(getattr(m, name).statistic),
+                    *(fmt(m.truncation_bounds[name][r]) for r in _READINGS),
+                    _range(m.truncation_bounds[name])]
+                   for m in doc.models if m.truncation_bounds for name in m.truncation_bounds]
+    if sensitivity:
+        tables.append(Table(title="Truncation sensitivity: each score with the flagged responses read otherwise",
+                            header=["model", "labels", "score", "published", "flagged dropped",
+                                    "flagged CONFIDENT_WRONG as HEDGE", "flagged as CONFIDENT_WRONG",
+                                    "flagged as ABSTAIN", "range"], rows=sensitivity,
+                            note="The first two are EHQ's bounds (section 5.2), the next two the extremes; the range "
+                                 "is undefined (--) when a reading leaves the score undefined."))
     rerank_rows = [[name, str(r.get("n_models")), fmt(r.get("pearson")), fmt(r.get("spearman")),
                     "--" if r.get("max_rank_shift") is None else str(r["max_rank_shift"]), r.get("undefined_reason") or ""]
                    for name, r in doc.reranking.items()]

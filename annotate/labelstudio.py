@@ -226,7 +226,8 @@ def display_payload(task: BlindTask) -> str:
     view = get_kind(task.kind).annotator_view(task)
     blocks = []  # the labeling config's own Header says what to read (view.caption is the coding app's)
     for section in view.sections:
-        style = "border-left:4px solid #d97706;background:#fff7e6" if section.focus else "border-left:4px solid #cbd5e1"
+        style = ("border-left:4px solid #b91c1c;background:#fef2f2" if section.notice
+                 else "border-left:4px solid #d97706;background:#fff7e6" if section.focus else "border-left:4px solid #cbd5e1")
         marker = '<div style="font-weight:bold;color:#b45309">Label this turn</div>' if section.focus else ""
         heading = f'<div style="font-weight:bold">{html.escape(section.heading)}</div>' if section.heading and not section.focus else ""
         blocks.append(
@@ -720,7 +721,8 @@ class LabelStudioBackend:
         return True
 
     def _import(self, owner: _Server, annotator: str, kind: str, project: ProjectState, tasks: Sequence[BlindTask]) -> None:
-        payload = [{"data": {"task_id": task.task_id, "display": display_payload(task)}} for task in tasks]
+        payload = [{"data": {"task_id": task.task_id, "display": display_payload(task),
+                             **({"truncated": task.truncation} if task.truncation else {})}} for task in tasks]
         response = owner.call(
             f"importing {len(tasks)} task(s) into project {project.project_id} of annotator {annotator!r} ({kind})",
             owner.client.projects.import_tasks,

@@ -622,7 +622,9 @@ def _ehq_run(ctx: Context) -> Outcome:
     with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
         document = EhqDocument.model_validate(get_stage("ehq").run(ctx.layout, ctx.study.ehq).document)
     return Outcome(summary={"models": len({m.model for m in document.models}),
-                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift")})
+                            "max_rank_shift": document.reranking.get("ehq1", {}).get("max_rank_shift"),
+                            "truncated": sum(m.n_truncated for m in document.models if m.labels == "judge"),
+                            "kappa": {k: v.get("cohen_kappa") for k, v in document.agreement.items()}})
 
 
 def _asa_run(ctx: Context) -> Outcome:

@@ -185,7 +185,9 @@ def task_html(task: BlindTask) -> str:
     for section in view.sections:
         if section.turn is None:
             title = f"<p><strong>{html.escape(section.heading)}</strong></p>" if section.heading else ""
-            parts.append(f'<div class="accord-box{" accord-focus" if section.focus else ""}">{title}'
+            box = ('class="accord-box accord-notice" role="alert"' if section.notice
+                   else f'class="accord-box{" accord-focus" if section.focus else ""}"')
+            parts.append(f'<div {box}>{title}'
                          f'<div class="accord-text">{html.escape(section.text)}</div></div>')
             continue
         title = (f'<p class="accord-labelling"><strong>{html.escape(section.heading)}</strong></p>'

@@ -194,7 +194,7 @@ def blind(units: Sequence[SampledUnit], *, annotators: Sequence[str], salt: byte
                                "kept": [[h.category, h.matched, h.term, h.kept] for h in found if h.kept is not None]})
             leaks += [f"task {tid} (unit {unit.unit_id}) {where}: {leak}" for leak in detector.find(clean)]
         tasks.append(BlindTask(task_id=tid, kind=unit.kind, text=text, turns=turns, focus_turn=unit.focus_turn,
-                               question=question, gold_answers=gold))
+                               question=question, gold_answers=gold, truncation=unit.truncation))
         key.append(KeyEntry(task_id=tid, unit_id=unit.unit_id, trajectory_id=unit.trajectory_id, kind=unit.kind,
                             strata=unit.strata, stratum=unit.stratum, inclusion_prob=unit.inclusion_prob))
     ids = [t.task_id for t in tasks]

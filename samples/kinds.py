@@ -41,6 +41,7 @@ class Shown(Protocol):
     focus_turn: int | None
     question: str | None
     gold_answers: list[str] | None
+    truncation: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +53,8 @@ class Section:
     focus: bool = False
     turn: int | None = None
     """The turn number when the section is one numbered turn (a backend may draw an index of them)."""
+    notice: bool = False
+    """A warning about the unit itself (a truncated response), drawn apart from the text to code."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +78,8 @@ class Source:
     final: Mapping[str, Any] | None
     final_text: str
     truncated: bool
+    cut_off: str | None = None
+    """Why the final answer counts as cut off (``samples.truncation``), or None."""
 
     def no_final(self) -> str | None:
         """Why a kind cut from the final answer gets no unit, or None when there is one."""
@@ -369,14 +374,21 @@ class Response(_Kind):
         if source.turns:
             return "multi-turn (a response unit is single-turn)"
         return [{"text": source.final_text, "question": source.question or None,
-                 "gold_answers": list(dict.fromkeys(source.references)) or None}]  # an alias repeated once
+                 "gold_answers": list(dict.fromkeys(source.references)) or None,  # an alias repeated once
+                 "truncation": source.cut_off}]
 
     def judge_fields(self, unit: Shown) -> dict[str, str]:
+        """The default message leaves the truncation flag out, as EHQ's classifier reads the response alone;
+        a prompt may add it with ``{truncation}`` (empty when the response was not cut off)."""
         return {"text": unit.text, "response": unit.text, "question": unit.question or "",
-                "gold_answers": numbered_list(unit.gold_answers or [])}
+                "gold_answers": numbered_list(unit.gold_answers or []),
+                "truncation": truncation_notice(unit.truncation) if unit.truncation else ""}
 
     def annotator_view(self, task: Shown) -> AnnotatorView:
         sections = []
+        if task.truncation:
+            sections.append(Section(heading="This response was truncated", text=truncation_notice(task.truncation),
+                                    notice=True))
         if task.question:
             sections.append(Section(heading="Question", text=task.question))
         if task.gold_answers:
@@ -432,6 +444,11 @@ ASA_QUESTIONS: dict[str, str] = {
 }
 
 
+def truncation_notice(reason: str) -> str:
+    """The same sentence for people and for a judge prompt that asks for it."""
+    return f"This response was cut off before it finished: {reason}."
+
+
 def correctness_text(references: Sequence[str], prediction: str) -> str:
     return f"Reference answers:\n{numbered_list(references)}\n\nPredicted answer:\n{prediction}"
 
@@ -450,7 +467,7 @@ for _spec in (
                                   "the turns before it are its context."),
     EscalateFinal(name="escalate_final", scheme="escalate", caption="The agent's final message to the user."),
     Correctness(name="correctness", scheme="correctness"),
-    Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers"),
+    Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers", "truncation"),
              default_template="{response}"),
     *(AsaMilestone(name=f"asa_m{i}", scheme="milestone", milestone=m, question=ASA_QUESTIONS[m],
                    codebook="milestone",

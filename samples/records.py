@@ -102,6 +102,9 @@ class Unit(_Record):
         default=None, exclude_if=_is_none,
         description="response: the gold answer and its aliases, shown to coders (EHQ codebook: compare with it).",
     )
+    truncation: str | None = Field(
+        default=None, exclude_if=_is_none,
+        description="response: why it counts as cut off (samples.truncation, EHQ section 5.2); coders are told.")
 
 
 class SampledUnit(Unit):
@@ -117,6 +120,8 @@ class BlindTask(_Record):
     focus_turn: int | None = Field(default=None, description="identify_turn: the turn being labelled.")
     question: str | None = Field(default=None, exclude_if=_is_none, description="response: the scrubbed question.")
     gold_answers: list[str] | None = Field(default=None, exclude_if=_is_none, description="response: the scrubbed gold answers.")
+    truncation: str | None = Field(default=None, exclude_if=_is_none,
+                                   description="response: why it counts as cut off; shown as a notice.")
 
 
 class KeyEntry(_Record):

@@ -49,6 +49,7 @@ from typing import Any
 from samples.canonical import canonical_json
 from samples.kinds import Source, get_kind
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
+from samples.truncation import truncation_reason
 
 NON_AGENT_ROLES = frozenset({"user", "system", "tool"})
 _JSON = json.JSONEncoder(ensure_ascii=False).encode
@@ -146,7 +147,7 @@ class Skip:
 _REFERENCE_KEYS = ("mistake_step", "mistake_agent", "votes", "is_correct", "reward", "ehq_item", "asa")
 
 
-_SHOWN_IF_SET = ("question", "gold_answers")
+_SHOWN_IF_SET = ("question", "gold_answers", "truncation")
 
 
 def cut_units(trajectory: Trajectory, kinds: Iterable[str] = UNIT_KINDS, *,
@@ -179,7 +180,9 @@ def unit_rows(trajectory: Mapping[str, Any], kinds: Iterable[str] = UNIT_KINDS, 
     final = next((s for s in reversed(all_steps) if s["is_final"]), None)
     source = Source(trajectory_id=tid, question=trajectory["question"], references=references, labels=labels,
                     steps=steps, turns=[_render(i, s) for i, s in enumerate(steps)], final=final,
-                    final_text=strip_think(final["text"]) if final is not None else "", truncated=trajectory["truncated"])
+                    final_text=(final_text := strip_think(final["text"]) if final is not None else ""),
+                    truncated=trajectory["truncated"],
+                    cut_off=truncation_reason(final_text, metadata) if final_text else None)
     units: list[dict[str, Any]] = []
     skips: list[Skip] = []
     for kind in kinds:

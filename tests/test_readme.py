@@ -218,3 +218,65 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
         # A block that failed half way must not leave a local model server behind.
         subprocess.run([str(mirror / ".venv" / "bin" / "accord"), "judges", "stop"], cwd=mirror, env=env,
                        capture_output=True, text=True, timeout=120)
+
+
+# -- the seed-paper table ---------------------------------------------------------------------
+
+_SEED_TABLE = re.compile(r"<!-- seed-table -->\n(.*?)<!-- /seed-table -->", re.S)
+# A figure: a percentage, a fraction, a signed number or a decimal, not part of a name ("Table 2", "D.2").
+_SEED_FIGURE = re.compile(r"(?<![\w.])(?:[+-]?\d*\.?\d+%|\d+/\d+|[+-]\d*\.?\d+|\d*\.\d+)")
+_TICKS = re.compile(r"`([^`]*)`")
+SEED_COMMANDS = {"Aggarwal (seed 004)": "accord run data/studies/aggarwal/study.toml"}
+"""Rows whose second column quotes figures, and the command whose output tests/real/test_readme_seed_table.py
+compares them with. A row that starts quoting figures adds its command here and its check there."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedRow:
+    paper: str
+    seeds: tuple[str, ...]
+    reproduced: str
+    command: str
+    not_reproducible: str
+
+    def quoted(self) -> list[str]:
+        """The second column's backticked spans that hold a figure: each must be printed by the command."""
+        return [span for span in _TICKS.findall(self.reproduced) if _SEED_FIGURE.search(span)]
+
+
+def seed_rows() -> list[SeedRow]:
+    (table,) = _SEED_TABLE.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    rows = []
+    for line in table.strip().splitlines()[2:]:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        assert len(cells) == 4, f"README seed table row has {len(cells)} cells, expected 4: {line}"
+        paper, reproduced, command, missing = cells
+        seeds = tuple(re.findall(r"\d{3}", paper.partition("(")[2]))
+        assert seeds, f"README seed table: no seed number in {paper!r}"
+        rows.append(SeedRow(paper=paper, seeds=seeds, reproduced=reproduced, command=command.strip("`"),
+                            not_reproducible=missing))
+    return rows
+
+
+def test_seed_table_covers_the_five_seeds_and_quotes_only_checked_figures() -> None:
+    rows = seed_rows()
+    assert sorted(s for r in rows for s in r.seeds) == ["000", "001", "002", "003", "004"]
+    for row in rows:
+        outside = _SEED_FIGURE.findall(_TICKS.sub("", row.reproduced))
+        assert not outside, f"{row.paper}: figures {outside} outside a quoted command output"
+        if row.paper in SEED_COMMANDS:
+            assert row.command == SEED_COMMANDS[row.paper] and len(row.quoted()) >= 3
+        else:
+            assert not row.quoted(), f"{row.paper}: quotes {row.quoted()}; add its command to SEED_COMMANDS"
+
+
+def test_seed_table_quotes_each_paper_as_it_states_it(shared: Path) -> None:
+    """Every figure in the last column appears in the seed paper's own text (shared/seeds)."""
+    seeds = shared / "seeds"
+    for row in seed_rows():
+        text = " ".join(p.read_text(encoding="utf-8") for s in row.seeds for p in seeds.glob(f"{s}_*.txt"))
+        assert text, f"{row.paper}: seed text not found under {seeds}"
+        text = text.replace("\\%", "%")
+        figures = _SEED_FIGURE.findall(row.not_reproducible)
+        missing = [f for f in figures if f not in text]
+        assert not missing, f"{row.paper}: {missing} is not in the paper's text"

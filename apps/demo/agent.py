@@ -272,16 +272,31 @@ def ehq_inference_settings() -> dict[str, Any]:
 
 
 async def _answer_one(client: _Client, model: DemoModel, item: DemoItem) -> dict[str, Any]:
-    from ehq.prompts import ANSWER_PROMPT_VERSION, build_answer_prompt
+    """The answer, then (EHQ section 3: a second call) the model's 0-100 confidence in it, as raw text: the EHQ stage
+    parses it with the package's parser and leaves an unparseable one out of EHQ3 (never imputed)."""
+    from ehq.prompts import (
+        ANSWER_PROMPT_VERSION,
+        CONFIDENCE_PROMPT_VERSION,
+        CONFIDENCE_SYSTEM_PROMPT,
+        build_answer_prompt,
+        build_confidence_prompt,
+    )
 
     prompt = build_answer_prompt(item.ehq_item)
     messages = [{"role": "system", "content": ehq_inference_settings()["system_prompt"]}, {"role": "user", "content": prompt}]
     text, complete = await client.chat(model.name, messages, max_tokens=client.config.max_tokens)
+    answer = text.strip() or None
+    confidence = None
+    if answer is not None:
+        asked = [{"role": "system", "content": CONFIDENCE_SYSTEM_PROMPT},
+                 {"role": "user", "content": build_confidence_prompt(prompt, answer)}]
+        confidence, _ = await client.chat(model.name, asked, max_tokens=client.config.max_tokens)
     return {
         "model": model.backbone, "item_id": item.question_id, "category": item.category,
         "subcategory": item.subcategory, "question": item.question,
         "reference": [a for a in [item.ehq_item.get("correct_answer"), *item.ehq_item.get("acceptable_answers", [])] if a],
-        "response": text.strip() or None, "finish_reason": "stop" if complete else "length",
+        "response": answer, "finish_reason": "stop" if complete else "length",
+        "confidence": confidence, "confidence_prompt_version": CONFIDENCE_PROMPT_VERSION,
         "ehq_item": item.ehq_item, "prompt_version": ANSWER_PROMPT_VERSION, "server_model": model.name,
         "max_tokens": client.config.max_tokens, "seed": client.config.seed, "dataset": DATASET,
     }

@@ -82,11 +82,13 @@ def test_output_bytes_match_the_model_path_of_before(tmp_path: Path) -> None:
         result = ingest([source], study, adapter="ise", skip_bad=True, metadata_strata=["category"], workers=workers)
         units = (study / "units.jsonl").read_bytes().splitlines(keepends=True)
         rows = [json.loads(line) for line in units]
-        # Response rows carry the fields Unit gained (question, gold_answers: shown to coders); without them
-        # each row re-encodes (compact JSON, field order) to the previous implementation's bytes.
+        # Response rows carry the fields Unit gained (question, gold_answers, truncation: shown to coders);
+        # without them each row re-encodes (compact JSON, field order) to the previous implementation's bytes.
+        added = ("question", "gold_answers", "truncation")
         assert any("question" in r for r in rows if r["kind"] == "response")
-        assert not any("question" in r or "gold_answers" in r for r in rows if r["kind"] != "response")
-        before = b"".join((json.dumps({k: v for k, v in r.items() if k not in ("question", "gold_answers")},
+        assert any("truncation" in r for r in rows if r["kind"] == "response")
+        assert not any(set(added) & set(r) for r in rows if r["kind"] != "response")
+        before = b"".join((json.dumps({k: v for k, v in r.items() if k not in added},
                                       ensure_ascii=False, separators=(",", ":")) + "\n").encode() for r in rows)
         digests = {"trajectories.jsonl": hashlib.sha256((study / "trajectories.jsonl").read_bytes()).hexdigest(),
                    "units.jsonl": hashlib.sha256(before).hexdigest()}
