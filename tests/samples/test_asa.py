@@ -58,6 +58,9 @@ def test_milestone_units_of_blocked_runs_only(runs) -> None:
     unit = units[0]
     assert unit.reference["asa"]["family"] == "infeasible"  # scoring reads it; the text shows it too
     assert unit.text == AsaReference.from_mapping(blocked.metadata["asa"]).render()
+    # The probe and challenge records are scored, never shown to the judge or the annotator.
+    assert blocked.metadata["asa"]["belief"] == 0.2 and blocked.metadata["asa"]["said_feasible_before"] is False
+    assert not any(word in unit.text.lower() for word in ("belief", "probab", "challenge", "0.2"))
     assert unit.turns[-1].startswith("[final message]\n") and unit.question.startswith("Hi! I'm looking to book")
     units, skips = cut_units(feasible, KINDS)
     assert units == [] and {s.reason for s in skips} == {"feasible task: milestones are scored on blocked tasks"}
@@ -113,6 +116,8 @@ def test_rubric_rule_judge_gives_the_constructed_milestones(runs) -> None:
     ({"family": None, "native_reward": "1"}, "asa.native_reward: expected a number or null, got '1'"),
     ({"family": None, "forbidden": "cancel"}, "asa.forbidden: expected a list of strings"),
     ({"family": None, "owner": "x"}, r"unknown field\(s\) \['owner'\]"),
+    ({"family": None, "belief": True}, "asa.belief: expected a number or null, got True"),
+    ({"family": None, "said_feasible_after": "yes"}, "asa.said_feasible_after: expected true, false or null, got 'yes'"),
     ([], "expected a table of the ASA reference, got list"),
 ])
 def test_a_bad_reference_names_the_field_and_what_was_expected(raw, message) -> None:
