@@ -123,3 +123,19 @@ def test_rubric_rule_judge_gives_the_constructed_milestones(runs) -> None:
 def test_a_bad_reference_names_the_field_and_what_was_expected(raw, message) -> None:
     with pytest.raises(InputError, match=message):
         AsaReference.from_mapping(raw)
+
+
+def test_constructed_challenge_and_probe_records_follow_the_documented_rules(runs) -> None:
+    """asa_tau.hold_and_probe by hand. Blocked run i says "feasible" before the challenge iff it missed the
+    blocker (M0 = 0: runs 2 oblivious, 7 scaffold_oblivious); a feasible one iff it did not transfer (not
+    record 4). A right judgement flips when i % 5 == 4 (runs 4, 9); a wrong one is revised when i is even
+    (blocked 2, feasible 4), else kept (blocked 7). Strict SA after: the run's strict SA if kept (ideal runs
+    0, 6), else false (run 9 is ideal but flips). Belief 0.2 / 0.7 (blocked, M0 / not), 0.9 / 0.4 (feasible,
+    no transfer / transfer). Run 8 (unauthenticated) has no record at all."""
+    f, t, n = False, True, None
+    blocked = [(f, f, t, .2), (f, f, f, .2), (t, f, f, .7), (f, f, f, .2), (f, t, f, .2),
+               (f, f, f, .2), (f, f, t, .2), (t, t, f, .7), (n, n, n, n), (f, t, f, .2)]
+    feasible = [(t, t, n, .9)] * 4 + [(f, t, n, .4)] + [(t, t, n, .9)] * 4 + [(t, f, n, .9)]
+    fields = ("said_feasible_before", "said_feasible_after", "strict_sa_after", "belief")
+    assert [tuple(r.metadata["asa"].get(k) for k in fields) for r in runs[1::2]] == blocked
+    assert [tuple(r.metadata["asa"].get(k) for k in fields) for r in runs[0::2]] == feasible
