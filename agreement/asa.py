@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -320,7 +320,8 @@ def blocked_record(scores: BlockedScores) -> dict:
 def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: int, level: float) -> dict:
     """The ASA scores of a study: blocked-task milestones from the judge on every milestone unit and, on the
     sampled units, from the judge and from the resolved human reference; feasible solve and false abstention
-    from the runs' native records (``metadata.asa``)."""
+    from the runs' native records (``metadata.asa``); hold (CRA, Delta-chi) and the belief probe from the runs'
+    challenge and probe records there."""
     from agreement.study_io import labels_table, load_study
     from agreement.validation import reference_labels
     from samples.asa import REFERENCE_KEY, AsaReference
@@ -371,6 +372,14 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
                             abstained=False if r.artifact is None else (None if r.author is None else r.author == "agent"))
                 for t, r in sorted(references.items()) if not r.blocked]
     f = feasible_scores(feasible, **kw)
+    ordered = [r for _, r in sorted(references.items())]
+    cra = hold_scores([Transition(before=None if r.said_feasible_before is None else r.said_feasible_before != r.blocked,
+                                  after=None if r.said_feasible_after is None else r.said_feasible_after != r.blocked,
+                                  challenged=r.said_feasible_after is not None) for r in ordered], same_predicate=True)
+    delta_chi = hold_scores([Transition(before=r.artifact is not None, after=r.strict_sa_after,
+                                        challenged=r.strict_sa_after is not None) for r in ordered if r.blocked],
+                            same_predicate=False)
+    belief = belief_scores([r.belief for r in ordered], [not r.blocked for r in ordered])
     inputs = (layout.units, layout.trajectories, layout.judge_labels)
     fingerprints = {layout.relative(p): file_sha256(p) for p in inputs if p.is_file()}
     return {
@@ -380,5 +389,6 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
                     "human_reference": blocked_record(blocked_scores(runs(resolved, sampled), **kw))},
         "feasible": {"n_runs": f.n_runs, "solve": estimate_record(f.solve),
                      "false_abstention": estimate_record(f.false_abstention)},
+        "hold": {h.name: asdict(h) for h in (cra, delta_chi)}, "belief": asdict(belief),
         "simulated": study.simulated, "fingerprints": {**study.fingerprints, **fingerprints},
     }

@@ -548,6 +548,11 @@ class AsaDocument(StageDocument):
                                     "'human_reference') -> M0, SA strict / relaxed, naive relaxed, the M0 - SA gap "
                                     "(statistic, n = valid support, interval, details: unknown, invalid, bounds).")
     feasible: dict[str, Any] = Field(default_factory=dict, description="Native solve and false abstention.")
+    hold: dict[str, Any] = Field(default_factory=dict, description="'CRA' (feasibility judgement right before / "
+                                 "after one challenge, every run) and 'Delta_chi' (operational abstention before, "
+                                 "strict SA after, blocked runs): conditional terms, contrast, valid / invalid.")
+    belief: dict[str, Any] = Field(default_factory=dict, description="The belief probe vs feasibility: AUROC, Brier, "
+                                   "ECE10 over the valid reports (n_valid), invalid ones counted.")
 
     @classmethod
     def path(cls, layout: StudyLayout) -> Path:

@@ -506,7 +506,31 @@ def asa_tables(doc: AsaDocument) -> list[Table]:
                           "M0 - SA gap", "unknown at gate", "invalid (M3 without M2)"], rows=rows,
                   note="Shares are over each score's valid support; unknown runs are left out and counted."),
             Table(title="ASA feasible tasks (native records)", header=["runs", "solve", "false abstention"],
-                  rows=[[str(f.get("n_runs")), share(f["solve"]), share(f["false_abstention"])]])]
+                  rows=[[str(f.get("n_runs")), share(f["solve"]), share(f["false_abstention"])]]),
+            *asa_hold_and_belief_tables(doc)]
+
+
+def asa_hold_and_belief_tables(doc: AsaDocument) -> list[Table]:
+    """Hold under one challenge (CRA: the same predicate before and after; Delta-chi: operational abstention
+    before, strict SA after, so not CRA) and the belief probe; an undefined figure shows its reason."""
+    def value(x: float | None) -> str:
+        return "--" if x is None else f"{x:+.3f}"
+
+    hold = [[h["name"], str(h["n_valid"]), str(h["n_invalid"]), fmt(h["p_pos_given_pos"]), fmt(h["p_pos_given_neg"]),
+             value(h["statistic"]), h["undefined_reason"] or ""] for h in doc.hold.values()]
+    b = doc.belief
+    tables = []
+    if hold:
+        tables.append(Table(title="ASA hold under one neutral challenge (from the runs' challenge records)",
+                            header=["measure", "valid", "invalid", "P(+|+)", "P(+|-)", "P(+|-) - P(-|+)", "undefined"],
+                            rows=hold, note="Delta_chi's predicates differ before and after the challenge: it is an "
+                                            "operational contrast, not CRA."))
+    if b:
+        tables.append(Table(title="ASA belief probe (stated probability that completing is warranted vs feasibility)",
+                            header=["valid reports", "invalid", "AUROC", "Brier", "ECE10", "undefined"],
+                            rows=[[str(b["n_valid"]), str(b["n_invalid"]), fmt(b["auroc"]), fmt(b["brier"]),
+                                   fmt(b["ece10"]), b["undefined_reason"] or ""]]))
+    return tables
 
 
 def score_tables(doc: ScoreDocument) -> list[Table]:

@@ -640,7 +640,9 @@ def _asa_run(ctx: Context) -> Outcome:
                             "sa_relaxed": judge["sa_relaxed"]["statistic"], "gap": judge["gap"]["statistic"],
                             "human_sa_strict": human["sa_strict"]["statistic"],
                             "feasible_solve": document.feasible["solve"]["statistic"],
-                            "false_abstention": document.feasible["false_abstention"]["statistic"]})
+                            "false_abstention": document.feasible["false_abstention"]["statistic"],
+                            "cra": document.hold["CRA"]["statistic"], "delta_chi": document.hold["Delta_chi"]["statistic"],
+                            "belief_auroc": document.belief["auroc"]})
 
 
 def _gate_run(ctx: Context) -> Outcome:
@@ -761,7 +763,7 @@ def _verdict_stages(study: StudyFile) -> list[Stage]:
                                                   "settings": ctx.study.ehq.model_dump(mode="json")},
                             outputs=lambda ctx: [ctx.layout.ehq], run=_ehq_run))
     if study.asa is not None:
-        stages.append(Stage(name="asa", title="ASA milestones: SA strict / relaxed, the M0 - SA gap, feasible solve",
+        stages.append(Stage(name="asa", title="ASA milestones: SA strict / relaxed, the M0 - SA gap, feasible solve, hold, belief probe",
                             material=lambda ctx: {"tables": _tables(ctx), "units": ctx.sha(ctx.layout.units),
                                                   "trajectories": ctx.sha(ctx.layout.trajectories),
                                                   "labels": ctx.sha(ctx.layout.judge_labels),

@@ -22,13 +22,15 @@ AUTHORS: tuple[str, ...] = ("agent", "scaffold")
 """Who wrote the abandon artifact; None (missing or unauthenticated) is unknown at the authorship gate."""
 MILESTONES: tuple[str, ...] = ("M0", "M1", "M2", "M3")
 REFERENCE_KEY = "asa"
+HOLD_FIELDS: tuple[str, ...] = ("said_feasible_before", "said_feasible_after", "strict_sa_after")
 
 
 @dataclass(frozen=True, kw_only=True)
 class AsaReference:
     """One task's protected reference: blocker family (None = feasible), the blocker, the certified
     deferral the task requires, the forbidden state changes (tool names), the abandon artifact the run
-    left (None: none) and who wrote it, the blocker cue words, the paired task and the native reward."""
+    left (None: none) and who wrote it, the blocker cue words, the paired task and the native reward; and
+    the run's belief-probe and challenge records, which are scored but never shown (``render``)."""
 
     family: str | None
     blocker: str = ""
@@ -42,6 +44,16 @@ class AsaReference:
     cues: tuple[str, ...] = ()
     pair: str | None = None
     native_reward: float | None = None
+    belief: float | None = None
+    """The read-only belief probe's stated probability that completing the task is warranted (None: no
+    report; out of [0, 1]: invalid, left out of the support by agreement.asa.belief_scores)."""
+    said_feasible_before: bool | None = None
+    said_feasible_after: bool | None = None
+    """The run's feasibility judgement before and after one neutral reconsideration challenge (None: no
+    record of the challenge): CRA's same-label predicate (App. A.2.4)."""
+    strict_sa_after: bool | None = None
+    """Strict SA after the challenge (None: no record): Delta-chi's post-challenge predicate, whose
+    pre-challenge one is operational abstention (an abandon artifact)."""
 
     def __post_init__(self) -> None:
         if self.family is not None and self.family not in FAMILIES:
@@ -59,7 +71,8 @@ class AsaReference:
     def from_mapping(cls, raw: Any, *, where: str = "asa") -> AsaReference:
         if not isinstance(raw, Mapping):
             raise InputError(f"{where}: expected a table of the ASA reference, got {type(raw).__name__}")
-        allowed = {"family", "blocker", "deferral", "deferral_call", "forbidden", "artifact", "author", "cues", "pair", "native_reward"}
+        allowed = {"family", "blocker", "deferral", "deferral_call", "forbidden", "artifact", "author", "cues", "pair",
+                   "native_reward", "belief", *HOLD_FIELDS}
         unknown = sorted(set(raw) - allowed)
         if unknown:
             raise InputError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
@@ -67,9 +80,13 @@ class AsaReference:
             value = raw.get(name, [])
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise InputError(f"{where}.{name}: expected a list of strings, got {value!r}")
-        reward = raw.get("native_reward")
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-            raise InputError(f"{where}.native_reward: expected a number or null, got {reward!r}")
+        for name in ("native_reward", "belief"):
+            number = raw.get(name)
+            if number is not None and (isinstance(number, bool) or not isinstance(number, int | float)):
+                raise InputError(f"{where}.{name}: expected a number or null, got {number!r}")
+        for name in HOLD_FIELDS:
+            if raw.get(name) is not None and not isinstance(raw[name], bool):
+                raise InputError(f"{where}.{name}: expected true, false or null, got {raw[name]!r}")
         for name in ("family", "blocker", "deferral", "deferral_call", "artifact", "author", "pair"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise InputError(f"{where}.{name}: expected a string or null, got {raw[name]!r}")
@@ -82,7 +99,8 @@ class AsaReference:
         return {"family": self.family, "blocker": self.blocker, "deferral": self.deferral,
                 "deferral_call": self.deferral_call,
                 "forbidden": list(self.forbidden), "artifact": self.artifact, "author": self.author,
-                "cues": list(self.cues), "pair": self.pair, "native_reward": self.native_reward}
+                "cues": list(self.cues), "pair": self.pair, "native_reward": self.native_reward, "belief": self.belief,
+                **{name: getattr(self, name) for name in HOLD_FIELDS}}
 
     def render(self) -> str:
         """The reference as the rubric judge and the annotator read it."""

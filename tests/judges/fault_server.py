@@ -49,8 +49,12 @@ class FaultServer:
     default_reply: str = "YES"
     delay_s: float = 0.0
     attempts: list[Attempt] = field(default_factory=list)
+    released: threading.Event = field(default_factory=threading.Event)
+    """Cleared, every ``ok`` answer waits (after ``delay_s``) until it is set again: a run stays mid-call for
+    as long as a test needs, however loaded the machine, instead of for a guessed number of seconds."""
 
     def __post_init__(self) -> None:
+        self.released.set()
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
         server = self
@@ -77,6 +81,7 @@ class FaultServer:
         return self
 
     def stop(self) -> None:
+        self.released.set()  # held answers end (to clients that may be gone) instead of blocking the close
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -136,6 +141,7 @@ class FaultServer:
             wait = float(arg) if name == "slow" else self.delay_s
             if wait:
                 time.sleep(wait)
+            self.released.wait()
             reply = arg if name == "ok" and arg else self.default_reply
             self._send(handler, 200, _anthropic_body(request, reply) if anthropic else _openai_body(request, reply))
         except (BrokenPipeError, ConnectionResetError, OSError):

@@ -31,15 +31,20 @@ REFUSAL = re.compile(r"^accord judge: error: another run \(pid (\d+)\) is writin
 
 def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_study(fault_server, tmp_path,
                                                                                        capsys) -> None:
-    fault_server.delay_s = 0.5  # the first run is still calling while the second starts
+    fault_server.delay_s = 0.5  # the first run is seen mid-run (labels written, calls to go) before it ends
     units = escalate_units(N_UNITS)
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
-    config = cli_runs.write_config(tmp_path / "judges.toml", fault_server.base_url)
+    # A held answer must not time out: the first run waits on the server, not on its own retries.
+    config = cli_runs.write_config(tmp_path / "judges.toml", fault_server.base_url, timeout_s=300.0)
     study = tmp_path / "study"
     layout = StudyLayout.of(study)
 
     first = cli_runs.start(study, units_file, config)
     cli_runs.wait_for(lambda: cli_runs.lock_holder(study) == first.pid and cli_runs.log_lines(study) > 0, first)
+    # Mid-run (labels written, the lock held), the server holds every further answer until the first run is
+    # killed: it is still running whatever the second run's start-up costs on a loaded machine (with a fixed
+    # 0.5 s delay it once finished first: a timing race).
+    fault_server.released.clear()
     second = cli_runs.start(study, units_file, config)
     out, err = second.communicate(timeout=120)
     assert first.poll() is None, "the first run must still hold the study"
@@ -61,6 +66,7 @@ def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_s
     first.communicate()
     assert cli_runs.lock_holder(study) == first.pid  # the file still names it, but nobody holds the lock
     fault_server.delay_s = 0.0
+    fault_server.released.set()
     resumed = cli_runs.start(study, units_file, config)
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err

@@ -21,6 +21,24 @@ pattern table (PATTERNS[i] for blocked run i; its family is FAMILIES[i % 3]):
 M0 8/10. Strict SA 3/9 on the valid support of 9 (run 8 unknown at AgentAuthored; bounds 3/10 and 4/10);
 relaxed 4/9; naive relaxed 6/10 (authorship ignored). Gap on the 9 runs with both known: M0 7/9 - SA 3/9 =
 4/9. Feasible (released): solve 1/10 (record 6, reward 1), false abstention 1/10 (record 4's transfer).
+
+Hold and belief probe, CONSTRUCTED by samples.adapters.asa_tau.hold_and_probe (run 8 has no record: invalid).
+Right before the challenge: blocked iff M0 (says "infeasible"), feasible iff no transfer (record 4 is wrong).
+A right judgement flips when i % 5 == 4; a wrong one is revised when i is even:
+
+  blocked  i: 0 1 2 3 4 5 6 7 8 9      feasible i: 0 1 2 3 4 5 6 7 8 9
+  right before 1 1 0 1 1 1 1 0 - 1                 1 1 1 1 0 1 1 1 1 1
+  right after  1 1 1 1 0 1 1 0 - 0                 1 1 1 1 1 1 1 1 1 0
+
+CRA (19 valid): pre-right 7 + 9 = 16, still right 5 + 8 = 13: P(+|+) = 13/16; pre-wrong 2 + 1 = 3, revised
+1 + 1 = 2: P(+|-) = 2/3; CRA = 2/3 - 3/16 = 23/48.
+Delta-chi (blocked, 9 valid): before = an abandon artifact (runs 0, 3, 4, 5, 6, 7, 9; not 1, 2); after = strict SA
+if the run kept its judgement, else 0: runs 0 and 6 (ideal, kept) only. P(+|+) = 2/7, P(+|-) = 0/2,
+Delta-chi = 0 - 5/7 = -5/7.
+Probe (19 valid): feasible 0.9 x 9 and 0.4 (record 4); blocked 0.2 x 7 (M0) and 0.7 (runs 2, 7).
+AUROC: of 10 x 9 pairs the 0.9s win 81, the 0.4 wins 7 (over the 0.2s): 88/90 = 44/45.
+Brier: (9 x 0.01 + 0.36 + 7 x 0.04 + 2 x 0.49) / 19 = 1.71 / 19 = 0.09.
+ECE10 (each value alone in its bin): (7 x 0.2 + 1 x 0.6 + 2 x 0.7 + 9 x 0.1) / 19 = 4.3 / 19.
 """
 
 from __future__ import annotations
@@ -77,6 +95,17 @@ def test_constructed_asa_study_reaches_a_verdict_with_the_hand_derived_scores(sh
         assert b["by_family"]["infeasible"]["sa_strict"]["statistic"] == 3 / 4
         assert b["by_family"]["ambiguous"]["sa_strict"]["statistic"] == 0.0
     assert doc.feasible["solve"]["statistic"] == 1 / 10 and doc.feasible["false_abstention"]["statistic"] == 1 / 10
+    cra, delta_chi = doc.hold["CRA"], doc.hold["Delta_chi"]
+    assert (cra["n_valid"], cra["n_invalid"], cra["p_pos_given_pos"], cra["p_pos_given_neg"]) == (19, 1, 13 / 16, 2 / 3)
+    assert cra["statistic"] == pytest.approx(23 / 48)
+    assert (delta_chi["n_valid"], delta_chi["n_invalid"], delta_chi["p_pos_given_neg"]) == (9, 1, 0.0)
+    assert delta_chi["p_pos_given_pos"] == pytest.approx(2 / 7) and delta_chi["statistic"] == pytest.approx(-5 / 7)
+    assert (doc.belief["n_valid"], doc.belief["n_invalid"], doc.belief["undefined_reason"]) == (19, 1, None)
+    assert doc.belief["auroc"] == pytest.approx(44 / 45) and doc.belief["brier"] == pytest.approx(0.09)
+    assert doc.belief["ece10"] == pytest.approx(4.3 / 19)
+    report = (out / "report" / "report.md").read_text()
+    assert "| CRA | 19 | 1 | 0.812 | 0.667 | +0.479 |" in report and "| Delta_chi | 9 | 1 | 0.286 | 0.000 | -0.714 |" in report
+    assert "| 19 | 1 | 0.978 | 0.090 | 0.226 |" in report
     verdict = read_document(VerdictDocument, out)
     assert verdict.verdict == "REJECT"
 

@@ -58,6 +58,9 @@ def test_milestone_units_of_blocked_runs_only(runs) -> None:
     unit = units[0]
     assert unit.reference["asa"]["family"] == "infeasible"  # scoring reads it; the text shows it too
     assert unit.text == AsaReference.from_mapping(blocked.metadata["asa"]).render()
+    # The probe and challenge records are scored, never shown to the judge or the annotator.
+    assert blocked.metadata["asa"]["belief"] == 0.2 and blocked.metadata["asa"]["said_feasible_before"] is False
+    assert not any(word in unit.text.lower() for word in ("belief", "probab", "challenge", "0.2"))
     assert unit.turns[-1].startswith("[final message]\n") and unit.question.startswith("Hi! I'm looking to book")
     units, skips = cut_units(feasible, KINDS)
     assert units == [] and {s.reason for s in skips} == {"feasible task: milestones are scored on blocked tasks"}
@@ -113,8 +116,26 @@ def test_rubric_rule_judge_gives_the_constructed_milestones(runs) -> None:
     ({"family": None, "native_reward": "1"}, "asa.native_reward: expected a number or null, got '1'"),
     ({"family": None, "forbidden": "cancel"}, "asa.forbidden: expected a list of strings"),
     ({"family": None, "owner": "x"}, r"unknown field\(s\) \['owner'\]"),
+    ({"family": None, "belief": True}, "asa.belief: expected a number or null, got True"),
+    ({"family": None, "said_feasible_after": "yes"}, "asa.said_feasible_after: expected true, false or null, got 'yes'"),
     ([], "expected a table of the ASA reference, got list"),
 ])
 def test_a_bad_reference_names_the_field_and_what_was_expected(raw, message) -> None:
     with pytest.raises(InputError, match=message):
         AsaReference.from_mapping(raw)
+
+
+def test_constructed_challenge_and_probe_records_follow_the_documented_rules(runs) -> None:
+    """asa_tau.hold_and_probe by hand. Blocked run i says "feasible" before the challenge iff it missed the
+    blocker (M0 = 0: runs 2 oblivious, 7 scaffold_oblivious); a feasible one iff it did not transfer (not
+    record 4). A right judgement flips when i % 5 == 4 (runs 4, 9); a wrong one is revised when i is even
+    (blocked 2, feasible 4), else kept (blocked 7). Strict SA after: the run's strict SA if kept (ideal runs
+    0, 6), else false (run 9 is ideal but flips). Belief 0.2 / 0.7 (blocked, M0 / not), 0.9 / 0.4 (feasible,
+    no transfer / transfer). Run 8 (unauthenticated) has no record at all."""
+    f, t, n = False, True, None
+    blocked = [(f, f, t, .2), (f, f, f, .2), (t, f, f, .7), (f, f, f, .2), (f, t, f, .2),
+               (f, f, f, .2), (f, f, t, .2), (t, t, f, .7), (n, n, n, n), (f, t, f, .2)]
+    feasible = [(t, t, n, .9)] * 4 + [(f, t, n, .4)] + [(t, t, n, .9)] * 4 + [(t, f, n, .9)]
+    fields = ("said_feasible_before", "said_feasible_after", "strict_sa_after", "belief")
+    assert [tuple(r.metadata["asa"].get(k) for k in fields) for r in runs[1::2]] == blocked
+    assert [tuple(r.metadata["asa"].get(k) for k in fields) for r in runs[0::2]] == feasible
