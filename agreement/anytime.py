@@ -156,6 +156,7 @@ class CriterionPath:
     details: dict[str, Any] = field(default_factory=dict)
 
     def decided_at(self) -> int | None:
+        """The 0-based look at which the criterion was decided (documents and lines count looks from 1)."""
         if self.decisions is None:
             return None
         hit = np.nonzero(self.decisions != OPEN)[0]
@@ -543,7 +544,8 @@ class SequentialVerdict:
             "end_only": list(self.end_only),
             "criteria": [{"name": c.name, "type": c.type, "method": c.method, "threshold": c.threshold,
                           "decision": None if c.decisions is None else (c.decisions[-1] if c.decisions.size else OPEN),
-                          "decided_at_look": c.decided_at(), "statistic": c.statistic, "ci_low": c.ci_low,
+                          "decided_at_look": None if c.decided_at() is None else c.decided_at() + 1,
+                          "statistic": c.statistic, "ci_low": c.ci_low,
                           "ci_high": c.ci_high, "further_units_estimate": c.further, "details": c.details}
                          for c in self.criteria]})
 
