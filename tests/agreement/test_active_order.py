@@ -123,6 +123,12 @@ def test_the_coding_app_serves_the_active_order(tmp_path):
     low, high = expected.confidence_interval()
     assert rows["percent agreement of j vs the human majority, weighted"].startswith(
         f"{expected.statistic:.3f} [{low:.3f}, {high:.3f}] (4 of 5 units labelled")
+    # The anytime gate takes no early decision on an adaptive prefix: CONTINUE (exit 1) while a planned label is
+    # missing, saying why, with the fixed-n verdict beside it.
+    assert main(["gate", str(root), "--policy", "data/policies/screening.toml", "--judge", "j", "--sequential"]) == 1
+    verdict = json.loads(layout.verdict.read_text())["judges"]["j"]
+    assert verdict["verdict"] == "CONTINUE" and verdict["fixed_n_verdict"] in ("ACCEPT", "REJECT")
+    assert "adaptive (active) order" in verdict["sequential"]["not_applied"]
 
 
 def test_label_studio_tasks_carry_the_active_order(labelstudio_server, tmp_path):
