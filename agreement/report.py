@@ -260,15 +260,15 @@ def annotator_quality_table(doc: QualityDocument) -> Table:
                          fmt_ci(a.median_seconds), fmt_ci(a.unsure, percent=True), _gold_text(a.gold),
                          ("FLAGGED: " + "; ".join(a.flag_reasons)) if a.flagged else ""])
     rule = doc.rule
-    note = (f"flag rule (policy {doc.policy}): leave-one-out {rule.coefficient} upper bound below "
-            f"{rule.min_upper_bound}; unmeasurable: {rule.unmeasurable}" if rule else
-            "no flag rule: the gate policy has no [quality] table")
+    # without a rule, doc.notes says so ("no flag rule: ..."): the note does not repeat it
+    rule_note = [f"flag rule (policy {doc.policy}): leave-one-out {rule.coefficient} upper bound below "
+                 f"{rule.min_upper_bound}; unmeasurable: {rule.unmeasurable}"] if rule else []
     return Table(title="Annotator quality",
                  header=["unit kind", "annotator", "units", "vs others' majority (units)", "kappa vs others [CI]",
                          "AC1 vs others [CI]", "Dawid-Skene competence", "MACE competence", "median s/unit [CI]",
                          "unsure % [CI]", "gold accuracy [CI]", "flag"], rows=rows,
-                 note=note + ". Competences are fitted model parameters (crowd-kit), without sampling intervals; "
-                             "gold accuracy has a Wilson score interval; " + "; ".join(doc.notes))
+                 note="; ".join([*rule_note, "competences are fitted model parameters (crowd-kit), without sampling "
+                                 "intervals", "gold accuracy has a Wilson score interval", *doc.notes]))
 
 
 def _gold_text(gold: GoldAccuracyRecord | None) -> str:

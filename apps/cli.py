@@ -10,11 +10,14 @@ error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from samples.errors import InputError
@@ -52,6 +55,25 @@ def _users_file(error: OSError) -> bool:
     return error.errno in _FILE_ERRNOS or (error.filename is not None and error.errno is not None)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill PID`) and SIGHUP (a closed terminal) end a command as Ctrl-C does, so its cleanup runs:
+    without this a killed `accord run` leaves the llama-server it started serving, unowned."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread only
+        yield
+        return
+    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -69,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
-        return int(module.run(args))
+        with _stop_signals_interrupt():
+            return int(module.run(args))
     except InputError as error:
         print(f"accord {name}: error: {error}", file=sys.stderr)
         return 2

@@ -22,7 +22,9 @@ reuse an earlier run. The marker's options say what a block needs:
   annotators add`): NAME signs in with it in chromium and labels a unit, which must
   reach the study's store;
 - `quotes`: the paragraph after the block quotes figures as `estimate [low, high]`; each
-  must be printed, exactly so, by the block.
+  must be printed, exactly so, by the block;
+- `prints`: the phrases in double quotes in the block's comments, and in the paragraph after it
+  outside code spans, are what the block prints; each must be printed, exactly so.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from tests.conftest import REPO
 from tests.support.servers import wait_until_answering
 
 _BLOCK = re.compile(r"<!-- runnable(?::([^>]*))? -->\s*\n```sh\n(.*?)```\n\n?((?:[^\n]+\n)*)", re.S)
-_OPTIONS = {"demo", "labelstudio", "annotate", "exit", "serves", "signin", "quotes"}
+_OPTIONS = {"demo", "labelstudio", "annotate", "exit", "serves", "signin", "quotes", "prints"}
 _FIGURE = re.compile(r"-?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\]")
+_QUOTED = re.compile(r'"([^"\n]+)"')
 SERVE_TIMEOUT_S = 120
 PEOPLE_LABEL = "# annotators label in Label Studio now\n"
 
@@ -61,6 +64,8 @@ class Block:
     annotate: str | None
     quotes: tuple[str, ...] = ()
     """Figures the paragraph after the block quotes (``quotes``), each to be found in the block's output."""
+    prints: tuple[str, ...] = ()
+    """Phrases the block's comments and the paragraph after it quote as its output (``prints``)."""
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -79,8 +84,18 @@ def runnable_blocks() -> list[Block]:
         blocks.append(Block(script=script, demo="demo" in options, labelstudio="labelstudio" in options,
                             exit=int(options.get("exit") or 0), serves=options.get("serves") or None,
                             signin=options.get("signin") or None, annotate=options.get("annotate") or None,
-                            quotes=tuple(_FIGURE.findall(paragraph)) if "quotes" in options else ()))
+                            quotes=tuple(_FIGURE.findall(paragraph)) if "quotes" in options else (),
+                            prints=printed_phrases(script, paragraph) if "prints" in options else ()))
     return blocks
+
+
+def printed_phrases(script: str, paragraph: str) -> tuple[str, ...]:
+    """The double-quoted phrases of the script's comments and of the paragraph's prose (code spans left out)."""
+    comments = [line.partition("#")[2] for line in script.splitlines() if "#" in line]
+    prose = re.sub(r"`[^`]*`", "", paragraph)
+    phrases = tuple(_QUOTED.findall("\n".join([*comments, prose])))
+    assert phrases, "README runnable marker: prints, but the block's comments and paragraph quote nothing"
+    return phrases
 
 
 def _mirror(tmp_path: Path, shared: Path) -> Path:
@@ -159,6 +174,7 @@ def test_readme_has_runnable_blocks() -> None:
     blocks = runnable_blocks()
     assert len(blocks) >= 6
     assert any(len(b.quotes) >= 3 for b in blocks)  # the real study's figures are checked against its output
+    assert any(b.prints for b in blocks)  # and the lines a walkthrough says a command prints
     assert any(b.demo for b in blocks) and any(b.labelstudio for b in blocks) and any(b.serves for b in blocks)
 
 
@@ -210,6 +226,9 @@ def test_readme_block_runs(index: int, tmp_path: Path, shared: Path, request: py
         printed = " ".join(result.stdout.split())
         missing = [figure for figure in block.quotes if figure not in printed]
         assert not missing, f"README block {index} quotes {missing}, which it does not print:\n{result.stdout[-3000:]}"
+        unprinted = [phrase for phrase in block.prints if " ".join(phrase.split()) not in printed]
+        assert not unprinted, (f"README block {index} says it prints {unprinted}, which it does not:\n"
+                               f"{result.stdout[-3000:]}")
         if block.annotate:  # the verdict was reached on exactly the labels the people gave
             human = load_study(mirror / block.annotate).human
             assert dict(zip(zip(human["annotator"], human["task_id"]), human["label"])) == given

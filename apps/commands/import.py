@@ -228,6 +228,12 @@ def _table(args: argparse.Namespace) -> dict:
     check_columns(rows, {"--annotator-columns": args.annotator_columns, "--judge-columns": args.judge_columns,
                          "--rater-column": [args.rater_column], "--label-column": [args.label_column]},
                   source=args.file)
+    if long:  # a judge named in --judges that no row rates would leave its rows to no one, or to the people
+        raters = sorted({label_text(v) for r in rows if (v := r.get(args.rater_column)) not in (None, "")})
+        absent = [name for name in args.judges if name not in raters]
+        if absent:
+            raise InputError(f"{args.file}: --judges: no rater {', '.join(map(repr, absent))} in column "
+                             f"{args.rater_column!r}; its raters: {raters}")
     layout = StudyLayout.of(args.study)
     built = units_from_rows(layout, rows, unit_column=args.unit_column, kind=args.kind, kind_column=args.kind_column,
                             strata_columns=args.strata_columns, cluster_column=args.cluster_column)

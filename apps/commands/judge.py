@@ -182,6 +182,7 @@ def _run(args: argparse.Namespace) -> int:
 
     judges = _with_engine(args, _judges(args))
     units = _judged_units(args, judges)
+    _check_kinds(judges, units)
     prices = PriceTable.load(args.prices)
     paths = StudyPaths.in_dir(StudyLayout.of(args.study).judges_dir, cache=args.cache)
     summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
@@ -191,6 +192,17 @@ def _run(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary)
     return _context_verdict(summary)
+
+
+def _check_kinds(judges: list[Any], units: list[Any]) -> None:
+    """A judge none of whose unit kinds the units have would run on nothing and exit 0: an input error instead."""
+    from samples.errors import InputError
+
+    kinds = sorted({unit.kind for unit in units})
+    for judge in judges:
+        if not set(judge.unit_kinds) & set(kinds):
+            raise InputError(f"--judge {judge.name}: labels unit kinds {sorted(judge.unit_kinds)}, but the units have "
+                             f"only {kinds}; nothing to judge (a judge for {kinds}: accord judge list)")
 
 
 def _context_verdict(summary: Any) -> int:

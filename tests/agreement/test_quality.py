@@ -237,3 +237,17 @@ def test_excluding_flagged_annotators_without_human_labels_fails_as_unmeasurable
     _, result = _ceiling(root, path)
     assert not result.passed and "cannot be measured" in result.reason
     assert result.details["excluded_annotators"] == {} and "left out: none flagged" in result.threshold
+
+
+def test_quality_table_note_without_a_rule_says_so_once():
+    """Seen on the dashboard walking the README: with no [quality] table the note said "no flag rule" twice (the
+    table's own sentence and the document's note)."""
+    from agreement.documents import QualityDocument
+    from agreement.quality import quality_document
+    from agreement.report import annotator_quality_table
+
+    doc = QualityDocument.model_validate(quality_document([], fingerprints={}, simulated=False, rule=None, policy=None,
+                                                          settings={}))
+    note = annotator_quality_table(doc).note
+    assert note.count("no flag rule") == 1, note
+    assert "so no annotator is flagged" in note and "Wilson score interval" in note

@@ -77,6 +77,17 @@ def test_bad_units_file_is_one_line_exit_2(tmp_path, capsys) -> None:
     assert "units.jsonl:2" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_judge_for_none_of_the_units_kinds_is_an_input_error(tmp_path, capsys) -> None:
+    """Found walking the README: a prompt for escalate units run on a study of identify units judged nothing and
+    exited 0. It is one line naming the judge, its kinds and the units' kinds, exit 2, nothing written."""
+    units = _units_file(tmp_path, escalate_units(2))
+    code = main(["judge", "run", "--units", units, "--judge", "rule:ehq", "--study", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "--judge rule:ehq: labels unit kinds ['response'], but the units have only ['escalate_final']" in err
+    assert not (tmp_path / "judges").exists()
+
+
 def test_bad_judge_ref_and_missing_judges(tmp_path, capsys) -> None:
     units = _units_file(tmp_path, escalate_units(1))
     assert main(["judge", "run", "--units", units, "--judge", "ise-escalate", "--study", str(tmp_path)]) == 2

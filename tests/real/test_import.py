@@ -45,6 +45,27 @@ def test_one_table_to_a_verdict_in_two_commands(tmp_path, capsys):
     assert {r["backend"] for r in labels} == {"import"} and all(r["source"].startswith("verdicts.csv sha256:") for r in labels)
 
 
+LONG = ("item,rater,label\ni1,a1,yes\ni1,a2,yes\ni1,gpt,yes\ni1,claude,\n"
+        "i2,a1,no\ni2,a2,no\ni2,gpt,no\ni2,claude,no\n")
+
+
+def test_a_judge_no_row_rates_is_named_with_the_raters_and_nothing_is_written(tmp_path, capsys):
+    """Found walking "Bringing real data": `--judges gpt,claud` (a typo) in a long table left claude's rows to the
+    people, and the error blamed claude's empty verdict as an empty human label ("column 'label' is empty")."""
+    table = _write(tmp_path / "long.csv", LONG)
+    study = tmp_path / "study"
+    argv = ["import", "table", str(table), "--study", str(study), "--unit-column", "item", "--kind", "escalate_final",
+            "--rater-column", "rater", "--label-column", "label"]
+    assert main([*argv, "--judges", "gpt,claud"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"accord import: error: {table}: --judges: no rater 'claud' in column 'rater'; "
+                           "its raters: ['a1', 'a2', 'claude', 'gpt']")
+    assert not study.exists()
+    assert main([*argv, "--judges", "gpt,claude", "--json"]) == 0  # the fixed command imports, claude's empty one unscored
+    report = json.loads(capsys.readouterr().out)
+    assert report["human_labels"] == 4 and [j["ok"] for j in report["judges"]] == [2, 1]
+
+
 @pytest.fixture()
 def study(tmp_path) -> Path:
     table = _write(tmp_path / "units.csv", "item,trace,mode\nt1|m1,t1,m1\nt1|m2,t1,m2\nt2|m1,t2,m1\n")
