@@ -29,7 +29,14 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from agreement.decisions import probability_scores
-from agreement.estimate import Estimate, check_level, check_resamples, percentile_interval, proportion_estimate, undefined
+from agreement.estimate import (
+    Estimate,
+    check_level,
+    check_resamples,
+    percentile_interval,
+    proportion_estimate,
+    undefined,
+)
 from samples.asa import AUTHORS, MILESTONES
 from samples.errors import InputError
 from samples.seed import DEFAULT_SEED

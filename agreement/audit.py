@@ -380,7 +380,6 @@ def error_matrix(data: pd.DataFrame, *, judge_families: dict[str, str], n_resamp
 
 def read_audit_table(path: Any) -> pd.DataFrame:
     """An audit table from .csv or .jsonl; missing columns are an InputError naming them."""
-
     if not path.is_file():
         raise InputError(f"{path}: file not found")
     if path.suffix.lower() == ".csv":

@@ -29,10 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from samples.seed import DEFAULT_SEED
-
 from samples.errors import InputError
 from samples.layout import StudyLayout
+from samples.seed import DEFAULT_SEED
 
 DECISIONS: tuple[str, ...] = ("ANSWER", "CALL_TOOL", "DECLINE")
 UNREADABLE = "unreadable"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 # Rows of the cluster-weight matrix drawn at once: bounds memory at about
 # _CHUNK * n_clusters * 8 bytes whatever n_resamples is.
 _CHUNK = 2_000

@@ -14,11 +14,10 @@ their fingerprint, which hashes the imported file.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
-
-from collections.abc import Iterable, Mapping
 
 from samples.canonical import sha256_hex
 from samples.layout import StudyLayout

@@ -786,7 +786,7 @@ def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndar
     if unknown:
         raise InputError(f"coefficients={unknown}: baselines are compared on {list(PAIR_COEFFICIENTS)}")
     names, columns, pairs = ["reference"], [reference], []
-    for i, (name, codes) in enumerate(baselines.items()):
+    for i, codes in enumerate(baselines.values()):
         both = (judge >= 0) & (codes >= 0)
         names += [f"judge#{i}", f"baseline#{i}"]
         columns += [np.where(both, judge, -1), np.where(both, codes, -1)]

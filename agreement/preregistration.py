@@ -13,7 +13,7 @@ against the sample that validates it is a new version on the same sample (EHQ
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ def preregister(study_root: str | Path, policy: Any, judges: list[str], *, now: 
             raise InputError(f"--judge {judge}: no labels on the sampled units to register; judges present: {present}")
         identities[judge] = identity
     record = Preregistration(
-        registered_at=(now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        registered_at=(now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         policy={"path": policy.path, "sha256": policy.sha256, "content": policy.text}, judges=identities,
         sample=sample_files(layout), human_labels=int(len(study.human)))
     write_jsonl(layout.preregistration, [*registrations(layout), record])

@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from agreement.documents import (
-    PairGroup,
     DOCUMENTS,
     AgreementRecord,
     AsaDocument,
     AuditDocument,
     Criterion,
-    GoldAccuracyRecord,
-    Interval,
     DecisionDocument,
     EhqDocument,
+    GoldAccuracyRecord,
+    Interval,
+    PairGroup,
     PreferenceDocument,
     QualityDocument,
     ScoreDocument,

@@ -32,6 +32,7 @@ import pandas as pd
 
 from samples.canonical import file_sha256
 from samples.errors import InputError
+
 # JSON I/O lives on the ground floor (agreement.documents reads and writes through it too); re-exported here.
 from samples.jsonl import json_objects, jsonable, read_json, write_result  # noqa: F401
 from samples.label_sources import LabelRows, label_sources

@@ -31,8 +31,8 @@ from annotate.store import AppSettings, Revision, Store, SubmitResult, blinding_
 from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
 from samples.errors import InputError
-from samples.label_sources import LabelRows, register_label_source
 from samples.kinds import study_schemes
+from samples.label_sources import LabelRows, register_label_source
 from samples.layout import StudyLayout
 from samples.records import BlindTask
 

@@ -17,8 +17,18 @@ from pathlib import Path
 
 from annotate.records import HumanLabel
 from samples.errors import InputError
-from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, check_label_types, collect, label_text,
-                             read_table, select, table_source)
+from samples.imports import (
+    MatchColumns,
+    TableRow,
+    UnitMatcher,
+    check_columns,
+    check_label_types,
+    collect,
+    label_text,
+    read_table,
+    select,
+    table_source,
+)
 from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name

@@ -30,9 +30,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from annotate.engines import Connection, Engine, check_store_url, open_engine, scheme_of
 from annotate.records import HumanLabel
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
 from samples.kinds import first_turn_offered, first_turn_problem, scheme_for

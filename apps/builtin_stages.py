@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apps.drivers import StageOutput, register_stage
 from samples.errors import InputError
 from samples.layout import StudyLayout
 from samples.seed import DEFAULT_SEED
-
-from apps.drivers import StageOutput, register_stage
 
 
 def _check_level(level: float) -> None:
@@ -195,7 +194,6 @@ class QualityStage:
         from agreement.documents import QualityDocument
         from agreement.quality import run_quality
         from agreement.study_io import load_study
-
         from apps.live import gold_estimates
 
         study = load_study(layout.root, cluster=settings.cluster)
@@ -258,8 +256,8 @@ class AuditStage:
 
     def run(self, layout: StudyLayout, settings: AuditSettings) -> StageOutput:
         """The audit document; ``detail`` is the AuditResult."""
-        from agreement.study_audit import audit_study
         from agreement.documents import AuditDocument
+        from agreement.study_audit import audit_study
         from agreement.study_io import load_study
 
         study = load_study(layout.root, cluster=settings.cluster)

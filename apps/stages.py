@@ -27,11 +27,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from apps.study import Source, StudyFile
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.layout import StudyLayout
-
-from apps.study import Source, StudyFile
 
 STATE_VERSION = 1
 
@@ -288,7 +287,6 @@ def _judge_run(ctx: Context) -> Outcome:
 def _decisions_run(ctx: Context) -> Outcome:
     from agreement.decisions import DecisionSettings
     from agreement.documents import DecisionDocument
-
     from apps.drivers import get_stage
 
     d = ctx.study.decisions
@@ -308,10 +306,9 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
 
 
 def _sample_run(ctx: Context) -> Outcome:
-    from samples.documents import SampleManifest
-
     from apps.builtin_stages import SampleSettings
     from apps.drivers import get_stage
+    from samples.documents import SampleManifest
 
     settings = SampleSettings(plan=ctx.study.sampling.plan, seed=ctx.study.sampling.seed)
     manifest = SampleManifest.model_validate(get_stage("sample").run(ctx.layout, settings).document)
@@ -461,8 +458,15 @@ def _import_run(ctx: Context) -> Outcome:
     ones): every table checked first, then all published as one generation (a failure changes nothing)."""
     from annotate.imports import HumanColumns, human_import
     from judges.imports import judge_import
-    from samples.imports import (MatchColumns, UnitMatcher, publish_import, read_table, select, units_from_rows,
-                                 with_id_groups)
+    from samples.imports import (
+        MatchColumns,
+        UnitMatcher,
+        publish_import,
+        read_table,
+        select,
+        units_from_rows,
+        with_id_groups,
+    )
 
     study, layout = ctx.study, ctx.layout
     summary: dict[str, Any] = {}
@@ -575,7 +579,6 @@ def _quality_run(ctx: Context) -> Outcome:
     from agreement.documents import QualityDocument
     from agreement.gate import load_policy
     from agreement.quality import settings_from_policy
-
     from apps.builtin_stages import QualityStageSettings
     from apps.drivers import get_stage
 
@@ -602,7 +605,6 @@ def _audit_run(ctx: Context) -> Outcome:
 
 def _preference_run(ctx: Context) -> Outcome:
     from agreement.documents import PreferenceDocument
-
     from apps.builtin_stages import PreferenceSettings
     from apps.drivers import get_stage
 
@@ -616,7 +618,6 @@ def _preference_run(ctx: Context) -> Outcome:
 
 def _ehq_run(ctx: Context) -> Outcome:
     from agreement.documents import EhqDocument
-
     from apps.drivers import get_stage
 
     with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
@@ -646,10 +647,9 @@ def _asa_run(ctx: Context) -> Outcome:
 
 
 def _gate_run(ctx: Context) -> Outcome:
+    from agreement.study_io import load_study
     from apps.builtin_stages import GateSettings
     from apps.drivers import get_stage
-
-    from agreement.study_io import load_study
 
     flags = _self_family_notes(ctx, load_study(ctx.root, cluster=ctx.study.validation.cluster))
     settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
@@ -664,7 +664,6 @@ def _gate_run(ctx: Context) -> Outcome:
 
 def _score_run(ctx: Context) -> Outcome:
     from agreement.scoring import GateRefusal
-
     from apps.builtin_stages import ScoreSettings
     from apps.drivers import get_stage
 

@@ -35,7 +35,6 @@ from samples.errors import InputError
 from samples.seed import DEFAULT_SEED
 
 
-
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

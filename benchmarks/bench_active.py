@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from samples.seed import DEFAULT_SEED
-
 from agreement.active import active_mean, cross_family_predictor, labelling_probabilities
+from samples.seed import DEFAULT_SEED
 
 DATASETS = ("mtbench", "framing", "cebab_aspects", "lgbteen", "wax")
 JUDGE, OTHERS = "gpt-4o", ("gemini_pro", "llama-31", "mistral-v03")

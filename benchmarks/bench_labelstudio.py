@@ -28,8 +28,8 @@ from annotate.labelstudio import (
     load_labelstudio_state,
 )
 from benchmarks.measure import ratio_text, seconds_text
-from samples.records import BlindTask
 from samples.kinds import DEFAULT_SCHEME
+from samples.records import BlindTask
 from samples.seed import DEFAULT_SEED
 
 PUSH_TARGET_S = 15.0

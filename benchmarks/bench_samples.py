@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from samples.synthetic import ise_records
 from samples.seed import DEFAULT_SEED
+from samples.synthetic import ise_records
 
 SEED = DEFAULT_SEED
 _RSS_CODE = (

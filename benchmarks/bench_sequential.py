@@ -26,10 +26,9 @@ import math
 
 import numpy as np
 
-from samples.seed import DEFAULT_SEED
-
 from agreement.anytime import Stream, agreement_sequence
 from agreement.sequential import betting_cs
+from samples.seed import DEFAULT_SEED
 
 FLOOR_KAPPA, DESIGN_KAPPA = 0.6, 0.8
 SEED = DEFAULT_SEED

@@ -27,13 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from samples.errors import InputError
-from samples.jsonl import atomic_writer
-from samples.records import Unit
-
 from judges.cache import RequestCache
 from judges.providers.base import CallError, make_provider
 from judges.spec import JudgeSpec
+from samples.errors import InputError
+from samples.jsonl import atomic_writer
+from samples.records import Unit
 
 _FORMATS = {"openai": "openai", "anthropic": "anthropic"}
 
@@ -48,7 +47,6 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
                 cache_path: str | Path) -> list[dict[str, Any]]:
     """Write ``<judge>.<format>-batch.jsonl`` + ``.requests.jsonl`` for every uncached request."""
     from judges.runner import build_tasks
-
     from samples.jsonl import private_dir
 
     out_dir = private_dir(out_dir)  # 0700: the requests carry the units' text

@@ -21,8 +21,7 @@ from typing import Any
 from judges.records import JudgeLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.imports import (MatchColumns, TableRow, UnitMatcher, check_columns, collect, label_text, read_table,
-                             select)
+from samples.imports import MatchColumns, TableRow, UnitMatcher, check_columns, collect, label_text, read_table, select
 from samples.layout import StudyLayout
 from samples.schemes import get_scheme
 

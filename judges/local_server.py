@@ -126,7 +126,7 @@ class LlamaServer:
         return (folder / f"{self.name}.pid", folder / f"{self.name}.json", folder / f"{self.name}.ini",
                 folder / f"{self.name}.log")
 
-    def start(self) -> "LlamaServer":
+    def start(self) -> LlamaServer:
         paths = installed_paths()
         pid_file, state_file, preset_file, log_file = self._files()
         if read_state(self.name) is not None:
@@ -188,7 +188,7 @@ class LlamaServer:
             raise RuntimeError("cpu_seconds: the server was not started by this object")
         return {_alias(pid) or "router": seconds for pid, seconds in group_cpu_seconds(self.process.pid).items()}
 
-    def __enter__(self) -> "LlamaServer":
+    def __enter__(self) -> LlamaServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

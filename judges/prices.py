@@ -35,7 +35,7 @@ class PriceTable:
         self.path = path
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "PriceTable":
+    def load(cls, path: str | Path | None = None) -> PriceTable:
         from judges.tomlfile import load_toml
 
         path = Path(path) if path else DEFAULT_PRICES

@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from judges.providers.base import CONTEXT_EXCEEDED
 from judges.engines import register_engine
+from judges.providers.base import CONTEXT_EXCEEDED
 from samples.errors import InputError
 
 if TYPE_CHECKING:
@@ -146,13 +146,13 @@ class RayEngine:
     def options(self, where: str, table: Mapping[str, Any]) -> RayOptions:
         return parse_options(where, table)
 
-    def describe(self, spec: "JudgeSpec") -> dict[str, Any]:
+    def describe(self, spec: JudgeSpec) -> dict[str, Any]:
         options: RayOptions = spec.engine_options or RayOptions()
         return {"engine": self.name, "address": _address(options), "processor": options.processor,
                 "endpoints": list(options.endpoints), "qps": options.qps, "batch_size": options.batch_size,
                 "concurrency": spec.concurrency}
 
-    def check(self, judges: Sequence["JudgeSpec"]) -> None:
+    def check(self, judges: Sequence[JudgeSpec]) -> None:
         """Ray importable, one reachable cluster for every Ray judge, each judge's processor usable there."""
         ray = _import_ray()
         addresses = {_address(spec.engine_options or RayOptions()) for spec in judges}
@@ -185,13 +185,13 @@ class RayEngine:
                 raise InputError(f"judge {spec.name!r}: the vllm processor needs {options.tensor_parallel_size} GPU(s) "
                                  f"per engine; the Ray cluster at {address} has {gpus:g}")
 
-    def call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
+    def call_all(self, pending: Sequence[tuple[_Task, str]], run: RunContext) -> None:
         # Ray prints its nodes' warnings and retried tasks on the driver's stdout, which is the
         # command's own (`--json`): while the cluster works, they go to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             self._call_all(pending, run)
 
-    def _call_all(self, pending: Sequence[tuple["_Task", str]], run: "RunContext") -> None:
+    def _call_all(self, pending: Sequence[tuple[_Task, str]], run: RunContext) -> None:
         ray = _import_ray()  # ray.data comes with ray.data.llm
         # The row functions travel to the workers by value: the nodes need Ray, not accord.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -234,7 +234,7 @@ class RayEngine:
             ray.shutdown()
 
     @staticmethod
-    def _record(key: str, body: Any, tasks: list[tuple["_Task", str]], run: "RunContext") -> None:
+    def _record(key: str, body: Any, tasks: list[tuple[_Task, str]], run: RunContext) -> None:
         from judges.providers.base import CallError
 
         spec = tasks[0][0].spec
@@ -258,7 +258,7 @@ class RayEngine:
             run.record(task, fingerprint, completion, None, None)  # no per-call wall time on the cluster
 
     @staticmethod
-    def _fail(key: str, tasks: list[tuple["_Task", str]], detail: str, run: "RunContext", *,
+    def _fail(key: str, tasks: list[tuple[_Task, str]], detail: str, run: RunContext, *,
               reason: str = "call_failed", counted: bool = False) -> None:
         """Every unit of a failed call unscored as ``reason: detail`` (``call_failed`` is tried again next run)."""
         spec = tasks[0][0].spec
@@ -283,7 +283,7 @@ def _as_sdk_body(body: dict[str, Any]) -> dict[str, Any]:
         return body
 
 
-def _datasets(ray: Any, spec: "JudgeSpec", provider: Any, tasks: list["_Task"]) -> list[Any]:
+def _datasets(ray: Any, spec: JudgeSpec, provider: Any, tasks: list[_Task]) -> list[Any]:
     """The judge's calls as Ray Datasets already mapped through their processor, one per endpoint."""
     from ray.data.llm import build_processor
 
@@ -305,7 +305,7 @@ def _datasets(ray: Any, spec: "JudgeSpec", provider: Any, tasks: list["_Task"]) 
     return out
 
 
-def _http_processor(build_processor: Any, spec: "JudgeSpec", options: RayOptions, endpoint: str, provider: Any) -> Any:
+def _http_processor(build_processor: Any, spec: JudgeSpec, options: RayOptions, endpoint: str, provider: Any) -> Any:
     import functools
 
     import aiohttp
@@ -350,7 +350,7 @@ def vllm_sampling(body: Mapping[str, Any]) -> dict[str, Any]:
     return {names[k]: v for k, v in body.items() if k in names}
 
 
-def _vllm_processor(build_processor: Any, spec: "JudgeSpec", options: RayOptions) -> Any:
+def _vllm_processor(build_processor: Any, spec: JudgeSpec, options: RayOptions) -> Any:
     from ray.data.llm import vLLMEngineProcessorConfig
 
     config = vLLMEngineProcessorConfig(

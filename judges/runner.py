@@ -25,21 +25,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.kinds import judge_message
-from samples.layout import StudyLayout
-from samples.records import Unit
-
 from judges.cache import RequestCache, RequestKeyer, request_key
 from judges.engines import get_engine, register_engine
+from judges.lock import exclusive
 from judges.parsers import parse_output
 from judges.prices import PriceTable
 from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
-from judges.lock import exclusive
 from judges.tables import LabelKey, LabelStore, RunLog, current_labels
+from samples.canonical import sha256_hex
+from samples.errors import InputError
+from samples.kinds import judge_message
+from samples.layout import StudyLayout
+from samples.records import Unit
 from samples.seed import DEFAULT_SEED
 
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
@@ -73,7 +72,7 @@ class StudyPaths:
     lock: Path
 
     @classmethod
-    def in_dir(cls, judges_dir: str | Path, *, cache: str | Path | None = None) -> "StudyPaths":
+    def in_dir(cls, judges_dir: str | Path, *, cache: str | Path | None = None) -> StudyPaths:
         """The files of a judges folder, named as in ``StudyLayout``; the lock is
         ``.locks/<folder name>.lock`` beside it, so ``STUDY/judges`` gets exactly the
         layout's judge paths and lock (``STUDY/.locks/judges.lock``)."""
@@ -511,7 +510,7 @@ async def _call_with_retries(task: _Task, provider: Provider, limiter: _Limiter,
             started = time.monotonic()
             try:
                 completion = await asyncio.wait_for(provider.complete(task.request), spec.connection.timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 error = CallError(f"timeout after {spec.connection.timeout_s:g} s", retryable=True)
             except CallError as failure:
                 error = failure

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-
 from judges.parsers import PARSE_MODES, get_output_kind
 from judges.prompts import PromptSpec, resolve_prompt
 from judges.providers.base import ProviderConfig
 from judges.tomlfile import load_toml
+from samples.canonical import sha256_hex
+from samples.errors import InputError
 
 # Operational defaults (how hard to push a provider), not decision thresholds; each is
 # overridable per judge. ISE calls judges at temperature 1 with no max_tokens cap.

@@ -23,11 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judges.records import JudgeLabel
 from samples.errors import InputError
 from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes
 from samples.records import SampledUnit, Unit
-
-from judges.records import JudgeLabel
 
 LabelKey = tuple[str, str, int]
 

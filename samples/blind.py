@@ -23,8 +23,8 @@ import itertools
 import os
 import re
 from collections import Counter
-from contextlib import nullcontext
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -27,7 +27,6 @@ from samples.errors import InputError
 from samples.layout import StudyLayout
 from samples.table_rows import TableRow
 
-
 TableReader = Callable[[Path], list[TableRow]]
 _FORMATS: dict[str, TableReader] = {}
 
@@ -262,9 +261,8 @@ class UnitMatcher:
 
     @classmethod
     def for_study(cls, study: str | Path | StudyLayout) -> UnitMatcher:
-        from samples.jsonl import decode_json_line, iter_jsonl_lines
-
         from samples.generation import check_generation
+        from samples.jsonl import decode_json_line, iter_jsonl_lines
 
         layout = StudyLayout.of(study)
         check_generation(layout, "import")
@@ -436,9 +434,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     units, one row each): a row repeating an earlier one exactly is an error, never silently merged.
     Nothing is written: the caller publishes (``publish_import``).
     """
-    from samples.records import UNIT_KINDS, KeyEntry, Unit
-
     from samples.generation import check_generation
+    from samples.records import UNIT_KINDS, KeyEntry, Unit
 
     layout = StudyLayout.of(study)
     check_generation(layout, "import")  # finishes a killed import's commit, or deletes its temporary files

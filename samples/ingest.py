@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,8 @@ from samples.jsonl import (
     iter_jsonl_blocks,
     numbered_lines,
     os_error_message,
-    regular_file,
     record_bytes,
+    regular_file,
 )
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, Trajectory
@@ -138,7 +138,7 @@ def _append_trajectory(lines: bytearray, item: msgspec.Struct | Row | Trajectory
     return item["id"], item
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converts_blocks(adapter: str) -> bool:
     """Whether the adapter is a ``BlockAdapter``: a Protocol check walks every member, so once per adapter."""
     return isinstance(get_adapter(adapter), BlockAdapter)

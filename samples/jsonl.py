@@ -1,7 +1,7 @@
-"""Deterministic JSONL files: canonical bytes out, line-numbered records in.
+r"""Deterministic JSONL files: canonical bytes out, line-numbered records in.
 
 Every file a study writes goes through ``write_jsonl`` (one fixed-key-order JSON per line,
-``\\n`` line ends, written to a temporary file and renamed), so the same records
+``\n`` line ends, written to a temporary file and renamed), so the same records
 give byte-identical files and a failed write never leaves half a file behind.
 Every file is created private (0600, folders 0700) whatever the umask. A stage that
 writes several files publishes them together through ``samples.generation``.
@@ -261,7 +261,7 @@ def iter_jsonl_blocks(path: str | Path, size: int = 4 << 20) -> Iterator[tuple[i
 
 
 def count_newlines(data: bytes) -> int:
-    """``data.count(b"\\n")``, about 5x faster: numpy compares many bytes per instruction, where
+    r"""``data.count(b"\n")``, about 5x faster: numpy compares many bytes per instruction, where
     ``bytes.count`` of one byte goes byte by byte (counting took a tenth of ingest time)."""
     import numpy as np
 

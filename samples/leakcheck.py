@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import base64
 import html
-from collections import Counter
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from urllib.parse import unquote

@@ -260,7 +260,7 @@ def draw(frame: pd.DataFrame, plan: SamplingPlan, *, seed: int = DEFAULT_SEED) -
     resort = np.argsort(rank[rows], kind="stable")
 
     counts = []
-    for i, key in enumerate(keys):
+    for i in range(len(keys)):
         tiers = (("easy", 0), ("hard", 1)) if tiered[i] else ((None, None),)
         for tier, bit in tiers:
             size = int(frame_size[i]) if tier is None else int(group_size[2 * i + bit])

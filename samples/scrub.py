@@ -1,9 +1,9 @@
-"""Identity scrubber: masks model, vendor and harness names before annotators see a text.
+r"""Identity scrubber: masks model, vendor and harness names before annotators see a text.
 
 Terms come from the maintained vocabulary (``identity_vocabulary.toml``) plus the
 study's own agent / backbone / family values. The text is NFKC-normalised, stripped
 of zero-width characters and of combining marks glued to Latin letters, and an
-escaped word ("\\u0043laude", "&#67;laude", "%43laude") is decoded when its decoded
+escaped word ("\u0043laude", "&#67;laude", "%43laude") is decoded when its decoded
 form names an identity. Matching runs on a view of the text with look-alike letters
 folded to ASCII (``samples.confusables``) and lower-cased, of the same length, so
 every match is masked in place:
@@ -52,9 +52,9 @@ from urllib.parse import unquote
 
 import ahocorasick
 
-from samples.leakcheck import decoded_token
 from samples.confusables import fold
 from samples.errors import InputError
+from samples.leakcheck import decoded_token
 from samples.vocabulary import Vocabulary, default_vocabulary
 
 _ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")

@@ -10,10 +10,10 @@ given), or t intervals from the analytic SE with --bootstrap 0.
 from __future__ import annotations
 
 import argparse
-
-from apps.commands import resamples
 import math
 from typing import Any
+
+from apps.commands import resamples
 
 NAMES = {"percent_agreement": "percent agreement", "fleiss_kappa": "Fleiss' kappa", "gwet_ac1": "Gwet's AC1",
          "krippendorff_alpha": "Krippendorff's alpha", "cohen_kappa": "Cohen's kappa",

@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from annotate.app_backend import AppBackend
-
     from samples.layout import StudyLayout
 
     study = Path(args.study).resolve()

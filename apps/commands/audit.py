@@ -17,9 +17,9 @@ the verdict, what was measured and the cells whose interval excludes 0 with thei
 from __future__ import annotations
 
 import argparse
-from samples.seed import DEFAULT_SEED
 
 from apps.commands import resamples
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,11 +80,10 @@ def run(args: argparse.Namespace) -> int:
 
     from agreement.audit import audit, format_audit, format_versus_majority, read_audit_table
     from agreement.study_io import print_document, publish, status
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
-
     from apps.builtin_stages import AuditSettings
     from apps.drivers import get_stage
+    from samples.errors import InputError
+    from samples.layout import StudyLayout
 
     if (args.study is None) == (args.table is None):
         raise InputError("give a study folder or --table FILE (not both)")

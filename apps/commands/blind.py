@@ -8,8 +8,8 @@ an identity in any scrubbed task (the error names the task and field).
 from __future__ import annotations
 
 import argparse
-from samples.seed import DEFAULT_SEED
 
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,10 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from samples.layout import StudyLayout
-
     from apps.builtin_stages import BlindSettings
     from apps.drivers import get_stage
+    from samples.layout import StudyLayout
 
     settings = BlindSettings(annotators=tuple(args.annotators.split(",")), seed=args.seed, replace=args.replace,
                              keep=tuple(args.keep), keep_roles=args.keep_roles)

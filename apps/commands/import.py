@@ -1,9 +1,9 @@
-"""Import labels people already have: units known only by id, human labels, judge verdicts, or one table of all three.
+r"""Import labels people already have: units known only by id, human labels, judge verdicts, or one table of all three.
 
   accord import units FILE --study S --unit-column ID --kind KIND [--strata-columns A,B] [--cluster-column C]
-  accord import human-labels FILE --study S (--unit-column|--task-column|--trajectory-column ...) \\
+  accord import human-labels FILE --study S (--unit-column|--task-column|--trajectory-column ...) \
         (--annotator-column A --label-column L | --annotator-columns A1,A2,...) [--scheme NAME|any]
-  accord import judge-labels FILE --study S --judge NAME (--unit-column ...) --output-column O \\
+  accord import judge-labels FILE --study S --judge NAME (--unit-column ...) --output-column O \
         [--output-kind identify_json|yes_no|...] [--parse-mode strict|lenient]
   accord import table FILE --study S --unit-column ID --kind KIND --annotator-columns A1,A2 --judge-columns J1,J2
 
@@ -213,8 +213,15 @@ def _table(args: argparse.Namespace) -> dict:
     from annotate.imports import HumanColumns, human_import
     from judges.imports import judge_import
     from samples.errors import InputError
-    from samples.imports import (MatchColumns, UnitMatcher, check_columns, label_text, publish_import, read_table,
-                                 units_from_rows)
+    from samples.imports import (
+        MatchColumns,
+        UnitMatcher,
+        check_columns,
+        label_text,
+        publish_import,
+        read_table,
+        units_from_rows,
+    )
     from samples.layout import StudyLayout
 
     rows = read_table(args.file, format=args.format)

@@ -77,9 +77,8 @@ _FLAGS = {"base_url": "--base-url", "samples": "--samples", "timeout_s": "--time
 
 
 def _judges(args: argparse.Namespace) -> list[Any]:
-    from samples.errors import InputError
-
     from judges.spec import build_judge, load_judges, parse_judge_ref
+    from samples.errors import InputError
 
     judges = []
     config = args.config
@@ -114,9 +113,8 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     """--engine and the --ray-* flags applied to every judge (over its own [judge.ray] table)."""
     from dataclasses import asdict, replace
 
-    from samples.errors import InputError
-
     from judges.ray_engine import parse_options
+    from samples.errors import InputError
 
     ray_flags = {"address": args.ray_address, "endpoints": args.ray_endpoint or None, "qps": args.qps}
     given = [flag for flag, value in (("--ray-address", args.ray_address), ("--ray-endpoint", args.ray_endpoint),
@@ -141,11 +139,10 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
 
 
 def _units(args: argparse.Namespace) -> list[Any]:
+    from judges.tables import read_units
     from samples.errors import InputError
     from samples.generation import check_generation
     from samples.layout import StudyLayout
-
-    from judges.tables import read_units
 
     path = args.units
     if path is None:
@@ -163,8 +160,8 @@ def _units(args: argparse.Namespace) -> list[Any]:
 
 def _judged_units(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     """The units with what their judge message needs (identify_turn: turns 0..i, from STUDY/trajectories.jsonl)."""
-    from samples.sampler import with_context
     from samples.layout import StudyLayout
+    from samples.sampler import with_context
 
     return with_context(_units(args), StudyLayout.of(args.study).trajectories,
                         kinds={kind for judge in judges for kind in judge.unit_kinds})
@@ -175,10 +172,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from samples.layout import StudyLayout
-
     from judges.prices import PriceTable
     from judges.runner import StudyPaths, run_judges
+    from samples.layout import StudyLayout
 
     judges = _with_engine(args, _judges(args))
     units = _judged_units(args, judges)

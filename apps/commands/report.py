@@ -20,10 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agreement.study_io import status
-    from samples.layout import StudyLayout
-
     from apps.builtin_stages import ReportSettings
     from apps.drivers import get_stage
+    from samples.layout import StudyLayout
 
     with status("rendering the report and its plots ..."):
         written = get_stage("report").run(StudyLayout.of(args.study),

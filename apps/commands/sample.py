@@ -8,8 +8,8 @@ shortfalls). Example plans: data/plans/.
 from __future__ import annotations
 
 import argparse
-from samples.seed import DEFAULT_SEED
 
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from samples.layout import StudyLayout
-
     from apps.builtin_stages import SampleSettings
     from apps.drivers import get_stage
+    from samples.layout import StudyLayout
 
     with Progress(SpinnerColumn(), TextColumn("sample: {task.completed:,} unit lines read"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=args.json or not sys.stderr.isatty()) as bar:

@@ -10,9 +10,9 @@ sample. Writes STUDY/score/score.json.
 from __future__ import annotations
 
 import argparse
-from samples.seed import DEFAULT_SEED
 
 from apps.commands import resamples
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,10 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     from agreement.scoring import GateRefusal, format_score
     from agreement.study_io import print_document, status
-    from samples.layout import StudyLayout
-
     from apps.builtin_stages import ScoreSettings
     from apps.drivers import get_stage
+    from samples.layout import StudyLayout
 
     settings = ScoreSettings(identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
                              correctness_judge=args.correctness_judge, correctness_field=args.correctness_field,

@@ -22,7 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-
     from pathlib import Path
 
     from apps.stages import folder_status, study_status

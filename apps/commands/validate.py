@@ -15,9 +15,9 @@ given under; ``--by-codebook`` adds one validation per version (``by_codebook``)
 from __future__ import annotations
 
 import argparse
-from samples.seed import DEFAULT_SEED
 
 from apps.commands import resamples
+from samples.seed import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from agreement.study_io import print_document, status
     from agreement.validation import format_validation
-
     from apps.builtin_stages import ValidateSettings
     from apps.drivers import get_stage
     from samples.layout import StudyLayout

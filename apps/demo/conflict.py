@@ -35,7 +35,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -125,19 +125,19 @@ def _bump_number(answer: str, h: int) -> tuple[str, str]:
     return answer[: token.start()] + new + answer[token.end():], f"number_bump=+{int(ratio * 100)}%"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _words(text: str) -> frozenset[str]:
     return frozenset(w.casefold() for w in _WORD.findall(text) if len(w) > 2)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _wh_word(question: str) -> str:
     """The question's first word ('who', 'where', 'which', ...): a cheap answer-kind signal."""
     words = _WORD.findall(question)
     return words[0].casefold() if words else ""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _is_name(answer: str) -> bool:
     """Every word capitalised ('Jean Smart', 'Glasgow'): a proper name rather than a phrase."""
     words = [w for w in _WORD.findall(answer) if w.casefold() not in ("of", "the", "and", "de", "von", "van")]

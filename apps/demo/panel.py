@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING
 from apps.demo.items import DEFAULT_SEED
 from samples.canonical import sha256_hex
 from samples.errors import InputError
-from samples.records import BlindTask
 from samples.kinds import DEFAULT_SCHEME
+from samples.records import BlindTask
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:

@@ -33,9 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from samples.errors import InputError
-
 from judges.providers.base import CallError, Completion, ProviderConfig, register_provider
+from samples.errors import InputError
 
 EHQ_ITEM_KEY = "ehq_item"
 

@@ -20,17 +20,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from samples.errors import InputError
-
 from judges.providers.base import (
+    CONTEXT_EXCEEDED,
     CallError,
     Completion,
     ProviderConfig,
     parse_retry_after,
     register_provider,
     status_is_retryable,
-    CONTEXT_EXCEEDED,
 )
+from samples.errors import InputError
 
 # Judge parameters a user may set; everything else is refused where the judge is built.
 JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")

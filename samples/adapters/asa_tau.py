@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from samples.adapters import register_adapter
-from samples.adapters.base import AdapterBase, BadRecord, FieldProblem, Item, check_options, convert, get_dict, iter_source
+from samples.adapters.base import (
+    AdapterBase,
+    BadRecord,
+    FieldProblem,
+    Item,
+    check_options,
+    convert,
+    get_dict,
+    iter_source,
+)
 from samples.adapters.openai_messages import build as build_messages
 from samples.asa import FAMILIES
 

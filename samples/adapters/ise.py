@@ -30,11 +30,11 @@ import json
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
 
 import msgspec
 from pydantic import ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 from samples.adapters import register_adapter
 from samples.adapters.base import (
@@ -49,13 +49,13 @@ from samples.adapters.base import (
     block_items,
     check_options,
     convert,
-    plain_json,
     get_dict,
     get_list,
     get_str,
     iter_source,
     line_item,
     parse_arguments,
+    plain_json,
     result_text,
     string_list,
 )

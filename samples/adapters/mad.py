@@ -1,10 +1,10 @@
-"""``mad``: MAST / MAD multi-agent traces with three human annotators' votes.
+r"""``mad``: MAST / MAD multi-agent traces with three human annotators' votes.
 
 Two record shapes (``../shared/data/mad_mast_lint``):
 
 * MAD records (``mad_human_sample.json``): ``mas_name``, ``benchmark_name``,
   ``round``, ``trace_id``, ``trace`` and ``annotations`` (``{"failure mode":
-  "<num> <name>\\n\\n<definition>", "annotator_1..3": bool}``). An AG2 trace is JSON
+  "<num> <name>\n\n<definition>", "annotator_1..3": bool}``). An AG2 trace is JSON
   whose ``trajectory`` list gives one step per message (speaker = ``name``); any
   other trace is a log, split into one step per block between separator lines
   (runs of 20 or more '-' or '='), speaker "log".

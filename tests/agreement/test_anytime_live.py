@@ -69,8 +69,8 @@ def test_a_decided_study_tells_annotators_no_more_labels_are_needed(labelling, c
     next page is the "study complete" screen, not a task (and never the verdict: annotators stay blind to it)."""
     from apps.cli import main
     from samples.records import BlindTask
-    from tests.annotate.test_browser import sign_in
     from tests.annotate.server import coding_app
+    from tests.annotate.test_browser import sign_in
     from tests.support.browser import browser
 
     root, label, store, _ = labelling
@@ -103,11 +103,11 @@ def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_ser
     """Label Studio Community has no task lock, so the tasks nobody labelled are deleted (DELETE /api/tasks/{id}/):
     an annotator's own token can no longer open one, the labelled ones stay, and push does not bring them back."""
     import httpx
+    from label_studio_sdk import LabelStudio
 
     from annotate.labelstudio import LabelStudioBackend, load_labelstudio_credentials
     from annotate.tasks import load_orders, load_tasks
     from apps.cli import main
-    from label_studio_sdk import LabelStudio
     from samples.layout import StudyLayout
 
     root = tmp_path / "study"

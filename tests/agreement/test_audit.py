@@ -13,7 +13,14 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from agreement.audit import OBSERVATIONAL_NOTE, audit, holm, partial_correlation, permutation_contrast, rank_preservation
+from agreement.audit import (
+    OBSERVATIONAL_NOTE,
+    audit,
+    holm,
+    partial_correlation,
+    permutation_contrast,
+    rank_preservation,
+)
 from samples.errors import InputError
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from agreement.decisions import (
-    composition_scores,
     cohens_h,
+    composition_scores,
     decision_table,
     outcome,
     probability_scores,

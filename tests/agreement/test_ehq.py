@@ -35,7 +35,7 @@ def test_matches_the_ehq_package():
     from ehq.evaluation.scoring import compute_ehq_scores
 
     rng = np.random.default_rng(11)
-    for trial in range(20):
+    for _ in range(20):
         n = int(rng.integers(5, 80))
         labels = [LABELS[i] for i in rng.integers(0, 4, n)]
         conf = [None if rng.uniform() < 0.1 else int(rng.integers(0, 101)) / 100 for _ in range(n)]

@@ -69,7 +69,7 @@ def test_multiclass_ties_and_policy_validation():
 
 # ---- panels on RatingData (need the coefficient engine) ----
 
-from agreement.panels import PanelSettings, class_metrics, compare_pairs, panel_report, pairwise_raw_agreement  # noqa: E402
+from agreement.panels import PanelSettings, class_metrics, compare_pairs, pairwise_raw_agreement, panel_report  # noqa: E402
 from agreement.table import RatingData  # noqa: E402
 
 ANALYTIC = PanelSettings(n_resamples=0)

@@ -204,9 +204,10 @@ def test_a_bad_time_is_one_line_naming_the_row_and_column(tmp_path, capsys):
 @pytest.mark.parametrize("order", ["given", "reversed"])
 def test_label_studio_pulls_are_read_in_annotation_order(labelstudio_server, tmp_path, capsys, monkeypatch, order):
     """Annotations made through Label Studio's API in the hand-built order, pulled: the looks follow them."""
+    from label_studio_sdk import LabelStudio
+
     from annotate.labelstudio import LabelStudioBackend, load_labelstudio_credentials
     from annotate.tasks import load_orders, load_tasks
-    from label_studio_sdk import LabelStudio
     from samples.layout import StudyLayout
 
     root = tmp_path / "study"

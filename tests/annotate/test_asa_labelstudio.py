@@ -18,7 +18,7 @@ from apps.cli import main
 from samples.kinds import get_kind
 from samples.layout import StudyLayout
 from tests.annotate.test_asa_browser import asa_tasks  # noqa: F401 (the fixture)
-from tests.annotate.test_labelstudio import _result, _sdk, _sign_in as _api_sign_in  # noqa: F401
+from tests.annotate.test_labelstudio import _result, _sdk  # noqa: F401
 from tests.annotate.test_labelstudio_browser import _sign_in
 from tests.support.browser import browser
 

@@ -6,8 +6,8 @@ import pytest
 
 from annotate.codebook import codebook, codebook_for_kind
 from samples.errors import InputError
-from samples.records import UNIT_KINDS
 from samples.kinds import DEFAULT_SCHEME
+from samples.records import UNIT_KINDS
 from samples.schemes import SCHEMES
 
 # Criteria phrases taken from the verbatim ISE judge prompts (appendix D.3, Figures 6-8)

@@ -30,9 +30,9 @@ from annotate.labelstudio import (
 from annotate.records import HumanLabel
 from apps.cli import main
 from samples.errors import InputError
+from samples.kinds import DEFAULT_SCHEME
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, BlindTask
-from samples.kinds import DEFAULT_SCHEME
 from samples.schemes import SCHEMES
 from tests.support.labelstudio import REPO, running_server
 from tests.support.servers import free_port

@@ -14,7 +14,17 @@ import psycopg
 import pytest
 
 from annotate.labelstudio import load_labelstudio_credentials
-from tests.annotate.test_labelstudio import TASKS, _annotator, _cli, _ls_task, _push, _result, _rows, _state, _write_study
+from tests.annotate.test_labelstudio import (
+    TASKS,
+    _annotator,
+    _cli,
+    _ls_task,
+    _push,
+    _result,
+    _rows,
+    _state,
+    _write_study,
+)
 from tests.support.labelstudio import REPO, SCRIPT, running_server
 from tests.support.servers import free_port
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate.app_backend import AppBackend, AnnotatorSession
+from annotate.app_backend import AnnotatorSession, AppBackend
 from annotate.codebook import codebook, codebook_sha256, register_codebook
 from annotate.labelstudio import labeling_config
 from annotate.records import HumanLabel

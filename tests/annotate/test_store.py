@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 from annotate import get_backend
-from annotate.app_backend import AppBackend, AdjudicatorSession, AnnotatorSession, sign_in, submission_id_for
-from annotate.tasks import load_orders
+from annotate.app_backend import AdjudicatorSession, AnnotatorSession, AppBackend, sign_in, submission_id_for
 from annotate.base import AnnotationBackend
+from annotate.engines import open_engine
 from annotate.export import export_labels
 from annotate.records import HumanLabel
-from annotate.engines import open_engine
 from annotate.store import MIGRATIONS, Store
+from annotate.tasks import load_orders
 from samples.errors import InputError
 from tests.annotate.helpers import ORDERS, TASKS, raw, write_study
 

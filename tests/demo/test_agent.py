@@ -82,7 +82,7 @@ class DroppingRelay:
                 threading.Thread(target=_pump, args=(conn, upstream), daemon=True).start()
                 _pump(upstream, conn)
 
-    def __enter__(self) -> "DroppingRelay":
+    def __enter__(self) -> DroppingRelay:
         return self
 
     def __exit__(self, *exc: object) -> None:

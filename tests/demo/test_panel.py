@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from annotate.store import Store
+from annotate.tasks import load_orders, load_tasks
 from apps.demo.panel import (
     DEFAULT_PANEL,
     SIMULATED_NOTE,
@@ -17,8 +18,6 @@ from apps.demo.panel import (
     run_panel,
     simulate_label,
 )
-from annotate.tasks import load_orders
-from annotate.tasks import load_tasks
 from samples.adapters.responses import ResponsesAdapter
 from samples.blind import blind_study
 from samples.errors import InputError

@@ -76,7 +76,7 @@ class FaultServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def start(self) -> "FaultServer":
+    def start(self) -> FaultServer:
         self.thread.start()
         return self
 

@@ -7,7 +7,6 @@ from judges.providers.base import Completion, ProviderConfig, make_provider, pro
 from judges.runner import StudyPaths, run_judges
 from judges.spec import build_judge
 from judges.tables import read_labels
-
 from tests.judges.units import escalate_units
 
 

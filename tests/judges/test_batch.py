@@ -12,7 +12,6 @@ from judges.runner import StudyPaths, run_judges
 from judges.spec import build_judge
 from judges.tables import read_labels
 from samples.errors import InputError
-
 from tests.judges.units import escalate_units
 
 

@@ -15,7 +15,6 @@ from judges.providers.base import ProviderConfig, make_provider
 from judges.spec import build_judge
 from samples.canonical import canonical_json
 from samples.errors import InputError
-
 from tests.judges.units import escalate_unit
 
 

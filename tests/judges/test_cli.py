@@ -8,7 +8,6 @@ import pytest
 
 from apps.cli import main
 from judges.tables import read_labels
-
 from tests.judges.units import escalate_units, identify_unit
 
 

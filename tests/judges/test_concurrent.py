@@ -19,7 +19,6 @@ import pytest
 from apps.cli import main
 from judges.lock import LockHeld, exclusive
 from samples.layout import StudyLayout
-
 from tests.judges import cli_runs
 from tests.judges.units import escalate_units
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import UTC
 
 import pytest
 
@@ -11,7 +12,6 @@ from judges.prices import PriceTable
 from judges.runner import StudyPaths, run_judges
 from judges.spec import build_judge
 from judges.tables import read_labels, read_run_log
-
 from tests.judges.units import escalate_unit, escalate_units
 
 SCRIPTS = {
@@ -215,7 +215,7 @@ def test_retry_after_is_capped_by_the_max_backoff(fault_server, tmp_path, header
 
 
 def test_retry_after_values() -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
 
     from judges.providers.base import parse_retry_after
@@ -223,5 +223,5 @@ def test_retry_after_values() -> None:
     assert parse_retry_after("7") == 7.0 and parse_retry_after(" 0.5 ") == 0.5
     assert parse_retry_after("-3") == 0.0  # in the past: go now
     assert parse_retry_after("nan") is None and parse_retry_after("inf") is None and parse_retry_after("soon") is None
-    in_an_hour = format_datetime(datetime.now(timezone.utc) + timedelta(hours=1), usegmt=True)
+    in_an_hour = format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
     assert 3590 < parse_retry_after(in_an_hour) <= 3600

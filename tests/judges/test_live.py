@@ -9,7 +9,6 @@ import pytest
 from judges.runner import StudyPaths, run_judges
 from judges.spec import build_judge
 from judges.tables import read_labels
-
 from tests.judges.units import escalate_unit, identify_unit
 
 pytestmark = pytest.mark.live

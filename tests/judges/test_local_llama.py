@@ -16,7 +16,6 @@ from judges.runner import StudyPaths, run_judges
 from judges.spec import build_judge
 from judges.tables import read_labels
 from samples.schemes import SCHEMES
-
 from tests.judges.units import correctness_unit, escalate_unit, identify_unit, response_unit
 
 pytestmark = [pytest.mark.llama, pytest.mark.timeout(1800)]

@@ -21,7 +21,6 @@ from judges.local_server import LlamaServer
 from judges.tables import read_label_rows, read_run_log
 from samples.errors import InputError
 from samples.layout import StudyLayout
-
 from tests.judges import cli_runs
 from tests.judges.fault_server import FaultServer
 from tests.judges.units import escalate_unit, escalate_units

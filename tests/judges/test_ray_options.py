@@ -11,7 +11,6 @@ from judges.ray_engine import RayOptions, vllm_completion, vllm_sampling
 from judges.spec import build_judge
 from samples.errors import InputError
 from samples.layout import StudyLayout
-
 from tests.judges import cli_runs
 from tests.judges.units import escalate_units
 

@@ -10,7 +10,6 @@ from collections import Counter
 
 from judges.tables import read_label_rows, read_labels, read_run_log
 from samples.layout import StudyLayout
-
 from tests.judges import cli_runs
 from tests.judges.units import escalate_unit, escalate_units
 

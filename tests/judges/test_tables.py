@@ -11,7 +11,6 @@ from judges.spec import build_judge
 from judges.tables import read_label_rows, read_labels, read_units
 from samples.errors import InputError
 from samples.layout import StudyLayout
-
 from tests.judges.units import response_unit
 
 

@@ -10,7 +10,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-
 from samples.ingest import ingest
 from samples.jsonl import read_models
 from samples.records import Trajectory

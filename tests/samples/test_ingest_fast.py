@@ -21,6 +21,7 @@ from samples.synthetic import ise_records
 from samples.units import cut_units, render_turn, unit_id, unit_rows
 from tests.samples.test_fuzz import ISE, hostile_bytes
 
+
 def _write_varied(path: Path) -> Path:
     """Deterministic ISE runs covering every shape the adapter accepts, plus bad lines."""
     lines = []
@@ -33,7 +34,7 @@ def _write_varied(path: Path) -> Path:
             run["max_turns"] = 30
             run["notes"] = {"z": [1, 2.5, None, {"é": True}], "a": "x"}
             run["mistake_step"] = 1
-            run["category"] = "c%d" % (i % 3)
+            run["category"] = f"c{i % 3}"
         if i % 9 == 4:
             run["reference"] = ["a", 7, 2.5] if i % 2 else "single"
         if i % 17 == 5:

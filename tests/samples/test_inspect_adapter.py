@@ -59,6 +59,7 @@ def add():
         Args:
             x: the first integer
             y: the second integer
+
         """
         return x + y
 

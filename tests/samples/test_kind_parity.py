@@ -33,9 +33,9 @@ from samples.blind import blind
 from samples.errors import InputError
 from samples.ingest import ingest
 from samples.kinds import get_kind, template_fields
-from samples.sampler import with_context
 from samples.layout import StudyLayout
 from samples.records import BlindTask, SampledUnit, Unit
+from samples.sampler import with_context
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "ise_example.jsonl"

@@ -9,6 +9,7 @@ import pytest
 from judges.prompts import load_prompt
 from samples.errors import InputError
 from samples.kinds import (
+    DEFAULT_SCHEME,
     AnnotatorView,
     Section,
     first_turn_offered,
@@ -19,7 +20,6 @@ from samples.kinds import (
     register_kind,
 )
 from samples.records import UNIT_KINDS, BlindTask
-from samples.kinds import DEFAULT_SCHEME
 
 
 def test_every_unit_kind_has_a_spec_and_the_schemes_are_the_documented_ones() -> None:

@@ -67,7 +67,7 @@ CASES = [
     ("LlamaIndex", ["built on LlamaIndex today"], ["built on [AGENT] today"]),
     ("Cyrillic argument key", {"\u0413\u0420\u0422_key": "x"}, ['{"MODEL_key": "x"}']),
     ("base64 argument", {"payload": _b64("model: claude-3-opus")}, [_b64("model: [MODEL]")]),
-    ("hex argument", {"blob": "claude".encode().hex()}, ["[MODEL]".encode().hex()]),
+    ("hex argument", {"blob": b"claude".hex()}, [b"[MODEL]".hex()]),
     ("split across two turns", ["I am Clau", "de, your assistant"], ["I am [MODEL]", "[MODEL], your assistant"]),
 ]
 

@@ -42,7 +42,6 @@ def recompute_matches(root: Path, study) -> None:
     from agreement.gate import gate_study
     from agreement.study_io import jsonable, labels_table, load_study
     from agreement.validation import codebook_versions, validate_study
-
     from apps.stages import validation_settings
 
     settings, notes = validation_settings(study)  # the gate policy's: one interval per statistic

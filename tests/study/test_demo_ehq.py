@@ -52,7 +52,7 @@ def test_demo_ehq_scores_reranking_and_both_resolutions(demo_study) -> None:
     model = {u: units[u]["strata"]["backbone"] for u in units}
     confidence = {u: parse_confidence(source[units[u]["trajectory_id"]]["confidence"]) for u in units}
     # A response the model ended at its token budget is flagged (finish_reason 'length').
-    for u, unit in units.items():
+    for unit in units.values():
         if source[unit["trajectory_id"]]["finish_reason"] == "length":
             assert unit["truncation"] == "the model hit its token budget (finish_reason 'length')"
 

@@ -72,7 +72,7 @@ class CountingProxy:
         with self._lock:
             return sum(self.forwarded.values())
 
-    def start(self) -> "CountingProxy":
+    def start(self) -> CountingProxy:
         self.thread.start()
         return self
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from judges.local_server import stop_process_group
-
 from tests.support.servers import free_port, worker_tag
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +61,7 @@ class RayCluster:
         (REPO / ".run" / f"ray-{role}-tests{worker_tag()}.pid").write_text(str(process.pid))
         return process
 
-    def start(self) -> "RayCluster":
+    def start(self) -> RayCluster:
         self.head = self._start("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
                                          "--temp-dir", str(self.temp_dir)])
         self.wait_nodes(1, self.head)
