@@ -543,16 +543,17 @@ def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
     return settings, notes
 
 
-def _self_family_notes(ctx: Context, study: Any) -> list[str]:
+def self_family_flags(study_file: StudyFile, study: Any) -> list[str]:
     """Judges of an evaluated agent's model family (family: [audit] / [preference] judge_families, else inferred
-    from the judge's model id; imported judges from their name), flagged wherever they are validated."""
+    from the judge's model id; imported judges from their name), flagged wherever they are validated: the notes
+    ``accord run`` adds to the validation and the verdict (``study``: the loaded study folder)."""
     from agreement.identity import evaluated_families, self_family_notes
     from samples.vocabulary import infer_family
 
-    declared = {**(ctx.study.preference.judge_families if ctx.study.preference else {}),
-                **(ctx.study.audit.judge_families if ctx.study.audit else {})}
-    models = {spec.name: spec.model for spec in ctx.study.judge_specs()}
-    models.update({j.name: j.name for j in ctx.study.imported_judges()})
+    declared = {**(study_file.preference.judge_families if study_file.preference else {}),
+                **(study_file.audit.judge_families if study_file.audit else {})}
+    models = {spec.name: spec.model for spec in study_file.judge_specs()}
+    models.update({j.name: j.name for j in study_file.imported_judges()})
     families = {name: declared.get(name) or infer_family(model) for name, model in models.items()}
     return self_family_notes(families, evaluated_families(study))
 
@@ -566,7 +567,7 @@ def _validate_run(ctx: Context) -> Outcome:
         ctx.console.print(f"  note: {note}")
     from agreement.study_io import load_study
 
-    flags = _self_family_notes(ctx, load_study(ctx.root, cluster=ctx.study.validation.cluster))
+    flags = self_family_flags(ctx.study, load_study(ctx.root, cluster=ctx.study.validation.cluster))
     settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=(*notes, *flags), **values)
     with ctx.console.status(f"  validating ({settings.n_resamples} cluster-bootstrap resamples) ..."):
         result, _ = get_stage("validate").run(ctx.layout, settings).detail
@@ -651,7 +652,7 @@ def _gate_run(ctx: Context) -> Outcome:
     from apps.builtin_stages import GateSettings
     from apps.drivers import get_stage
 
-    flags = _self_family_notes(ctx, load_study(ctx.root, cluster=ctx.study.validation.cluster))
+    flags = self_family_flags(ctx.study, load_study(ctx.root, cluster=ctx.study.validation.cluster))
     settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
                             cluster=ctx.study.validation.cluster, notes=tuple(flags))
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):

@@ -42,17 +42,19 @@ def recompute_matches(root: Path, study) -> None:
     from agreement.gate import gate_study
     from agreement.study_io import jsonable, labels_table, load_study
     from agreement.validation import codebook_versions, validate_study
-    from apps.stages import validation_settings
+    from apps.stages import self_family_flags, validation_settings
 
     settings, notes = validation_settings(study)  # the gate policy's: one interval per statistic
     loaded = load_study(root, cluster=study.validation.cluster)
+    flags = self_family_flags(study, loaded)
     result = validate_study(loaded, **settings)
     body = result.to_dict()
-    body["notes"] = [*body["notes"], *notes]
+    body["notes"] = [*body["notes"], *notes, *flags]
     body["cluster"] = loaded.cluster
     body["codebook_versions"] = codebook_versions(labels_table(loaded))
     assert json.loads((root / "validation" / "validation.json").read_text()) == jsonable(body)
     document, _ = gate_study(loaded, study.gate.policy, judges=study.gate.judges or None)
+    document["notes"] = [*document["notes"], *flags]
     assert json.loads((root / "gate" / "verdict.json").read_text()) == jsonable(document)
 
 
