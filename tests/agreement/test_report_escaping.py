@@ -58,7 +58,7 @@ def test_annotator_names_from_an_import_follow_the_coding_apps_rule(tmp_path, ca
     assert code == 2 and "is not a valid annotator name" in err and err.count("\n") == 1
     assert not (tmp_path / "s" / "units.jsonl").exists()
     long = tmp_path / "long.csv"
-    long.write_text("id,rater,label\nu1,<b>x</b>,yes\n")
+    long.write_text("id,rater,label\nu1,<b>x</b>,yes\nu1,judge,yes\n")  # the judge rates: only the name is wrong
     code = main(["import", "table", str(long), "--study", str(tmp_path / "l"), "--unit-column", "id",
                  "--kind", "identify_trajectory", "--rater-column", "rater", "--label-column", "label",
                  "--judges", "judge"])
