@@ -455,6 +455,24 @@ def _range(bounds: dict) -> str:
     return "--" if bounds["low"] is None else f"{fmt(bounds['low'])} - {fmt(bounds['high'])}"
 
 
+def table_text(table: Table) -> str:
+    """A report table as aligned plain text for a terminal: the title, the header, the rows, the note."""
+    rows = [table.header, *table.rows]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(table.header))]
+    lines = [table.title, *("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)]
+    return "\n".join([*lines, table.note] if table.note else lines)
+
+
+def ehq_text(layout: Any) -> str | None:
+    """The study's EHQ scores and the human re-ranking (the ``[ehq]`` stage's document) as text, None without one,
+    so ``accord validate`` and ``accord score`` show them beside their own results."""
+    from agreement.documents import read_document
+
+    if not layout.ehq.is_file():
+        return None
+    return "\n\n".join(table_text(t) for t in ehq_tables(read_document(EhqDocument, layout.root)))
+
+
 def ehq_tables(doc: EhqDocument) -> list[Table]:
     """EHQ per model under each set of labels, the truncation sensitivity, and the re-ranking between judge and
     human reference."""

@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from agreement.report import ehq_text
     from agreement.scoring import GateRefusal, format_score
     from agreement.study_io import print_document, status
     from apps.builtin_stages import ScoreSettings
@@ -53,5 +54,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"accord score: not scored: {refusal} (use --force to score anyway, stamped UNACCEPTED)",
               file=sys.stderr)
         return 1
-    print_document(layout.score, written.document, as_json=args.json, text=format_score)
+    ehq = ehq_text(layout)
+
+    def text(body: dict) -> str:
+        return format_score(body) + (f"\n\nEHQ (the [ehq] stage, {layout.ehq})\n{ehq}" if ehq else "")
+
+    print_document(layout.score, written.document, as_json=args.json, text=text)
     return 0

@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agreement.report import ehq_text
     from agreement.study_io import print_document, status
     from agreement.validation import format_validation
     from apps.builtin_stages import ValidateSettings
@@ -62,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         for split in splits:
             parts.append(f"\n#### codebook {split.version[:12]}: {split.n_labels} labels on {split.n_units} units")
             parts.append(format_validation(split.result))
+        ehq = ehq_text(layout)
+        if ehq:
+            parts.append(f"\n#### EHQ (the [ehq] stage, {layout.ehq})\n{ehq}")
         return "\n".join(parts)
 
     print_document(layout.validation, body, as_json=args.json, text=text)

@@ -118,3 +118,11 @@ def test_ehq_scores_and_the_human_reranking(study_file, capsys):
     assert four["n"] == two["n"] == 32 and two["percent_agreement"] >= four["percent_agreement"]
     html = (root / "report/report.html").read_text()
     assert "EHQ per model" in html and "Human re-ranking" in html
+    # accord validate shows the same EHQ tables beside its own sections: every model's composite as the document has it.
+    capsys.readouterr()
+    assert main(["validate", str(root), "--n-resamples", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "EHQ per model" in printed and "Human re-ranking" in printed
+    for model in MODELS:
+        row = next(line for line in printed.splitlines() if line.startswith(model) and " judge " in f" {line} ")
+        assert by[(model, "judge")].composite.statistic is None or f"{by[(model, 'judge')].composite.statistic:.3f}" in row
