@@ -41,23 +41,20 @@ services-deps: venv system
 	bash scripts/ppi_venv.sh
 	bash scripts/confseq_venv.sh
 
-# Two tiers, nothing skipped, side by side (the in-process tests fill the cores while service
-# tests wait on servers and browsers): the in-process tests on every core (pytest-xdist; whole modules per worker, so
-# a module's fixtures are built once), and every test that starts a real service (marker
-# `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
-# derives it from the fixtures a test uses) on workers of their own, the tests of one costly
-# service in one xdist group so it starts once. The service tier's report follows the other's
-# (.run/test-services.log); both run even when one fails; each prints its slowest 25 tests.
+# Two tiers, nothing skipped, one after the other: the in-process tests on every core (pytest-xdist; whole
+# modules per worker, so a module's fixtures are built once), then every test that starts a real service
+# (marker `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
+# derives it from the fixtures a test uses) on workers of their own, the tests of one costly service in one
+# xdist group so it starts once. Run side by side the tiers took 21 minutes against 25 but starved the
+# browser tests of CPU on 2 cores (dashboard pages past their timeouts), so they run in turn. Both run even
+# when one fails; each prints its slowest 25 tests.
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
 test: services-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	mkdir -p .run
-	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup >.run/test-services.log 2>&1 & services=$$!; \
-	trap 'kill -INT $$services 2>/dev/null' INT TERM; \
 	$(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope; fast=$$?; \
-	wait $$services; services=$$?; cat .run/test-services.log; \
+	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup; services=$$?; \
 	test $$fast = 0 && test $$services = 0
 
 # The in-process tests without the long simulations (marker `slow`): minutes, no service started.

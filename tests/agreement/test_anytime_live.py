@@ -52,15 +52,16 @@ def test_the_dashboard_shows_the_anytime_verdict_while_people_label(labelling):
         page = context.new_page()
         page.goto(url)
         page.get_by_text("Anytime verdict: CONTINUE").wait_for(timeout=90_000)
-        assert page.get_by_text("j: CONTINUE after 3 units").is_visible()
-        # each criterion with its sequential method and interval, in the table beside the line
-        assert page.get_by_text("hedged betting confidence sequence", exact=False).first.is_visible()
+        page.get_by_text("j: CONTINUE after 3 units").wait_for(timeout=30_000)
+        # each criterion with its sequential method and interval, in the table beside the line (drawn after the
+        # line: wait for it rather than read it at once)
+        page.get_by_text("hedged betting confidence sequence", exact=False).first.wait_for(timeout=30_000)
 
         label(57)  # the rest: the floor fails at look 7 (confseq: upper bound 0.582 < 0.6)
         page.reload()
         page.get_by_text("Anytime verdict: REJECT").wait_for(timeout=90_000)
-        assert page.get_by_text("j: REJECT at look 7 (n = 7 of 60 units labelled)").is_visible()
-        assert page.get_by_role("cell", name="FAIL at look 7").is_visible()
+        page.get_by_text("j: REJECT at look 7 (n = 7 of 60 units labelled)").wait_for(timeout=30_000)
+        page.get_by_role("cell", name="FAIL at look 7").first.wait_for(timeout=30_000)
 
 
 @pytest.mark.browser
@@ -83,7 +84,7 @@ def test_a_decided_study_tells_annotators_no_more_labels_are_needed(labelling, c
     with coding_app(root, name="coding-app-anytime") as url, browser() as context:
         page = context.new_page()
         sign_in(page, url, token)
-        assert page.get_by_text("Task 1 of 60", exact=True).is_visible()
+        page.get_by_text("Task 1 of 60", exact=True).wait_for(timeout=30_000)
         capsys.readouterr()
         assert main(["gate", str(root), "--policy", policy, "--sequential"]) == 1  # CONTINUE after 3 units
         assert "CONTINUE after 3 units" in capsys.readouterr().out

@@ -136,8 +136,9 @@ def test_dashboard_in_a_real_browser(dashboard_url):
         page.goto(dashboard_url)
         page.get_by_text("Gate verdict: ACCEPT").wait_for(timeout=60_000)
         assert page.get_by_text("SIMULATED ANNOTATORS", exact=False).first.is_visible()
-        page.get_by_text("Judge-scored benchmark (%; 95% percentile bootstrap CIs)").first.wait_for(timeout=30_000)
-        page.locator("img").first.wait_for(timeout=30_000)
+        # The page draws top to bottom: under load the score table and the plots come well after the verdict.
+        page.get_by_text("Judge-scored benchmark (%; 95% percentile bootstrap CIs)").first.wait_for(timeout=90_000)
+        page.locator("img").first.wait_for(timeout=60_000)
         assert page.locator("img").count() >= 4
 
 
