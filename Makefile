@@ -45,8 +45,8 @@ services-deps: venv system
 # modules per worker, so a module's fixtures are built once), then every test that starts a real service
 # (marker `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
 # derives it from the fixtures a test uses) on workers of their own, the tests of one costly service in one
-# xdist group so it starts once. Run side by side the tiers took 21 minutes against 25 but starved the
-# browser tests of CPU on 2 cores (dashboard pages past their timeouts), so they run in turn. Both run even
+# xdist group so it starts once. Side by side the tiers took 21 minutes and starved the browser tests of
+# CPU on 2 cores (dashboard pages past their timeouts); in turn they take 20.6 (6.1 + 13.3 + set-up). Both run even
 # when one fails; each prints its slowest 25 tests.
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
