@@ -513,7 +513,8 @@ class BeatsBaselines:
         rows, failing, binding = [], [], None
         for d in comparison.differences:
             lo, hi = d.confidence_interval(evidence.level, method) if not d.undefined_reason else (math.nan, math.nan)
-            small = too_small("human_ceiling", d.n) if not d.undefined_reason else None
+            small = (too_small("human_ceiling", d.n, called="a paired difference like the human ceiling's")
+                     if not d.undefined_reason else None)
             problem = d.undefined_reason or small or (None if math.isfinite(lo) else "the interval is undefined")
             rows.append({"baseline": d.baseline, "coefficient": d.coefficient, "judge": d.judge_value,
                          "baseline_value": d.baseline_value, "difference": d.statistic, "ci_low": lo,

@@ -51,12 +51,16 @@ def method_for(statistic: str) -> str:
     return METHOD.get(statistic, "percentile")
 
 
-def too_small(statistic: str, n_units: int) -> str | None:
-    """A reason when ``n_units`` is below the size at which the chosen interval was seen to cover, else None."""
+def too_small(statistic: str, n_units: int, *, called: str | None = None) -> str | None:
+    """A reason when ``n_units`` is below the size at which the chosen interval was seen to cover, else None.
+
+    ``called``: what the message calls the estimate when it borrows another statistic's coverage result
+    (a baseline difference is sized as the human ceiling, the same kind of paired difference)."""
     minimum = MIN_UNITS.get(statistic)
     if minimum is None or n_units >= minimum:
         return None
-    return (f"{n_units} units is too small: the {method_for(statistic)} interval for {statistic} covered less than "
+    name = called or statistic
+    return (f"{n_units} units is too small: the {method_for(statistic)} interval for {name} covered less than "
             f"94% below {minimum} units in the coverage study ({COVERAGE_TABLE}); needs >= {minimum} units")
 
 

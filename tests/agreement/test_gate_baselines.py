@@ -178,3 +178,11 @@ def test_baseline_differences_by_hand(tmp_path):
     strict = load_policy(write_policy(tmp_path, 'type = "beats_baselines"\nmin_lower_bound = 0.2'))
     result = strict.criteria[0].evaluate(HandEvidence(data))
     assert not result.passed and "always 1 (majority class) on percent_agreement" in result.reason
+    # Below the paired difference's minimum size the reason names what is compared, not the human ceiling
+    # whose coverage result it borrows.
+    few = RatingData.from_matrix(np.column_stack([judge, reference])[:50], raters=("judge", "reference"),
+                                 categories=(0, 1))
+    result = pol.criteria[0].evaluate(HandEvidence(few))
+    assert not result.passed and "50 units is too small" in result.reason
+    assert "interval for a paired difference like the human ceiling's" in result.reason
+    assert "for human_ceiling" not in result.reason
