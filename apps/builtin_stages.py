@@ -112,6 +112,13 @@ class BlindStage:
                                                 keep_roles=settings.keep_roles, ranking=settings.ranking))
 
 
+def _self_family(study: Any, judge_families: Mapping[str, str] | None) -> list[str]:
+    """Notes for the judges of an evaluated agent's model family, from the study the stage has loaded."""
+    from agreement.identity import evaluated_families, self_family_notes
+
+    return self_family_notes(judge_families, evaluated_families(study)) if judge_families else []
+
+
 # --- validate -----------------------------------------------------------------------------------
 
 
@@ -129,6 +136,8 @@ class ValidateSettings:
     by_codebook: bool = False
     notes: tuple[str, ...] = ()
     """Lines added to the document's notes (a study file value the gate policy replaced)."""
+    judge_families: Mapping[str, str] | None = None
+    """Judge -> model family (the study file's); a judge of an evaluated agent's family is flagged in the notes."""
 
     def __post_init__(self) -> None:
         _check_level(self.level)
@@ -161,7 +170,7 @@ class ValidateStage:
                                 population=population_table(study, judges=judges))
         splits = validate_by_codebook(table, **values) if settings.by_codebook else ()
         body = {**result.to_dict(), "codebook_versions": codebook_versions(table), "cluster": study.cluster}
-        body["notes"] = [*body["notes"], *settings.notes]
+        body["notes"] = [*body["notes"], *settings.notes, *_self_family(study, settings.judge_families)]
         if settings.by_codebook:
             body["by_codebook"] = {split.version: {"n_labels": split.n_labels, "n_units": split.n_units,
                                                    **split.result.to_dict()} for split in splits}
@@ -364,8 +373,8 @@ class GateSettings:
     judges: tuple[str, ...] | None = None
     sequential: bool = False
     cluster: str = "trajectory"
-    notes: tuple[str, ...] = ()
-    """Lines added to the verdict's notes (a judge of an evaluated agent's family, from the study file)."""
+    judge_families: Mapping[str, str] | None = None
+    """Judge -> model family (the study file's); a judge of an evaluated agent's family is flagged in the notes."""
 
 
 @dataclass(frozen=True)
@@ -388,7 +397,7 @@ class GateStage:
         study = load_study(layout.root, cluster=settings.cluster)
         document, text = gate_study(study, settings.policy, judges=list(settings.judges) if settings.judges else None,
                                     sequential=settings.sequential)
-        document["notes"] = [*document["notes"], *settings.notes]
+        document["notes"] = [*document["notes"], *_self_family(study, settings.judge_families)]
         return StageOutput(document=_write(VerdictDocument, layout.verdict, document), detail=text)
 
 

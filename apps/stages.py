@@ -543,19 +543,16 @@ def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
     return settings, notes
 
 
-def self_family_flags(study_file: StudyFile, study: Any) -> list[str]:
-    """Judges of an evaluated agent's model family (family: [audit] / [preference] judge_families, else inferred
-    from the judge's model id; imported judges from their name), flagged wherever they are validated: the notes
-    ``accord run`` adds to the validation and the verdict (``study``: the loaded study folder)."""
-    from agreement.identity import evaluated_families, self_family_notes
+def judge_families(study_file: StudyFile) -> dict[str, str]:
+    """Each judge's model family ([audit] / [preference] judge_families, else inferred from the judge's model id;
+    imported judges from their name): the validate and gate drivers flag a judge of an evaluated agent's family."""
     from samples.vocabulary import infer_family
 
     declared = {**(study_file.preference.judge_families if study_file.preference else {}),
                 **(study_file.audit.judge_families if study_file.audit else {})}
     models = {spec.name: spec.model for spec in study_file.judge_specs()}
     models.update({j.name: j.name for j in study_file.imported_judges()})
-    families = {name: declared.get(name) or infer_family(model) for name, model in models.items()}
-    return self_family_notes(families, evaluated_families(study))
+    return {name: declared.get(name) or infer_family(model) for name, model in models.items()}
 
 
 def _validate_run(ctx: Context) -> Outcome:
@@ -565,10 +562,8 @@ def _validate_run(ctx: Context) -> Outcome:
     values, notes = validation_settings(ctx.study)
     for note in notes:
         ctx.console.print(f"  note: {note}")
-    from agreement.study_io import load_study
-
-    flags = self_family_flags(ctx.study, load_study(ctx.root, cluster=ctx.study.validation.cluster))
-    settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=(*notes, *flags), **values)
+    settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=tuple(notes),
+                                judge_families=judge_families(ctx.study), **values)
     with ctx.console.status(f"  validating ({settings.n_resamples} cluster-bootstrap resamples) ..."):
         result, _ = get_stage("validate").run(ctx.layout, settings).detail
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
@@ -648,17 +643,16 @@ def _asa_run(ctx: Context) -> Outcome:
 
 
 def _gate_run(ctx: Context) -> Outcome:
-    from agreement.study_io import load_study
     from apps.builtin_stages import GateSettings
     from apps.drivers import get_stage
 
-    flags = self_family_flags(ctx.study, load_study(ctx.root, cluster=ctx.study.validation.cluster))
     settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
-                            cluster=ctx.study.validation.cluster, notes=tuple(flags))
+                            cluster=ctx.study.validation.cluster, judge_families=judge_families(ctx.study))
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
         document = get_stage("gate").run(ctx.layout, settings).document
-    for note in settings.notes:
-        ctx.console.print(f"  [bold yellow]{note}[/]")
+    for note in document["notes"]:
+        if note.startswith("self-family judge"):
+            ctx.console.print(f"  [bold yellow]{note}[/]")
     return Outcome(summary={"verdict": document["verdict"],
                             "judges": {j: v["verdict"] for j, v in document["judges"].items()}})
 
