@@ -69,16 +69,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from annotate.tasks import load_orders, load_tasks
-    from samples.generation import check_generation
+    """The annotate stage's push (``apps.upstream_stages``) to this server (closing it releases nothing)."""
+    from apps.drivers import get_stage
+    from apps.upstream_stages import AnnotateSettings
     from samples.layout import StudyLayout
 
-    layout = StudyLayout.of(args.study)
-    if args.tasks is None or args.orders is None:
-        check_generation(layout, "blind")  # the study's tasks and orders of one blind run, never a mix
-    tasks = load_tasks(args.tasks or layout.tasks)
-    orders = load_orders(args.orders or layout.orders, tasks)
-    report = backend.push(tasks, orders)
+    settings = AnnotateSettings(backend=lambda layout: backend, pull=False, tasks=args.tasks,
+                                orders=args.orders)
+    report = get_stage("annotate").run(StudyLayout.of(args.study), settings).detail.pushed
     projects = report.details["projects"]
     lines = [
         (f"pushed {report.n_tasks} task(s) for {len(report.annotators)} annotator(s) to {backend.url}: "
