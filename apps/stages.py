@@ -8,8 +8,9 @@ skipped: nothing is called, resampled or rewritten. Any change upstream (a new
 label, an edited plan, a deleted output) changes a hash and reruns the stage and,
 through its outputs' hashes, everything downstream.
 
-Stages call the library APIs the single-stage commands call (samples, judges,
-annotate, agreement, apps.demo); none is re-implemented here. The annotation stage
+Each stage turns the study file into its driver's settings and runs the registered
+driver (``apps.drivers.get_stage``), the one the single-stage command runs too; none
+is re-implemented here. The annotation stage
 is the human one: it loads the blinded tasks into the coding app's store, lets the
 simulated panel label when the study asks for it, and otherwise stops the run with
 instructions until every annotator has labelled every task in their order.
@@ -123,11 +124,19 @@ class Outcome:
 
 @dataclass(frozen=True, kw_only=True)
 class Stage:
+    """One step of the run: ``run`` turns the study file into the settings of the registered ``driver`` and runs it
+    (``apps.drivers.get_stage``); ``material`` and ``outputs`` are what `accord run` fingerprints and records."""
+
     name: str
     title: str
     material: Callable[[Context], dict[str, Any]]
     outputs: Callable[[Context], list[Path]]
     run: Callable[[Context], Outcome]
+
+    @property
+    def driver(self) -> str:
+        """The registered stage driver ``run`` calls: the stage's name (a generate stage's before ``:source``)."""
+        return self.name.partition(":")[0]
 
 
 # --- generation (demo fixture only) -----------------------------------------------------------
