@@ -42,10 +42,9 @@ class GenerateSettings:
 
 def _fixture_rows(source: Any) -> list[Any]:
     """The fixture rows, limited to the first ``items_per_category`` questions of each category."""
-    from samples.jsonl import read_models
-
     from apps.demo.conflict import ConflictInstance
     from apps.demo.items import DemoItem
+    from samples.jsonl import read_models
 
     model: type[Any] = ConflictInstance if source.generate == "demo-agent" else DemoItem
     rows: list[Any] = list(read_models(source.fixture, model))
@@ -430,6 +429,8 @@ class AnnotateSettings:
     """Simulated annotator -> flip probability: the panel labels through the coding app's store (None: people)."""
     panel_seed: int = DEFAULT_SEED
     pull: bool = True
+    wait: bool = True
+    """After the pull, ask the backend who still has tasks to label (`accord run` waits for them)."""
     store_moved: bool = False
     """The store's location changed on purpose: fewer labels there may replace ``labels/human.jsonl``."""
     decided: Callable[[dict[str, Any]], bool] | None = field(default=None, compare=False)
@@ -487,7 +488,7 @@ class AnnotateStage:
                 summary.update(self._simulate(backend, settings))
             if settings.pull:
                 labels = tuple(backend.pull())
-                missing = dict(backend.status().missing())
+                missing = dict(backend.status().missing()) if settings.wait else {}
                 if missing and settings.decided is not None and settings.decided(summary):
                     summary["closed"] = backend.close_remaining()
                     missing = {}
