@@ -235,3 +235,36 @@ def test_every_stage_of_the_shipped_studies_is_a_registered_driver() -> None:
             seen.add(stage.driver)
     assert seen == {"generate", "ingest", "judge", "decisions", "sample", "blind", "annotate", "import", "validate",
                     "quality", "ehq", "asa", "audit", "preference", "gate", "score", "report"}
+
+
+def test_labels_export_writes_the_gold_labels_as_the_stage_pull_does(tmp_path, capsys) -> None:
+    """`accord labels export` to the study's labels file is the annotate stage's pull: the labels of gold units go to
+    their own sealed file as `accord run` writes them (before, the export left that file as it was)."""
+    from annotate.app_backend import AppBackend
+    from tests.annotate.test_gold import ANNOTATORS, blinded_study, push
+
+    study = blinded_study(tmp_path / "study")
+    layout = StudyLayout(study)
+    assert accord(capsys, "gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.1")[0] == 0
+    store, tokens = push(study)
+    gold = {u["task"]["task_id"] for u in json.loads(layout.gold.read_text())["units"]}
+    for name in ANNOTATORS:
+        for i, task_id in enumerate(store.order(name)[:12]):
+            kind = store.task(task_id).kind
+            label = "yes" if i % 3 else "no"
+            store.submit(tokens[name], task_id, label, submission_id=f"{name}-{i:03d}",
+                         first_turn=0 if label == "yes" and kind == "identify_trajectory" else None)
+    assert gold & {t for name in ANNOTATORS for t in store.order(name)[:12]}  # some gold units were labelled
+    store.close()
+
+    assert accord(capsys, "labels", "export", "--study", str(study))[0] == 0
+    exported = {path: path.read_bytes() for path in (layout.app_labels, layout.gold_labels)}
+    assert all(exported.values())
+    for path in exported:
+        path.unlink()
+    backend = AppBackend(study=study)  # what `accord run`'s annotate stage builds for backend "app"
+    try:
+        backend.pull()
+    finally:
+        backend.close()
+    assert {path: path.read_bytes() for path in exported} == exported
