@@ -12,9 +12,10 @@ What legitimately differs, and why:
 - ``.generations/*.json`` record the last generation each stage published: the import commands
   publish one table at a time, `accord run` all of them at once.
 
-A last test spies on ``apps.drivers.get_stage`` (calling through) during `accord run`: every stage
-it runs is reached through its registered driver and through nothing else; and every stage
-command module calls ``get_stage``.
+The first test also spies on ``apps.drivers.get_stage`` (calling through) during `accord run`: every
+stage it runs is reached through its registered driver, once; two more check that every stage of the
+shipped studies' run plans is a registered driver and that every stage command module calls
+``get_stage``; the last that `accord labels export` writes the gold labels as the stage's pull does.
 """
 
 from __future__ import annotations
