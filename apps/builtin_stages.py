@@ -1,5 +1,5 @@
 """The built-in stage drivers (``apps.drivers``): sample, blind, decisions, validate, quality, audit, preference,
-ehq, gate, score, report.
+ehq, asa, gate, score, report (generate, ingest, judge, import and annotate: ``apps.upstream_stages``).
 
 Each takes a frozen settings object, validated where it is built, and computes its
 stage from the study folder alone, so `accord <stage>` (settings from its flags) and
@@ -364,6 +364,29 @@ class EhqStage:
         return StageOutput(document=_write(EhqDocument, layout.ehq, body))
 
 
+@dataclass(frozen=True)
+class AsaStage:
+    """The ASA milestones; settings: the study file's ``[asa]`` table (``apps.study.Asa``)."""
+
+    name: str = "asa"
+    settings: type = object
+
+    def inputs(self, layout: StudyLayout) -> list[Path]:
+        return [*_label_tables(layout), layout.units, layout.trajectories]
+
+    def outputs(self, layout: StudyLayout) -> list[Path]:
+        return [layout.asa]
+
+    def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
+        from agreement.asa import asa_study
+        from agreement.documents import AsaDocument
+
+        a = settings
+        body = asa_study(layout, judge=a.judge, tie_policy=a.tie_policy, n_resamples=a.n_resamples, seed=a.seed,
+                         level=a.level)
+        return StageOutput(document=_write(AsaDocument, layout.asa, body))
+
+
 # --- gate ---------------------------------------------------------------------------------------
 
 
@@ -481,5 +504,5 @@ class ReportStage:
 
 
 for _driver in (SampleStage(), BlindStage(), DecisionsStage(), ValidateStage(), QualityStage(), AuditStage(),
-                PreferenceStage(), EhqStage(), GateStage(), ScoreStage(), ReportStage()):
+                PreferenceStage(), EhqStage(), AsaStage(), GateStage(), ScoreStage(), ReportStage()):
     register_stage(_driver)

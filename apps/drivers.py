@@ -6,7 +6,8 @@ which computes the stage and writes its document. The command modules only turn
 arguments into settings and print what the driver returns; ``apps.stages`` turns the
 study file into the same settings. So the two drivers cannot write different documents
 from the same inputs and settings (``tests/study/test_one_driver.py``). The built-in
-drivers (``apps.builtin_stages``) register on import as a third party's would.
+drivers (``apps.builtin_stages``: the agreement stages; ``apps.upstream_stages``: generate, ingest, judge,
+import, annotate) register on import as a third party's would.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class StageDriver(Protocol):
 
 
 _DRIVERS: dict[str, StageDriver] = {}
-_BUILTINS = "apps.builtin_stages"
+_BUILTINS = ("apps.upstream_stages", "apps.builtin_stages")
 
 
 def register_stage(driver: StageDriver) -> None:
@@ -59,7 +60,7 @@ def register_stage(driver: StageDriver) -> None:
 
 def get_stage(name: str) -> StageDriver:
     """The registered driver of stage ``name`` (the built-ins imported first)."""
-    importlib.import_module(_BUILTINS)
+    _import_builtins()
     try:
         return _DRIVERS[name]
     except KeyError:
@@ -67,5 +68,10 @@ def get_stage(name: str) -> StageDriver:
 
 
 def stage_names() -> list[str]:
-    importlib.import_module(_BUILTINS)
+    _import_builtins()
     return sorted(_DRIVERS)
+
+
+def _import_builtins() -> None:
+    for module in _BUILTINS:
+        importlib.import_module(module)

@@ -8,8 +8,9 @@ skipped: nothing is called, resampled or rewritten. Any change upstream (a new
 label, an edited plan, a deleted output) changes a hash and reruns the stage and,
 through its outputs' hashes, everything downstream.
 
-Stages call the library APIs the single-stage commands call (samples, judges,
-annotate, agreement, apps.demo); none is re-implemented here. The annotation stage
+Each stage turns the study file into its driver's settings and runs the registered
+driver (``apps.drivers.get_stage``), the one the single-stage command runs too; none
+is re-implemented here. The annotation stage
 is the human one: it loads the blinded tasks into the coding app's store, lets the
 simulated panel label when the study asks for it, and otherwise stops the run with
 instructions until every annotator has labelled every task in their order.
@@ -123,33 +124,22 @@ class Outcome:
 
 @dataclass(frozen=True, kw_only=True)
 class Stage:
+    """One step of the run: ``run`` turns the study file into the settings of the registered ``driver`` and runs it
+    (``apps.drivers.get_stage``); ``material`` and ``outputs`` are what `accord run` fingerprints and records."""
+
     name: str
     title: str
     material: Callable[[Context], dict[str, Any]]
     outputs: Callable[[Context], list[Path]]
     run: Callable[[Context], Outcome]
 
+    @property
+    def driver(self) -> str:
+        """The registered stage driver ``run`` calls: the stage's name (a generate stage's before ``:source``)."""
+        return self.name.partition(":")[0]
+
 
 # --- generation (demo fixture only) -----------------------------------------------------------
-
-
-def _fixture_rows(source: Source) -> list[Any]:
-    """The fixture rows, limited to the first ``items_per_category`` questions of each category."""
-    from samples.jsonl import read_models
-
-    if source.generate == "demo-agent":
-        from apps.demo.conflict import ConflictInstance as Model
-    else:
-        from apps.demo.items import DemoItem as Model
-    rows = list(read_models(source.fixture, Model))
-    if source.items_per_category is None:
-        return rows
-    kept: dict[str, list[str]] = {}
-    for row in rows:
-        ids = kept.setdefault(row.category, [])
-        if row.question_id not in ids and len(ids) < source.items_per_category:
-            ids.append(row.question_id)
-    return [row for row in rows if row.question_id in kept[row.category]]
 
 
 def _generate_stage(source: Source) -> Stage:
@@ -164,26 +154,17 @@ def _generate_stage(source: Source) -> Stage:
     def run(ctx: Context) -> Outcome:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        from apps.demo.agent import DEMO_MODELS, AgentConfig, closed_book_answers, run_agent
-        from samples.jsonl import write_jsonl
+        from apps.drivers import get_stage
+        from apps.upstream_stages import GenerateSettings
 
-        known = {m.name: m for m in DEMO_MODELS}
-        unknown = [m for m in source.models if m not in known]
-        if unknown:
-            raise InputError(f"{ctx.study.path}: source {source.name!r}: models {unknown} are not demo models {sorted(known)}")
-        models = [known[m] for m in source.models]
-        config = AgentConfig(max_turns=source.max_turns, max_tokens=source.max_tokens)
-        rows = _fixture_rows(source)
-        generate = run_agent if source.generate == "demo-agent" else closed_book_answers
         url = ctx.model_url()
         with Progress("  {task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=ctx.console, transient=True) as bar:
-            task = bar.add_task(f"{source.generate} ({len(models)} models)", total=len(rows) * len(models))
-            records, report = generate(rows, base_url=url, models=models, config=config,
-                                       progress=lambda done, total: bar.update(task, completed=done))
-        write_jsonl(out(ctx), records)
-        return Outcome(summary={"records": report.n_records, "requests": report.n_requests,
-                                "truncated": report.truncated, "wall_s": round(report.wall_s, 2)})
+            task = bar.add_task(f"{source.generate} ({len(source.models)} models)", total=None)
+            settings = GenerateSettings(source=source, base_url=url, origin=str(ctx.study.path),
+                                        progress=lambda done, total: bar.update(task, completed=done, total=total))
+            written = get_stage("generate").run(ctx.layout, settings)
+        return Outcome(summary=written.document)
 
     return Stage(name=f"generate:{source.name}", title=f"generate {source.name} (demo fixture, local models)",
                  material=material, outputs=lambda ctx: [out(ctx)], run=run)
@@ -210,47 +191,23 @@ def _ingest_material(ctx: Context) -> dict[str, Any]:
     return {"sources": sources, "accord": accord_version()}
 
 
-def _concatenate(parts: list[Path], target: Any) -> None:
-    for part in parts:
-        with part.open("rb") as handle:
-            while block := handle.read(1 << 20):
-                target.write(block)
-
-
 def _ingest_run(ctx: Context) -> Outcome:
-    from samples.generation import publishing
-    from samples.ingest import ingest
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from apps.drivers import get_stage
+    from apps.upstream_stages import IngestSettings, IngestSource
     from samples.records import UNIT_KINDS
 
-    manifests: dict[str, Any] = {}
-    skipped: list[str] = []
-    seen: dict[str, str] = {}
+    settings = IngestSettings(origin=str(ctx.study.path), sources=tuple(
+        IngestSource(name=s.name, files=tuple(_source_files(ctx, s)), adapter=s.adapter, options=s.options,
+                     kinds=tuple(s.kinds) if s.kinds else UNIT_KINDS, metadata_strata=tuple(s.metadata_strata),
+                     skip_bad=s.skip_bad) for s in ctx.study.source))
+    written = get_stage("ingest").run(ctx.layout, settings)
     units: dict[str, int] = {}
-    for source in ctx.study.source:
-        folder = ctx.layout.ingest_dir(source.name)
-        result = ingest(_source_files(ctx, source), folder, adapter=source.adapter, options=source.options,
-                        kinds=tuple(source.kinds) if source.kinds else UNIT_KINDS,
-                        metadata_strata=source.metadata_strata, skip_bad=source.skip_bad)
-        manifests[source.name] = json.loads(StudyLayout(folder).ingest_manifest.read_text(encoding="utf-8"))
-        skipped += [f"{source.name}: {problem}" for problem in result.bad_records]
+    for result in written.detail:
         for kind, count in result.units_by_kind.items():
             units[kind] = units.get(kind, 0) + count
-        for _, line in iter_jsonl_lines(StudyLayout(folder).trajectories):
-            trajectory_id = decode_json_line(line)["id"]
-            if trajectory_id in seen:
-                raise InputError(f"{ctx.study.path}: trajectory id {trajectory_id!r} appears in sources "
-                                 f"{seen[trajectory_id]!r} and {source.name!r}; trajectory ids must be unique across sources")
-            seen[trajectory_id] = source.name
-    folders = [StudyLayout(ctx.layout.ingest_dir(s.name)) for s in ctx.study.source]
-    # The merged trajectories, units and manifest are one generation: a killed run leaves the old set or the new.
-    with publishing(ctx.layout, "ingest") as generation:
-        _concatenate([f.trajectories for f in folders], generation.open(ctx.layout.trajectories))
-        _concatenate([f.units for f in folders], generation.open(ctx.layout.units))
-        generation.write_json(ctx.layout.ingest_manifest, {"sources": manifests,
-                                                           "bad_records": {"count": len(skipped), "skipped": skipped}})
-    return Outcome(summary={"trajectories": len(seen), "units_by_kind": dict(sorted(units.items())),
-                            "bad_records_skipped": len(skipped)})
+    return Outcome(summary={"trajectories": sum(result.n_trajectories for result in written.detail),
+                            "units_by_kind": dict(sorted(units.items())),
+                            "bad_records_skipped": written.document["bad_records"]["count"]})
 
 
 # --- judges, sample, blind ----------------------------------------------------------------------
@@ -265,20 +222,16 @@ def _judge_material(ctx: Context) -> dict[str, Any]:
 def _judge_run(ctx: Context) -> Outcome:
     from dataclasses import replace
 
-    from judges.runner import StudyPaths, run_judges
-    from judges.tables import read_units
-    from samples.generation import check_generation
-    from samples.sampler import with_context
+    from apps.drivers import get_stage
+    from apps.upstream_stages import JudgeSettings
 
-    check_generation(ctx.layout, "ingest")
     specs = []
     for spec in ctx.study.judge_specs():
         if spec.provider == "local" and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
-    units = with_context(read_units(ctx.layout.units), ctx.layout.trajectories,  # identify_turn: turns 0..i
-                         kinds={kind for spec in specs for kind in spec.unit_kinds})
-    summary = run_judges(units, specs, StudyPaths.in_dir(ctx.layout.judges_dir), progress=True)
+    settings = JudgeSettings(judges=tuple(specs), population=True, origin=f"{ctx.study.path}: [[judge]]")
+    summary = get_stage("judge").run(ctx.layout, settings).detail
     return Outcome(summary={"run_id": summary.run_id, "calls": summary.calls,
                             "judges": {j.judge: {"units": j.units, "calls": j.calls, "cache_hits": j.cache_hits,
                                                  "ok": j.ok, "unscored": j.unscored} for j in summary.judges}})
@@ -369,38 +322,19 @@ def _annotate_material(ctx: Context) -> dict[str, Any]:
 
 
 def _annotate_run(ctx: Context) -> Outcome:
-    from annotate.tasks import load_orders, load_tasks
-    from samples.generation import check_generation
+    from apps.drivers import get_stage
+    from apps.upstream_stages import AnnotateSettings
 
-    check_generation(ctx.layout, "blind")
-    tasks = load_tasks(ctx.layout.tasks)
-    backend = annotation_backend(ctx)
-    if ctx.store_moved:
-        backend.allow_fewer_labels = True  # read by the coding app's backend before it loads or saves labels
-    try:
-        pushed = backend.push(tasks, load_orders(ctx.layout.orders, tasks))
-        summary: dict[str, Any] = {"backend": backend.name, "tasks": pushed.n_tasks, "annotators": list(pushed.annotators)}
-        if ctx.simulate:
-            from apps.demo.panel import SIMULATED_NOTICE, SimulatedAnnotator, run_panel
-
-            if backend.name != "app":
-                raise InputError(f"{ctx.study.path}: the simulated panel labels through the coding app's store; "
-                                 f"annotation.backend is {backend.name!r}")
-            panel = [SimulatedAnnotator(name=n, flip_prob=p) for n, p in ctx.study.annotation.simulated_panel.items()]
-            report = run_panel(backend.store, annotators=panel, seed=ctx.study.annotation.panel_seed)
-            summary.update(simulated=True, submitted=dict(report.submitted), notice=SIMULATED_NOTICE)
-            ctx.console.print(f"  [bold yellow]{SIMULATED_NOTICE}[/]")
-        labels = backend.pull()
-        missing = backend.status().missing()
-        if missing and _anytime_decided(ctx, summary):
-            summary["closed"] = backend.close_remaining()
-            missing = {}
-    finally:
-        backend.close()
-    summary["labels"] = len(labels)
-    if missing:
-        return Outcome(summary=summary, waiting=_instructions(ctx, missing))
-    return Outcome(summary=summary)
+    annotation = ctx.study.annotation
+    settings = AnnotateSettings(backend=lambda layout: annotation_backend(ctx), store_moved=ctx.store_moved,
+                                panel=annotation.simulated_panel if ctx.simulate else None,
+                                panel_seed=annotation.panel_seed, origin=str(ctx.study.path),
+                                say=lambda notice: ctx.console.print(f"  [bold yellow]{notice}[/]"),
+                                decided=lambda summary: _anytime_decided(ctx, summary))
+    written = get_stage("annotate").run(ctx.layout, settings)
+    if written.detail.missing:
+        return Outcome(summary=written.document, waiting=_instructions(ctx, dict(written.detail.missing)))
+    return Outcome(summary=written.document)
 
 
 def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
@@ -455,54 +389,33 @@ def _import_outputs(ctx: Context) -> list[Path]:
 
 def _import_run(ctx: Context) -> Outcome:
     """Register a labels-only study's units, then import every table the study file names (replacing earlier
-    ones): every table checked first, then all published as one generation (a failure changes nothing)."""
-    from annotate.imports import HumanColumns, human_import
-    from judges.imports import judge_import
-    from samples.imports import (
-        MatchColumns,
-        UnitMatcher,
-        publish_import,
-        read_table,
-        select,
-        units_from_rows,
-        with_id_groups,
-    )
+    ones, removing those it no longer names): every table checked first, then all published as one generation."""
+    from annotate.imports import HumanColumns
+    from apps.drivers import get_stage
+    from apps.upstream_stages import HumanImport, ImportSettings, JudgeImport, UnitsImport
+    from samples.imports import MatchColumns
 
-    study, layout = ctx.study, ctx.layout
-    summary: dict[str, Any] = {}
-    files: list[tuple[Path, Any]] = []
-    matcher = None
+    study = ctx.study
+    units = None
     if study.units is not None:
         u = study.units
-        rows = with_id_groups(select(read_table(u.path, format=u.format), u.where), u.unit_column, u.id_pattern)
-        built = units_from_rows(layout, rows,
-                                unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
-                                strata_columns=u.strata_columns, cluster_column=u.cluster_column, replace=True)
-        files += [(layout.units, built.units), (layout.key, built.key)]
-        matcher = UnitMatcher.of_records(layout, built.units, built.key)
-        summary.update(units=built.report.units)
-    matcher = matcher or UnitMatcher.for_study(layout)
-    for h in study.human_labels:
-        match = MatchColumns(unit=h.unit_column, task=h.task_column, trajectory=h.trajectory_column,
-                             kind=h.kind_column, turn=h.turn_column)
-        columns = HumanColumns(annotator=h.annotator_column, label=h.label_column,
-                               annotators=tuple(h.annotator_columns), first_turn=h.first_turn_column)
-        report, labels = human_import(h.path, layout, match=match, columns=columns, scheme=h.scheme, format=h.format,
-                                      name=h.name, where=h.where, matcher=matcher)
-        files.append((report.written, labels))
-        summary[f"human:{h.name}"] = report.labels
-    for j in study.imported_judges():
-        match = MatchColumns(unit=j.unit_column, trajectory=j.trajectory_column, kind=j.kind_column, turn=j.turn_column)
-        judged, labels = judge_import(j.path, layout, judge=j.name, match=match, output_column=j.output_column,
-                                      output_kind=j.output_kind, parse_mode=j.parse_mode, scheme=j.scheme,
-                                      format=j.format, where=j.where, matcher=matcher)
-        files.append((judged.written, labels))
-        summary[f"judge:{j.name}"] = judged.ok
-    wanted = set(_import_outputs(ctx))
-    stale = [old for folder in (layout.imported_labels_dir, layout.imported_judge_labels_dir)
-             for old in (sorted(folder.glob("*.jsonl")) if folder.is_dir() else ()) if old not in wanted]
-    publish_import(layout, files, removed=stale)  # stale: imports the study file no longer names
-    return Outcome(summary=summary)
+        units = UnitsImport(path=u.path, format=u.format, where=u.where, id_pattern=u.id_pattern,
+                            unit_column=u.unit_column, kind=u.kind, kind_column=u.kind_column,
+                            strata_columns=tuple(u.strata_columns), cluster_column=u.cluster_column, replace=True)
+    human = tuple(HumanImport(path=h.path, scheme=h.scheme, format=h.format, name=h.name, where=h.where,
+                              match=MatchColumns(unit=h.unit_column, task=h.task_column, trajectory=h.trajectory_column,
+                                                 kind=h.kind_column, turn=h.turn_column),
+                              columns=HumanColumns(annotator=h.annotator_column, label=h.label_column,
+                                                   annotators=tuple(h.annotator_columns),
+                                                   first_turn=h.first_turn_column))
+                  for h in study.human_labels)
+    judges = tuple(JudgeImport(path=j.path, judge=j.name, output_column=j.output_column, output_kind=j.output_kind,
+                               parse_mode=j.parse_mode, scheme=j.scheme, format=j.format, where=j.where,
+                               match=MatchColumns(unit=j.unit_column, trajectory=j.trajectory_column,
+                                                  kind=j.kind_column, turn=j.turn_column))
+                   for j in study.imported_judges())
+    settings = ImportSettings(units=units, human=human, judges=judges, prune=True)
+    return Outcome(summary=get_stage("import").run(ctx.layout, settings).document)
 
 
 # --- agreement stages ---------------------------------------------------------------------------
@@ -625,13 +538,10 @@ def _ehq_run(ctx: Context) -> Outcome:
 
 
 def _asa_run(ctx: Context) -> Outcome:
-    from agreement.asa import asa_study
-    from agreement.documents import AsaDocument, write_document
+    from agreement.documents import AsaDocument
+    from apps.drivers import get_stage
 
-    a = ctx.study.asa
-    body = asa_study(ctx.layout, judge=a.judge, tie_policy=a.tie_policy, n_resamples=a.n_resamples, seed=a.seed,
-                     level=a.level)
-    document = write_document(AsaDocument, ctx.layout, body)
+    document = AsaDocument.model_validate(get_stage("asa").run(ctx.layout, ctx.study.asa).document)
     judge, human = document.blocked["judge"], document.blocked["human_reference"]
     return Outcome(summary={"m0": judge["m0"]["statistic"], "sa_strict": judge["sa_strict"]["statistic"],
                             "sa_relaxed": judge["sa_relaxed"]["statistic"], "gap": judge["gap"]["statistic"],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 
 def _columns(value: str) -> tuple[str, ...]:
@@ -142,32 +143,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register(args: argparse.Namespace, rows) -> dict:
-    from samples.imports import register_units
+def _stage(args: argparse.Namespace, **settings) -> Any:
+    """The import stage's driver run on the study with these settings (``apps.upstream_stages.ImportSettings``)."""
+    from apps.drivers import get_stage
+    from apps.upstream_stages import ImportSettings
+    from samples.layout import StudyLayout
 
-    registered = register_units(args.study, rows, unit_column=args.unit_column, kind=args.kind,
-                                kind_column=args.kind_column, strata_columns=args.strata_columns,
-                                cluster_column=args.cluster_column, distinct_rows=True)
-    return {"units": registered.units, "kinds": registered.kinds, "strata": list(registered.strata)}
+    return get_stage("import").run(StudyLayout.of(args.study), ImportSettings(**settings)).detail
 
 
 def _units(args: argparse.Namespace) -> dict:
-    from samples.imports import read_table
+    from apps.upstream_stages import UnitsImport
 
-    body = _register(args, read_table(args.file, format=args.format))
+    registered = _stage(args, units=UnitsImport(
+        path=args.file, format=args.format, unit_column=args.unit_column, kind=args.kind, kind_column=args.kind_column,
+        strata_columns=args.strata_columns, cluster_column=args.cluster_column, distinct_rows=True)).units
+    body: dict[str, Any] = {"units": registered.units, "kinds": registered.kinds, "strata": list(registered.strata)}
     body["lines"] = [f"registered {body['units']} units ({', '.join(f'{k} {n}' for k, n in body['kinds'].items())}) "
                      f"in {args.study}"]
     return body
 
 
 def _human(args: argparse.Namespace) -> dict:
-    from annotate.imports import HumanColumns, import_human_labels
+    from annotate.imports import HumanColumns
+    from apps.upstream_stages import HumanImport
 
     columns = HumanColumns(annotator=args.annotator_column, label=args.label_column, annotators=args.annotator_columns,
                            first_turn=args.first_turn_column, unsure=args.unsure_column, note=args.note_column,
                            role=args.role_column, time=args.time_column)
-    report = import_human_labels(args.file, args.study, match=_match(args), columns=columns, scheme=args.scheme,
-                                 format=args.format, name=args.name)
+    (report,) = _stage(args, human=(HumanImport(path=args.file, match=_match(args), columns=columns, scheme=args.scheme,
+                                                format=args.format, name=args.name),)).human
     return {"labels": report.labels, "units": report.units, "annotators": list(report.annotators),
             "written": str(report.written),
             "lines": [f"imported {report.labels} human labels from {len(report.annotators)} annotator(s) on "
@@ -197,12 +202,12 @@ def _where(pairs: list[str]) -> dict[str, str]:
 
 
 def _judge(args: argparse.Namespace) -> dict:
-    from judges.imports import import_judge_labels
+    from apps.upstream_stages import JudgeImport
 
-    report = import_judge_labels(args.file, args.study, judge=args.judge, match=_match(args),
-                                 output_column=args.output_column, output_kind=args.output_kind,
-                                 parse_mode=args.parse_mode, scheme=args.scheme, format=args.format,
-                                 where=_where(args.where), only_sample=args.only_sample)
+    (report,) = _stage(args, judges=(JudgeImport(
+        path=args.file, judge=args.judge, match=_match(args), output_column=args.output_column,
+        output_kind=args.output_kind, parse_mode=args.parse_mode, scheme=args.scheme, format=args.format,
+        where=_where(args.where), only_sample=args.only_sample),)).judges
     body = _judge_report(report)
     body["lines"] = [body.pop("line")]
     return body
@@ -210,19 +215,10 @@ def _judge(args: argparse.Namespace) -> dict:
 
 def _table(args: argparse.Namespace) -> dict:
     """Every row checked (units, key, human labels, each judge) before anything is written; then one generation."""
-    from annotate.imports import HumanColumns, human_import
-    from judges.imports import judge_import
+    from annotate.imports import HumanColumns
+    from apps.upstream_stages import HumanImport, JudgeImport, UnitsImport
     from samples.errors import InputError
-    from samples.imports import (
-        MatchColumns,
-        UnitMatcher,
-        check_columns,
-        label_text,
-        publish_import,
-        read_table,
-        units_from_rows,
-    )
-    from samples.layout import StudyLayout
+    from samples.imports import MatchColumns, check_columns, label_text, read_table
 
     rows = read_table(args.file, format=args.format)
     long = args.rater_column is not None
@@ -241,40 +237,30 @@ def _table(args: argparse.Namespace) -> dict:
         if absent:
             raise InputError(f"{args.file}: --judges: no rater {', '.join(map(repr, absent))} in column "
                              f"{args.rater_column!r}; its raters: {raters}")
-    layout = StudyLayout.of(args.study)
-    built = units_from_rows(layout, rows, unit_column=args.unit_column, kind=args.kind, kind_column=args.kind_column,
-                            strata_columns=args.strata_columns, cluster_column=args.cluster_column)
-    body = {"units": built.report.units, "kinds": built.report.kinds, "strata": list(built.report.strata)}
-    matcher = UnitMatcher.of_records(layout, built.units, built.key)
     match = MatchColumns(unit=args.unit_column)
     if long:
-        judged = set(args.judges)
-        raters = sorted({label_text(r.get(args.rater_column)) for r in rows})
-        missing = sorted(judged - set(raters))
-        if missing:
-            raise InputError(f"{args.file}: --judges: no rater {', '.join(map(repr, missing))} in column "
-                             f"{args.rater_column!r}; its raters: {raters}")
-        people = [r for r in rows if label_text(r.get(args.rater_column)) not in judged]
-        human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
-                                         rows=people, matcher=matcher,
-                                         columns=HumanColumns(annotator=args.rater_column, label=args.label_column,
-                                                              time=args.time_column))
+        people = [r for r in rows if label_text(r.get(args.rater_column)) not in set(args.judges)]
+        human = HumanImport(path=args.file, match=match, format=args.format, scheme=args.scheme, rows=people,
+                            columns=HumanColumns(annotator=args.rater_column, label=args.label_column,
+                                                 time=args.time_column))
         outputs = [(name, args.label_column, [r for r in rows if label_text(r.get(args.rater_column)) == name])
                    for name in args.judges]
     else:
-        human, human_rows = human_import(args.file, layout, match=match, format=args.format, scheme=args.scheme,
-                                         matcher=matcher, columns=HumanColumns(annotators=args.annotator_columns,
-                                                                              time=args.time_column))
+        human = HumanImport(path=args.file, match=match, format=args.format, scheme=args.scheme,
+                            columns=HumanColumns(annotators=args.annotator_columns, time=args.time_column))
         outputs = [(name, name, rows) for name in args.judge_columns]
-    judged_files = [judge_import(args.file, layout, judge=name, match=match, output_column=column, matcher=matcher,
-                                 output_kind=args.output_kind, parse_mode=args.parse_mode, scheme=args.scheme,
-                                 format=args.format, rows=judge_rows)
-                    for name, column, judge_rows in outputs]
-    publish_import(layout, [(layout.units, built.units), (layout.key, built.key), (human.written, human_rows),
-                            *[(report.written, labels) for report, labels in judged_files]])
-    judges = [_judge_report(report) for report, _ in judged_files]
-    body.update(human_labels=human.labels, judges=judges)
+    units = UnitsImport(path=args.file, format=args.format, rows=rows, unit_column=args.unit_column, kind=args.kind,
+                        kind_column=args.kind_column, strata_columns=args.strata_columns,
+                        cluster_column=args.cluster_column)
+    imported = _stage(args, units=units, human=(human,), judges=tuple(
+        JudgeImport(path=args.file, judge=name, match=match, output_column=column, output_kind=args.output_kind,
+                    parse_mode=args.parse_mode, scheme=args.scheme, format=args.format, rows=judge_rows)
+        for name, column, judge_rows in outputs))
+    body = {"units": imported.units.units, "kinds": imported.units.kinds, "strata": list(imported.units.strata)}
+    (labelled,) = imported.human
+    judges = [_judge_report(report) for report in imported.judges]
+    body.update(human_labels=labelled.labels, judges=judges)
     body["lines"] = [f"registered {body['units']} units in {args.study}",
-                     f"imported {human.labels} human labels from {len(human.annotators)} annotator(s)",
+                     f"imported {labelled.labels} human labels from {len(labelled.annotators)} annotator(s)",
                      *[j.pop("line") for j in judges]]
     return body

@@ -64,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from samples.ingest import expand_inputs, ingest
+    from apps.drivers import get_stage
+    from apps.upstream_stages import IngestSettings, IngestSource
+    from samples.ingest import expand_inputs
+    from samples.layout import StudyLayout
     from samples.records import UNIT_KINDS
 
     files = expand_inputs(args.inputs)
@@ -73,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
     with Progress(SpinnerColumn(), TextColumn("ingest: {task.completed:,} records"), TimeElapsedColumn(),
                   console=console, transient=True, disable=args.json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("ingest", total=None)
-        result = ingest(files, args.study, adapter=args.adapter, options=_options(args.option), kinds=kinds,
-                        metadata_strata=args.metadata_stratum, skip_bad=args.skip_bad, workers=args.workers,
-                        progress=lambda n: bar.update(task, completed=n))
-    manifest = result.manifest(adapter=args.adapter, options=_options(args.option), kinds=list(kinds or []),
-                               metadata_strata=args.metadata_stratum)
+        source = IngestSource(files=tuple(files), adapter=args.adapter, options=_options(args.option), kinds=kinds,
+                              metadata_strata=tuple(args.metadata_stratum), skip_bad=args.skip_bad)
+        written = get_stage("ingest").run(StudyLayout.of(args.study), IngestSettings(
+            sources=(source,), workers=args.workers, progress=lambda n: bar.update(task, completed=n)))
+    manifest, (result,) = written.document, written.detail
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return 0

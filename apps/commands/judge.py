@@ -138,33 +138,11 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     return out
 
 
-def _units(args: argparse.Namespace) -> list[Any]:
-    from judges.tables import read_units
-    from samples.errors import InputError
-    from samples.generation import check_generation
-    from samples.layout import StudyLayout
+def _settings(args: argparse.Namespace, judges: list[Any], **run: Any) -> Any:
+    """The judge stage's settings from the flags (``--units``, ``--cache``; ``run``: the run-only ones)."""
+    from apps.upstream_stages import JudgeSettings
 
-    path = args.units
-    if path is None:
-        layout = StudyLayout.of(args.study)
-        for stages, candidate in ((("sample",), layout.sample), (("ingest", "import"), layout.units)):
-            if candidate.exists():
-                for stage in stages:  # the units of one run of the stage that wrote them, never a mix
-                    check_generation(layout, stage)
-                path = candidate
-                break
-        else:
-            raise InputError(f"no units: {layout.sample} and {layout.units} are absent; give --units FILE")
-    return read_units(path)
-
-
-def _judged_units(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
-    """The units with what their judge message needs (identify_turn: turns 0..i, from STUDY/trajectories.jsonl)."""
-    from samples.layout import StudyLayout
-    from samples.sampler import with_context
-
-    return with_context(_units(args), StudyLayout.of(args.study).trajectories,
-                        kinds={kind for judge in judges for kind in judge.unit_kinds})
+    return JudgeSettings(judges=tuple(judges), units=args.units, cache=args.cache, **run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,33 +150,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from judges.prices import PriceTable
-    from judges.runner import StudyPaths, run_judges
+    from apps.drivers import get_stage
     from samples.layout import StudyLayout
 
-    judges = _with_engine(args, _judges(args))
-    units = _judged_units(args, judges)
-    _check_kinds(judges, units)
-    prices = PriceTable.load(args.prices)
-    paths = StudyPaths.in_dir(StudyLayout.of(args.study).judges_dir, cache=args.cache)
-    summary = run_judges(units, judges, paths, prices=prices, dry_run=args.dry_run,
+    settings = _settings(args, _with_engine(args, _judges(args)), prices=args.prices, dry_run=args.dry_run,
                          progress=not (args.json or args.no_progress or args.dry_run))
+    summary = get_stage("judge").run(StudyLayout.of(args.study), settings).detail
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
         _print_summary(summary)
     return _context_verdict(summary)
-
-
-def _check_kinds(judges: list[Any], units: list[Any]) -> None:
-    """A judge none of whose unit kinds the units have would run on nothing and exit 0: an input error instead."""
-    from samples.errors import InputError
-
-    kinds = sorted({unit.kind for unit in units})
-    for judge in judges:
-        if not set(judge.unit_kinds) & set(kinds):
-            raise InputError(f"--judge {judge.name}: labels unit kinds {sorted(judge.unit_kinds)}, but the units have "
-                             f"only {kinds}; nothing to judge (a judge for {kinds}: accord judge list)")
 
 
 def _context_verdict(summary: Any) -> int:
@@ -301,10 +263,13 @@ def _default_cache(args: argparse.Namespace) -> Path:
 
 
 def _batch_write(args: argparse.Namespace) -> int:
+    from apps.upstream_stages import judged_units
     from judges.batch import write_batch
+    from samples.layout import StudyLayout
 
     judges = _judges(args)
-    written = write_batch(_judged_units(args, judges), judges, args.out, cache_path=args.cache or _default_cache(args))
+    units = judged_units(StudyLayout.of(args.study), _settings(args, judges))
+    written = write_batch(units, judges, args.out, cache_path=args.cache or _default_cache(args))
     if args.json:
         print(json.dumps(written, indent=2))
     else:

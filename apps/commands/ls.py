@@ -69,16 +69,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from annotate.tasks import load_orders, load_tasks
-    from samples.generation import check_generation
+    """The annotate stage's push (``apps.upstream_stages``) to this server (closing it releases nothing)."""
+    from apps.drivers import get_stage
+    from apps.upstream_stages import AnnotateSettings
     from samples.layout import StudyLayout
 
-    layout = StudyLayout.of(args.study)
-    if args.tasks is None or args.orders is None:
-        check_generation(layout, "blind")  # the study's tasks and orders of one blind run, never a mix
-    tasks = load_tasks(args.tasks or layout.tasks)
-    orders = load_orders(args.orders or layout.orders, tasks)
-    report = backend.push(tasks, orders)
+    settings = AnnotateSettings(backend=lambda layout: backend, pull=False, tasks=args.tasks,
+                                orders=args.orders)
+    report = get_stage("annotate").run(StudyLayout.of(args.study), settings).detail.pushed
     projects = report.details["projects"]
     lines = [
         (f"pushed {report.n_tasks} task(s) for {len(report.annotators)} annotator(s) to {backend.url}: "
@@ -102,7 +100,15 @@ def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    report = backend.pull_report()
+    """The annotate stage's pull from this server, keeping the server's report of what changed."""
+    from apps.drivers import get_stage
+    from apps.upstream_stages import AnnotateSettings
+    from samples.layout import StudyLayout
+
+    reporting = _Reporting(backend)
+    settings = AnnotateSettings(backend=lambda layout: reporting, push=False, wait=False)
+    get_stage("annotate").run(StudyLayout.of(args.study), settings)
+    report = reporting.report
     lines = [
         (f"pulled {len(report.labels)} label(s) from {backend.url} into {report.path} "
          f"(added {report.added}, updated {report.updated}, unchanged {report.unchanged}, removed {report.removed}, "
@@ -147,6 +153,20 @@ def _close(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     lines = [f"closed {sum(closed.values())} unlabelled task(s) on {backend.url}: the study is decided",
              *(f"  {name}: {n}" for name, n in closed.items())]
     return {"text": lines, "json": {"url": backend.url, "closed": closed}}
+
+
+class _Reporting:
+    """The server's backend as the annotate stage pulls from it, keeping the pull's report (added, updated, ...)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend, self.name, self.report = backend, backend.name, None
+
+    def pull(self) -> list[Any]:
+        self.report = self.backend.pull_report()
+        return list(self.report.labels)
+
+    def close(self) -> None:
+        self.backend.close()
 
 
 _ACTIONS = {"push": _push, "pull": _pull, "status": _status, "close": _close}
