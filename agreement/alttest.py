@@ -68,10 +68,6 @@ class AltTestResult:
     def winning_rate(self) -> float:
         return self.statistic
 
-    def confidence_interval(self) -> tuple[float, float]:
-        """The winning rate counts BY rejections: it has no sampling interval (NaN, NaN)."""
-        return (math.nan, math.nan)
-
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
             return x if math.isfinite(x) else None

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from samples.intervals import ConfidenceInterval, held_interval
+
 # Rows of the cluster-weight matrix drawn at once: bounds memory at about
 # _CHUNK * n_clusters * 8 bytes whatever n_resamples is.
 _CHUNK = 2_000
@@ -40,8 +42,10 @@ class Estimate:
     def defined(self) -> bool:
         return self.undefined_reason is None and math.isfinite(self.statistic)
 
-    def confidence_interval(self) -> tuple[float, float]:
-        return (self.ci_low, self.ci_high)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval this estimate was computed with (it keeps bounds, not resamples)."""
+        held = ConfidenceInterval(low=self.ci_low, high=self.ci_high, level=self.level, method=self.method)
+        return held_interval(held, level, method, what=f"the estimate ({self.method or 'unnamed'})")
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -35,6 +35,9 @@ import pandas as pd
 from agreement.audit import holm
 from agreement.bootstrap import DEFAULT_SEED
 from samples.errors import InputError
+from samples.intervals import ConfidenceInterval, held_interval
+
+INTERVAL_METHOD = "cluster bootstrap percentile over questions"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +59,10 @@ class FamilyBias:
     p_holm: float = math.nan
     undefined_reason: str | None = None
 
-    def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
-        if level is not None and level != self.level:
-            raise ValueError(f"level {level!r}: this result was computed at {self.level}; recompute to change it")
-        return self.ci_low, self.ci_high
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval the bias was computed with (it keeps bounds, not resamples)."""
+        held = ConfidenceInterval(low=self.ci_low, high=self.ci_high, level=self.level, method=INTERVAL_METHOD)
+        return held_interval(held, level, method, what="the family bias")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -86,14 +86,12 @@ class FlagRule:
 
     def reasons(self, quality: AnnotatorQuality, level: float) -> tuple[str, ...]:
         """Why ``quality``'s annotator is flagged (empty: not flagged)."""
-        from agreement.validation import agreement_interval
-
         result = quality.leave_one_out.get(self.coefficient)
         name = f"leave-one-out {self.coefficient}"
         if result is None or result.undefined_reason or not math.isfinite(result.statistic):
             why = result.undefined_reason if result is not None else quality.undefined_reason
             return (f"{name} cannot be measured ({why})",) if self.unmeasurable == "flag" else ()
-        _, high = agreement_interval(result, level)
+        high = result.confidence_interval(level).high
         if not math.isfinite(high):
             return (f"{name} has no interval",) if self.unmeasurable == "flag" else ()
         if high < self.min_upper_bound:

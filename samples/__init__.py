@@ -18,6 +18,8 @@ from samples.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "InputError": "samples.errors",
+    "ConfidenceInterval": "samples.intervals",
+    "DEFAULT_LEVEL": "samples.intervals",
     "canonical_json": "samples.canonical",
     "sha256_hex": "samples.canonical",
     "file_sha256": "samples.canonical",

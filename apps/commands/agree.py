@@ -154,8 +154,8 @@ def _with_ci(result: Any, level: float, method: str) -> str:
         return "undefined"
     if method == "se":
         return f"{_fmt(result.statistic)} +/-{_fmt(result.se)}"
-    low, high = result.confidence_interval(level, method)
-    ci = f" [{_fmt(low)}, {_fmt(high)}]" if math.isfinite(low) and math.isfinite(high) else " [-]"
+    interval = result.confidence_interval(level, method)
+    ci = f" [{_fmt(interval.low)}, {_fmt(interval.high)}]" if interval.defined else " [-]"
     return _fmt(result.statistic) + ci
 
 
