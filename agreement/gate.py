@@ -51,11 +51,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agreement.estimate import MAX_RESAMPLES, MIN_RESAMPLES
 from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
 
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
@@ -662,15 +662,21 @@ def load_policy(path: str | Path) -> Policy:
     where = f"{path} [policy]"
     name = _param(head, "name", where, str, allowed="a policy name")
     description = _param(head, "description", where, str, allowed="what the policy is for")
+    try:  # the resampling settings are validated where they are built (samples.resampling)
+        resampling = Resampling(
+            level=_param(head, "level", where, _number, allowed="a confidence level in (0, 1)"),
+            n_resamples=_param(head, "n_resamples", where, int,
+                               allowed=f"an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}"),
+            seed=_param(head, "seed", where, int, allowed="an integer seed"))
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
     settings = {
-        "level": float(_param(head, "level", where, _number, check=lambda v: 0 < v < 1,
-                              allowed="a confidence level in (0, 1)")),
+        "level": resampling.level,
         "tie_policy": _param(head, "tie_policy", where, str,
                              check=lambda v: v in ("exclude", "needs-adjudication", "positive", "negative"),
                              allowed="exclude, needs-adjudication, positive or negative"),
-        "n_resamples": _param(head, "n_resamples", where, int, check=lambda v: MIN_RESAMPLES <= v <= MAX_RESAMPLES,
-                              allowed=f"an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}"),
-        "seed": _param(head, "seed", where, int, allowed="an integer seed"),
+        "n_resamples": resampling.n_resamples,
+        "seed": resampling.seed,
     }
     if "judge" in head:
         settings["judge"] = _param(head, "judge", where, str, allowed="a judge name")

@@ -43,6 +43,7 @@ from agreement.results import AgreementResult
 from agreement.table import RatingData
 from samples.errors import InputError
 from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
+from samples.resampling import Resampling
 
 PANEL_COEFFICIENTS = ("percent_agreement", "fleiss_kappa", "gwet_ac1", "krippendorff_alpha")
 PAIR_COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
@@ -70,10 +71,7 @@ class PanelSettings:
     kappa when there are exactly two annotators (the two-coder statistic EHQ reports)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.n_resamples, bool) or int(self.n_resamples) != self.n_resamples or self.n_resamples < 0:
-            raise InputError(f"n_resamples={self.n_resamples!r}: expected an integer >= 0 (0 = analytic SEs only)")
-        if int(self.seed) != self.seed:
-            raise InputError(f"seed={self.seed!r}: expected an integer")
+        Resampling(n_resamples=self.n_resamples, seed=self.seed, allow_zero=True)  # raises on a bad value
         from agreement.coefficients import ALPHA_LEVELS
         from agreement.weights import WEIGHT_FAMILIES
 

@@ -36,6 +36,7 @@ from agreement.audit import holm
 from agreement.bootstrap import DEFAULT_SEED
 from samples.errors import InputError
 from samples.intervals import ConfidenceInterval, held_interval
+from samples.resampling import Resampling
 
 INTERVAL_METHOD = "cluster bootstrap percentile over questions"
 
@@ -83,10 +84,7 @@ def preference_bias(table: pd.DataFrame, *, first: str, second: str, first_label
     ``first``/``second`` name the table columns holding the two compared models;
     ``*_label`` the labels meaning "the first is better", "the second is better", "tie".
     """
-    if not 0 < level < 1:
-        raise InputError(f"level {level!r}: expected a confidence level in (0, 1)")
-    if n_resamples < 100:
-        raise InputError(f"n_resamples {n_resamples!r}: expected at least 100")
+    Resampling(n_resamples=n_resamples, seed=seed, level=level)  # raises on a bad value
     for column in (first, second):
         if column not in table.columns:
             raise InputError(f"preference: no column {column!r} in the labels table (a stratum of the units)")

@@ -37,6 +37,7 @@ from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate
 from agreement.results import AgreementResult
 from samples.errors import InputError
+from samples.resampling import Resampling
 
 LEAVE_ONE_OUT = ("cohen_kappa", "gwet_ac1")
 UNMEASURABLE = ("flag", "keep")
@@ -411,6 +412,9 @@ class QualitySettings:
     rule: FlagRule | None = None
     policy: str | None = field(default=None)
     """The policy file the settings and the rule came from (None: command-line settings, no rule)."""
+
+    def __post_init__(self) -> None:
+        Resampling(n_resamples=self.n_resamples, seed=self.seed, level=self.level)  # raises on a bad value
 
     def to_dict(self) -> dict[str, Any]:
         return {"tie_policy": self.tie_policy, "level": self.level, "n_resamples": self.n_resamples,

@@ -19,15 +19,9 @@ import numpy as np
 from agreement.intervals import METHOD_NAMES, bootstrap_interval, method_for
 from agreement.quantiles import normal_quantile, t_quantile
 from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval
+from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
 
 CI_METHODS = ("t", "normal", "percentile", "bca", "t_boot")
-
-
-def _check_level(level: float) -> float:
-    if not isinstance(level, (int, float)) or not 0.0 < float(level) < 1.0:
-        raise InputError(f"level={level!r}: expected a confidence level strictly between 0 and 1")
-    return float(level)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +75,7 @@ class AgreementResult:
         the jackknife over the resampled units/clusters; ``t_boot``: small-sample t on
         the bootstrap SE. ``method`` of the result names the procedure and what it drew.
         """
-        level = DEFAULT_LEVEL if level is None else _check_level(level)
+        level = DEFAULT_LEVEL if level is None else check_level(level)
         if method is None:
             method = method_for(self.coefficient) if self.bootstrap is not None else "t"
         if method not in CI_METHODS:

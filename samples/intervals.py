@@ -17,9 +17,11 @@ DEFAULT_LEVEL = 0.95
 
 
 def check_level(level: object, *, parameter: str = "level") -> float:
-    """``level`` as a float strictly between 0 and 1, else a ValueError naming the parameter and the value."""
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"{parameter}={level!r}: expected a confidence level strictly between 0 and 1")
+    """``level`` as a float strictly between 0 and 1, else an ``InputError`` naming the parameter and the value."""
+    from samples.errors import InputError
+
+    if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < float(level) < 1.0:
+        raise InputError(f"{parameter}={level!r}: expected a confidence level strictly between 0 and 1")
     return float(level)
 
 
