@@ -156,6 +156,8 @@ class GwetFamily:
             return np.zeros(shape)
         if self.chance == "uniform":
             return np.full(shape, total_w / q**2)
+        if pi is None:
+            raise ValueError(f"chance={self.chance!r} needs the category shares pi (uses_pi)")
         if self.chance == "fleiss":
             return np.einsum("...k,kl,...l->...", pi, self.weights, pi)
         if q < 2:

@@ -62,7 +62,7 @@ def check_tie_policy(tie_policy: str, categories: Sequence[str], positive: str |
     if len(categories) != 2:
         raise InputError(f"tie_policy={tie_policy!r} needs exactly two categories (a binary scheme), "
                          f"got {len(categories)}: {list(categories)}")
-    if positive not in categories:
+    if positive is None or positive not in categories:
         raise InputError(f"tie_policy={tie_policy!r} needs positive= one of the categories {list(categories)}, "
                          f"got {positive!r}")
     code = list(categories).index(positive)

@@ -7,6 +7,7 @@ object is built, with a message naming the parameter, the value and what is allo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from numbers import Real
 
@@ -22,8 +23,8 @@ bounds the time and memory a typo (``--n-resamples 10000000000``) could ask for.
 
 def check_resamples(n_resamples: object, *, parameter: str = "n_resamples", allow_zero: bool = False) -> int:
     """A resample or permutation count in [MIN_RESAMPLES, MAX_RESAMPLES] (or 0 where ``allow_zero``: no bootstrap)."""
-    whole = isinstance(n_resamples, Real) and not isinstance(n_resamples, bool) and float(n_resamples).is_integer()
-    count = int(n_resamples) if whole else -1  # type: ignore[call-overload]  # Real is int()-able; mypy's numbers stubs lack __int__
+    value = float(n_resamples) if isinstance(n_resamples, Real) and not isinstance(n_resamples, bool) else math.nan
+    count = int(value) if value.is_integer() else -1
     if MIN_RESAMPLES <= count <= MAX_RESAMPLES or (allow_zero and count == 0):
         return count
     zero = " or 0 (no bootstrap)" if allow_zero else ""
