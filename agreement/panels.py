@@ -297,7 +297,7 @@ def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSetti
     if len(humans) < 2:
         raise InputError(f"humans={list(humans)}: the human-human panel needs at least two annotators")
     sub = data.select_raters(humans)
-    sub = sub.select_units((sub.codes >= 0).any(axis=1))
+    sub = sub.select_units(np.asarray((sub.codes >= 0).any(axis=1)))
     raw, shared = pairwise_raw_agreement(sub.codes)
     upper = np.triu_indices(len(humans), k=1)
     defined = raw[upper][shared[upper] > 0]
@@ -426,13 +426,13 @@ def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: st
     if majority is not None:
         names.append(MAJORITY)
         columns.append(majority.codes)
-    named_reference = reference not in (None, "majority")
-    if named_reference and reference not in names:
-        names.append(reference)
-        columns.append(data.codes[:, data.rater_index(reference)])
+    named = reference if reference not in (None, "majority") else None
+    if named is not None and named not in names:
+        names.append(named)
+        columns.append(data.codes[:, data.rater_index(named)])
     judge_pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
     wanted = [(j, MAJORITY) for j in judges if majority is not None]
-    wanted += [(j, reference) for j in judges if named_reference and j != reference]
+    wanted += [(j, named) for j in judges if named is not None and j != named]
     compared = compare_pairs(_with_columns(data, names, columns), wanted, settings=settings) if len(names) >= 2 else {}
 
     versus = []
@@ -498,7 +498,7 @@ def _jsonable(value: Any) -> Any:
 def result_to_dict(result: AgreementResult, *, level: float = 0.95) -> dict[str, Any]:
     """One coefficient for ``--json``: full precision, null + reason where undefined."""
     t = result.confidence_interval(level, "t")
-    out = {
+    out: dict[str, Any] = {
         "coefficient": result.coefficient,
         "statistic": _number(result.statistic),
         "undefined_reason": result.undefined_reason,
