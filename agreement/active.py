@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from samples.intervals import ConfidenceInterval, check_level
+
 MIN_PROBABILITY = 0.05
 """No unit's chance of being labelled falls below this: the weights 1/pi stay bounded."""
 
@@ -40,11 +42,17 @@ class ActiveEstimate:
     level: float = 0.95
     method: str = "active inference (inverse-probability weights, PPI++ lambda), normal interval"
 
-    def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The normal interval at ``level`` (None: the level it was computed at); only its own ``method``."""
         from scipy.stats import norm
 
-        z = float(norm.ppf(0.5 + (level or self.level) / 2))
-        return (self.statistic - z * self.standard_error, self.statistic + z * self.standard_error)
+        if method is not None and method != self.method:
+            raise ValueError(f"method={method!r}: an active estimate has only its normal interval "
+                             f"(allowed: None or {self.method!r})")
+        level = self.level if level is None else check_level(level)
+        z = float(norm.ppf(0.5 + level / 2))
+        return ConfidenceInterval(low=self.statistic - z * self.standard_error,
+                                  high=self.statistic + z * self.standard_error, level=level, method=self.method)
 
 
 def cross_family_predictor(agreeing: np.ndarray, voting: np.ndarray) -> np.ndarray:

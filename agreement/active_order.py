@@ -147,8 +147,8 @@ def active_order_rows(root: Any) -> tuple[list[list[str]], str] | None:
     n = int(labelled.sum())
     try:
         estimate = active_mean(y, predicted, labelling_probabilities(predicted, float(n)), labelled)
-        low, high = estimate.confidence_interval()
-        text = (f"{estimate.statistic:.3f} [{low:.3f}, {high:.3f}] ({n} of {len(units)} units labelled; "
+        ci = estimate.confidence_interval()
+        text = (f"{estimate.statistic:.3f} [{ci.low:.3f}, {ci.high:.3f}] ({n} of {len(units)} units labelled; "
                 f"PPI++ lambda {estimate.lam:.2f}; {estimate.method})")
     except ValueError as error:  # too few labelled units for the probabilities' floor
         text = f"-- ({n} of {len(units)} units labelled: {error})"

@@ -68,10 +68,6 @@ class AltTestResult:
     def winning_rate(self) -> float:
         return self.statistic
 
-    def confidence_interval(self) -> tuple[float, float]:
-        """The winning rate counts BY rejections: it has no sampling interval (NaN, NaN)."""
-        return (math.nan, math.nan)
-
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
             return x if math.isfinite(x) else None
@@ -218,7 +214,7 @@ def alt_test(humans: Mapping[str, Mapping[str, Any]], judge: Mapping[str, Any], 
             human_advantage_probability=float(w_human.mean()), mean_difference=float(diff.mean()),
             t_statistic=t_stat, p_value=p, won=False, undefined_reason=reason))
 
-    common = dict(judge=judge_name, scoring=scoring, epsilon=float(epsilon), q=float(q),
+    common: dict[str, Any] = dict(judge=judge_name, scoring=scoring, epsilon=float(epsilon), q=float(q),
                   min_winning_rate=float(min_winning_rate), n_instances=int(keep.sum()),
                   dropped_instances=dropped, skipped_annotators=skipped)
     if not tests:

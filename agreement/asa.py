@@ -31,14 +31,14 @@ import numpy as np
 from agreement.decisions import probability_scores
 from agreement.estimate import (
     Estimate,
-    check_level,
-    check_resamples,
     percentile_interval,
     proportion_estimate,
     undefined,
 )
 from samples.asa import AUTHORS, MILESTONES
 from samples.errors import InputError
+from samples.intervals import check_level
+from samples.resampling import check_resamples
 from samples.seed import DEFAULT_SEED
 
 IMPLICATION = "M3 yes with M2 no: M3 implies M2"

@@ -38,9 +38,10 @@ import pandas as pd
 from scipy import stats
 
 from agreement.bootstrap import DEFAULT_SEED
-from agreement.estimate import Estimate, check_level, cluster_ratio_estimate
+from agreement.estimate import Estimate, cluster_ratio_estimate
 from agreement.intervals import ModelContrast, model_contrast
 from samples.errors import InputError
+from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level, held_interval
 
 OBSERVATIONAL_NOTE = (
     "The family contrast is observational: models are not randomly assigned to families, so a contrast "
@@ -67,8 +68,8 @@ class ModelBias:
     def statistic(self) -> float:
         return self.bias.statistic
 
-    def confidence_interval(self) -> tuple[float, float]:
-        return self.bias.confidence_interval()
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        return self.bias.confidence_interval(level, method)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,10 +90,17 @@ class FamilyContrast:
     """The contrast with its pooled-variance t interval over models."""
     adjusted: ModelContrast | None = None
     """The contrast at a common reference positive rate (ANCOVA on the models' human scores)."""
+    level: float = DEFAULT_LEVEL
+    """The level of ``raw``'s and ``adjusted``'s intervals."""
     undefined_reason: str | None = None
 
-    def confidence_interval(self) -> tuple[float, float]:
-        return (self.raw.ci_low, self.raw.ci_high) if self.raw is not None else (math.nan, math.nan)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The raw contrast's pooled-variance t interval over models (NaN when there is none); a policy's
+        ``contrast = "adjusted"`` reads ``adjusted.confidence_interval()``."""
+        if self.raw is not None:
+            return self.raw.confidence_interval(level, method)
+        held = ConfidenceInterval.undefined(level=self.level, method="pooled-variance t over models (df = models - 2)")
+        return held_interval(held, level, method, what="the family contrast")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,7 +324,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
         if k == 0 or k == families.size:
             contrasts.append(FamilyContrast(
                 family=str(family), n_models=k, statistic=math.nan, p_value=math.nan, p_holm=math.nan, method="",
-                n_assignments=0, partial_r_family=math.nan, partial_r_human=math.nan,
+                n_assignments=0, partial_r_family=math.nan, partial_r_human=math.nan, level=level,
                 undefined_reason="every audited model is in this family: no other models to contrast with"))
             continue
         fam_seed = int(np.random.SeedSequence([seed, 7, index]).generate_state(1)[0])
@@ -326,7 +334,7 @@ def audit(frame: pd.DataFrame, *, positive: Sequence[str], n_resamples: int = 10
         enough = families.size >= 4
         contrasts.append(FamilyContrast(
             family=str(family), n_models=k, statistic=stat, p_value=p, p_holm=math.nan, method=method,
-            n_assignments=n_assign, raw=model_contrast(bias, mask, level),
+            n_assignments=n_assign, level=level, raw=model_contrast(bias, mask, level),
             adjusted=model_contrast(bias, mask, level, covariate=human, covariate_name=REFERENCE_RATE),
             partial_r_family=partial_correlation(bias, x, human) if enough else math.nan,
             partial_r_human=partial_correlation(bias, human, x) if enough else math.nan))

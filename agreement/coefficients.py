@@ -68,9 +68,12 @@ class Plan:
 class Coefficient(Protocol):
     """An agreement coefficient the engine can compute, bootstrap and register."""
 
-    name: str
-    min_raters: int
-    max_raters: int | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def min_raters(self) -> int: ...
+    @property
+    def max_raters(self) -> int | None: ...
 
     def plan(self, *, scores: np.ndarray, n_raters: int, options: Options) -> Plan: ...
 
@@ -278,7 +281,7 @@ def _analytic_se(
     members = "clusters" if design.clustered else "units"
     over = f"{int(round(n_var))} {members}"
     if design.atom_stratum is not None:
-        stratified = _stratified_variance(design, per_atom, linear.small_sample)
+        stratified = _stratified_variance(design, design.atom_stratum, per_atom, linear.small_sample)
         if stratified is None:
             over += "; strata pooled: a stratum has fewer than 2 contributing " + members
         else:
@@ -287,14 +290,14 @@ def _analytic_se(
     return math.sqrt(variance), df, {"se_over": over}
 
 
-def _stratified_variance(design: Design, per_atom: np.ndarray, small_sample: bool) -> float | None:
+def _stratified_variance(design: Design, strata: np.ndarray, per_atom: np.ndarray, small_sample: bool) -> float | None:
     """The linearised variance of a stratified sample (times the total weight squared): within each stratum
     the members' influence sums deviate from that stratum's mean (clusters are drawn within strata, so the
     differences between strata are fixed by the design), with the n_s/(n_s - 1) correction per stratum. None
     when a stratum has fewer than 2 contributing members (its variance cannot be estimated)."""
     multiplicity, total = design.atom_multiplicity, 0.0
-    for stratum in np.unique(design.atom_stratum):
-        mine = (design.atom_stratum == stratum) & (per_atom[:, 1] > 0)
+    for stratum in np.unique(strata):
+        mine = (strata == stratum) & (per_atom[:, 1] > 0)
         n_s = float(np.sum(multiplicity[mine]))
         if n_s < 2:
             return None
@@ -422,7 +425,8 @@ def _run(data: RatingData, requests: list[_Request], n_resamples: int, seed: int
         unweighted = list(request.plan.kernel.unweighted)
         per_pattern[:, unweighted] = raw[:, unweighted]
         request.stats = design.per_atom(per_pattern)
-    boots = [np.full(n_resamples, np.nan) if n_resamples else None for _ in requests]
+    drawn = [np.full(n_resamples, np.nan) for _ in requests] if n_resamples else []
+    boots: list[np.ndarray | None] = list(drawn) if n_resamples else [None] * len(requests)
     jackknives: list[Any] = [None] * len(requests)
     if n_resamples and design.n_atoms:
         stacked = np.concatenate([r.stats for r in requests], axis=1)
@@ -431,7 +435,7 @@ def _run(data: RatingData, requests: list[_Request], n_resamples: int, seed: int
         with single_threaded_blas():
             for counts in design.draws(n_resamples, seed):
                 sums = counts @ stacked
-                for boot, request, lo, hi in zip(boots, requests, bounds[:-1], bounds[1:]):
+                for boot, request, lo, hi in zip(drawn, requests, bounds[:-1], bounds[1:]):
                     boot[done : done + counts.shape[0]] = request.plan.kernel.evaluate(sums[:, lo:hi]).statistic
                 done += counts.shape[0]
         for index, request in enumerate(requests):
@@ -480,7 +484,7 @@ def _result(
             se0 = kernel.null_se(sums, value)
             details["se0_null"] = se0
             details["z_null"] = statistic / se0 if se0 > 0 else math.nan
-    if request.name in ("fleiss_kappa", "scott_pi") and reason_code == 0:
+    if request.name in ("fleiss_kappa", "scott_pi") and reason_code == 0 and isinstance(kernel, GwetFamily):
         identity = bool(np.array_equal(kernel.weights, np.eye(kernel.q)))
         details.update(_fleiss_extras(codes, design.pattern_units.astype(float), data.categories, statistic, identity))
     if boot is not None:
@@ -534,7 +538,7 @@ def compute(
     if coefficients is None:
         names = [
             n for n in names
-            if COEFFICIENTS[n].max_raters is None or COEFFICIENTS[n].max_raters >= data.n_raters
+            if (most := COEFFICIENTS[n].max_raters) is None or most >= data.n_raters
         ]
     return compute_subsets(
         data, {"all": list(data.raters)}, names, weights=weights, alpha_level=alpha_level,

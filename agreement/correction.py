@@ -27,12 +27,12 @@ from scipy import stats
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import (
     Estimate,
-    check_level,
-    check_resamples,
     cluster_weights,
     percentile_interval,
     undefined,
 )
+from samples.intervals import check_level
+from samples.resampling import check_resamples
 
 
 def _binary(name: str, values: np.ndarray) -> np.ndarray:

@@ -66,6 +66,7 @@ def ehq_scores(labels: Sequence[str], confidences: Sequence[float | None], *,
                          undefined_reason="no substantive answer with a parseable confidence: EHQ3 and the composite "
                                           "are undefined")
     ece = probability_scores([c for c, _ in calibration], [y for _, y in calibration], bins=(bins,)).ece[bins]
+    assert ece is not None  # defined: the calibration set is not empty
     ehq3 = 1.0 - ece
     composite = weights["ehq1"] * ehq1 + weights["ehq2"] * ehq2 + weights["ehq3"] * ehq3
     return EhqScores(n=n, ehq1=ehq1, ehq2=ehq2, ehq3=ehq3, n_calibration=len(calibration), composite=composite)

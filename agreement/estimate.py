@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from samples.intervals import ConfidenceInterval, check_level, held_interval
+from samples.resampling import check_resamples
+
 # Rows of the cluster-weight matrix drawn at once: bounds memory at about
 # _CHUNK * n_clusters * 8 bytes whatever n_resamples is.
 _CHUNK = 2_000
@@ -40,8 +43,10 @@ class Estimate:
     def defined(self) -> bool:
         return self.undefined_reason is None and math.isfinite(self.statistic)
 
-    def confidence_interval(self) -> tuple[float, float]:
-        return (self.ci_low, self.ci_high)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval this estimate was computed with (it keeps bounds, not resamples)."""
+        held = ConfidenceInterval(low=self.ci_low, high=self.ci_high, level=self.level, method=self.method)
+        return held_interval(held, level, method, what=f"the estimate ({self.method or 'unnamed'})")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,24 +73,6 @@ class Estimate:
 
 def undefined(reason: str, *, n: int = 0, level: float = 0.95, method: str = "", **details: Any) -> Estimate:
     return Estimate(statistic=math.nan, n=n, level=level, method=method, undefined_reason=reason, details=details)
-
-
-def check_level(level: float) -> float:
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level={level!r}: expected a confidence level strictly between 0 and 1")
-    return float(level)
-
-
-MIN_RESAMPLES = 100
-MAX_RESAMPLES = 1_000_000
-"""Resample and permutation counts accepted everywhere (CLI, study files, policies): 100x the default
-bounds the time and memory a typo (``--n-resamples 10000000000``) could ask for."""
-
-
-def check_resamples(n_resamples: int) -> int:
-    if int(n_resamples) != n_resamples or not MIN_RESAMPLES <= n_resamples <= MAX_RESAMPLES:
-        raise ValueError(f"n_resamples={n_resamples!r}: expected an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}")
-    return int(n_resamples)
 
 
 def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float, int]:

@@ -51,11 +51,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from agreement.estimate import MAX_RESAMPLES, MIN_RESAMPLES
 from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
+from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
 
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
@@ -155,11 +155,6 @@ UNMEASURABLE = "cannot be measured: "
 """How every unmeasurable criterion's reason begins (``_fail``): its value is shown as no number."""
 
 
-def _paired(method: str, resampling: str) -> str:
-    """A paired bootstrap interval's method, naming what each resample drew (clusters, strata)."""
-    return f"paired cluster bootstrap, {method}" + (f" over {resampling}" if resampling else "")
-
-
 def _fail(name: str, type_name: str, test: str, threshold: str, reason: str, *, value: float = math.nan,
           **details: Any) -> CriterionResult:
     return CriterionResult(name=name, type=type_name, test=test, value=value, ci_low=math.nan, ci_high=math.nan,
@@ -199,12 +194,12 @@ def _lower_bound(evidence: Evidence, *, name: str, type_name: str, coefficient: 
     small = too_small(coefficient, result.n)
     if small:
         return _fail(name, type_name, test, threshold, small, value=result.statistic, n_units=result.n)
-    lo, hi = result.confidence_interval()
-    if not math.isfinite(lo):
+    ci = result.confidence_interval()
+    if not ci.defined:
         return _fail(name, type_name, test, threshold, "the interval is undefined", value=result.statistic)
-    passed = lo > bound if strict else lo >= bound
-    return CriterionResult(name=name, type=type_name, test=test, value=result.statistic, ci_low=lo, ci_high=hi,
-                           ci_level=result.level, ci_method=result.method, threshold=threshold, passed=passed,
+    passed = ci.low > bound if strict else ci.low >= bound
+    return CriterionResult(name=name, type=type_name, test=test, value=result.statistic, ci_low=ci.low,
+                           ci_high=ci.high, ci_level=ci.level, ci_method=ci.method, threshold=threshold, passed=passed,
                            details={"n_units": result.n})
 
 
@@ -243,13 +238,13 @@ class HumanCeiling:
         small = too_small("human_ceiling", result.n)
         if small:
             return _fail(self.name, "human_ceiling", test, threshold, small, value=result.statistic, **details)
-        lo, hi = result.confidence_interval(evidence.level, method)
-        if not math.isfinite(lo):
+        ci = result.confidence_interval(evidence.level, method)
+        if not math.isfinite(ci.low):
             return _fail(self.name, "human_ceiling", test, threshold, "the bootstrap interval is undefined",
                          value=result.statistic, **details)
+        lo = ci.low
         return CriterionResult(name=self.name, type="human_ceiling", test=test, value=result.statistic, ci_low=lo,
-                               ci_high=hi, ci_level=evidence.level,
-                               ci_method=_paired(method, result.resampling),
+                               ci_high=ci.high, ci_level=ci.level, ci_method=ci.method,
                                threshold=threshold, passed=lo >= -self.margin,
                                reason=None if lo >= -self.margin else
                                f"the lower bound {lo:.4f} is below {-self.margin} (not shown non-inferior)",
@@ -379,7 +374,8 @@ class FamilyContrastBound:
             c = chosen[family]
             raw = next(x.raw for x in result.contrasts if x.family == family)
             p = float(p_of.get(family, math.nan))
-            lo, hi = c.ci_low, c.ci_high
+            ci = c.confidence_interval()
+            lo, hi = ci.low, ci.high
             measured = math.isfinite(lo) and math.isfinite(hi)
             inside = measured and lo >= -self.bound and hi <= self.bound
             significant = measured and (lo > 0 or hi < 0 or (self.alpha is not None and math.isfinite(p)
@@ -402,12 +398,10 @@ class FamilyContrastBound:
                 worst = (c.statistic, lo, hi, c)
         worst = worst or (math.nan, math.nan, math.nan, None)
         reason = "; ".join(failures) if failures else ("finding: " + "; ".join(findings) if findings else None)
-        if worst[3] is not None and worst[3].adjusted_for:
-            method = f"ANCOVA t over models, adjusted for each {worst[3].adjusted_for} (df = models - 3)"
-        else:
-            method = "pooled-variance t over models (df = models - 2)" + (
-                "; every model's reference positive rate is equal, so nothing to adjust for"
-                if self.contrast == "adjusted" else "")
+        method = worst[3].confidence_interval().method if worst[3] is not None else \
+            "pooled-variance t over models (df = models - 2)"
+        if self.contrast == "adjusted" and (worst[3] is None or not worst[3].adjusted_for):
+            method += "; every model's reference positive rate is equal, so nothing to adjust for"
         return CriterionResult(
             name=self.name, type="family_contrast", test=test, value=worst[0], ci_low=worst[1], ci_high=worst[2],
             ci_level=level, ci_method=method, threshold=threshold, passed=not failures, reason=reason,
@@ -512,7 +506,8 @@ class BeatsBaselines:
         comparison = evidence.baselines(self.coefficients, self.reference, self.judges)
         rows, failing, binding = [], [], None
         for d in comparison.differences:
-            lo, hi = d.confidence_interval(evidence.level, method) if not d.undefined_reason else (math.nan, math.nan)
+            ci = d.confidence_interval(evidence.level, method)
+            lo, hi = (ci.low, ci.high) if not d.undefined_reason else (math.nan, math.nan)
             small = (too_small("human_ceiling", d.n, called="a paired difference like the human ceiling's")
                      if not d.undefined_reason else None)
             problem = d.undefined_reason or small or (None if math.isfinite(lo) else "the interval is undefined")
@@ -524,8 +519,8 @@ class BeatsBaselines:
             elif not lo > self.bound:
                 failing.append(f"not shown to beat {d.baseline} on {d.coefficient}: lower bound {lo:.4f} "
                                f"<= {self.bound}")
-            if not problem and (binding is None or lo < binding[1]):
-                binding = (d, lo, hi)
+            if not problem and (binding is None or lo < binding[1].low):
+                binding = (d, ci)
         if comparison.undefined_reason:
             failing.insert(0, comparison.undefined_reason)
         details = {"baselines": rows, "n_units": max((r["n_units"] for r in rows), default=0)}
@@ -534,9 +529,9 @@ class BeatsBaselines:
                         default=math.nan)
             return _fail(self.name, "beats_baselines", test, threshold,
                          "; ".join(failing) or "no baseline could be compared", value=value, **details)
-        d, lo, hi = binding
-        return CriterionResult(name=self.name, type="beats_baselines", test=test, value=d.statistic, ci_low=lo,
-                               ci_high=hi, ci_level=evidence.level, ci_method=_paired(method, d.resampling),
+        d, ci = binding
+        return CriterionResult(name=self.name, type="beats_baselines", test=test, value=d.statistic, ci_low=ci.low,
+                               ci_high=ci.high, ci_level=ci.level, ci_method=ci.method,
                                threshold=threshold, passed=not failing,
                                reason="; ".join(failing) if failing else
                                f"closest baseline: {d.baseline} on {d.coefficient}",
@@ -667,15 +662,21 @@ def load_policy(path: str | Path) -> Policy:
     where = f"{path} [policy]"
     name = _param(head, "name", where, str, allowed="a policy name")
     description = _param(head, "description", where, str, allowed="what the policy is for")
+    try:  # the resampling settings are validated where they are built (samples.resampling)
+        resampling = Resampling(
+            level=_param(head, "level", where, _number, allowed="a confidence level in (0, 1)"),
+            n_resamples=_param(head, "n_resamples", where, int,
+                               allowed=f"an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}"),
+            seed=_param(head, "seed", where, int, allowed="an integer seed"))
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
     settings = {
-        "level": float(_param(head, "level", where, _number, check=lambda v: 0 < v < 1,
-                              allowed="a confidence level in (0, 1)")),
+        "level": resampling.level,
         "tie_policy": _param(head, "tie_policy", where, str,
                              check=lambda v: v in ("exclude", "needs-adjudication", "positive", "negative"),
                              allowed="exclude, needs-adjudication, positive or negative"),
-        "n_resamples": _param(head, "n_resamples", where, int, check=lambda v: MIN_RESAMPLES <= v <= MAX_RESAMPLES,
-                              allowed=f"an integer from {MIN_RESAMPLES} to {MAX_RESAMPLES}"),
-        "seed": _param(head, "seed", where, int, allowed="an integer seed"),
+        "n_resamples": resampling.n_resamples,
+        "seed": resampling.seed,
     }
     if "judge" in head:
         settings["judge"] = _param(head, "judge", where, str, allowed="a judge name")

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from agreement.quantiles import t_quantile
+from agreement.quantiles import normal_cdf, normal_quantile, t_quantile
+from samples.intervals import ConfidenceInterval, held_interval
 
 # Statistic -> interval method (see the module docstring for how each was chosen).
 METHOD: dict[str, str] = {
@@ -40,7 +41,8 @@ MIN_UNITS: dict[str, int] = {
     "human_ceiling": 100,
     "family_contrast": 100,
 }
-METHOD_NAMES = {"t": "t interval on the analytic (linearised, clustered) SE", "percentile": "percentile bootstrap",
+METHOD_NAMES = {"t": "t interval on the analytic (linearised, clustered) SE",
+                "normal": "normal interval on the analytic (linearised, clustered) SE", "percentile": "percentile bootstrap",
                 "bca": "BCa bootstrap", "t_boot": "small-sample t on the bootstrap SE",
                 "pooled_t": "pooled-variance t over models"}
 COVERAGE_TABLE = "benchmarks/coverage.md"
@@ -72,8 +74,6 @@ def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, leve
     SD x sqrt((df + 1) / df), df = resampled clusters (or units) - 1: the bootstrap
     variance divides by C where the unbiased one divides by C - 1.
     """
-    from agreement.results import _bca
-
     draws = np.asarray(draws, dtype=float)
     draws = draws[~np.isnan(draws)]
     if not math.isfinite(statistic) or draws.size == 0:
@@ -83,7 +83,7 @@ def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, leve
         low, high = np.quantile(draws, [tail, 1.0 - tail])
         return (float(low), float(high))
     if method == "bca":
-        return _bca(statistic, draws, jackknife, tail)
+        return bca_bounds(statistic, draws, jackknife, tail)
     if method == "t_boot":
         if not df >= 1 or draws.size < 2:
             return (math.nan, math.nan)
@@ -92,20 +92,27 @@ def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, leve
     raise ValueError(f"method={method!r}: expected 'percentile', 'bca' or 't_boot'")
 
 
-def agreement_interval(result: Any, level: float) -> tuple[tuple[float, float], str]:
-    """An ``AgreementResult``'s interval by the method chosen for its coefficient, and the method's name.
-
-    Without bootstrap resamples only the analytic t interval exists, whatever the choice. A bootstrap
-    method names what each resample drew ("BCa bootstrap over 120 clusters within 4 strata").
-    """
-    method = method_for(result.coefficient) if result.bootstrap is not None else "t"
-    if method in ("percentile", "bca", "t_boot"):
-        bounds = bootstrap_interval(result.statistic, result.bootstrap, result.details.get("jackknife"), level,
-                                    method, df=result.df)
-    else:
-        bounds = result.confidence_interval(level, method)
-    over = result.details.get("se_over" if method == "t" else "resampling")
-    return bounds, METHOD_NAMES.get(method, method) + (f" over {over}" if over else "")
+def bca_bounds(estimate: float, draws: np.ndarray, jackknife: Any, tail: float) -> tuple[float, float]:
+    """BCa bounds (Efron 1987) from the defined draws and the jackknife (values, counts) of the resampled units."""
+    if jackknife is None:
+        return (math.nan, math.nan)
+    values, counts = jackknife
+    keep = ~np.isnan(values)
+    values, counts = values[keep], counts[keep]
+    below = (np.count_nonzero(draws < estimate) + 0.5 * np.count_nonzero(draws == estimate)) / draws.size
+    if not 0.0 < below < 1.0 or counts.sum() == 0:
+        return (math.nan, math.nan)
+    z0 = normal_quantile(below)
+    centre = np.sum(counts * values) / counts.sum()
+    diff = centre - values
+    denominator = np.sum(counts * diff**2) ** 1.5
+    acceleration = float(np.sum(counts * diff**3) / (6.0 * denominator)) if denominator > 0 else 0.0
+    adjusted = [
+        normal_cdf(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
+        for z in (normal_quantile(tail), normal_quantile(1.0 - tail))
+    ]
+    low, high = np.quantile(draws, adjusted)
+    return (float(low), float(high))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,9 +124,17 @@ class ModelContrast:
     ci_high: float
     df: float
     p_value: float
+    level: float
     adjusted_for: str | None = None
     """The covariate the contrast is conditioned on (None: the raw difference of family means)."""
     undefined_reason: str | None = None
+
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The t interval over models it was computed with (it keeps bounds, not the models' values)."""
+        name = (f"ANCOVA t over models, adjusted for each {self.adjusted_for} (df = models - 3)"
+                if self.adjusted_for else "pooled-variance t over models (df = models - 2)")
+        held = ConfidenceInterval(low=self.ci_low, high=self.ci_high, level=self.level, method=name)
+        return held_interval(held, level, method, what="the model contrast")
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
@@ -154,7 +169,7 @@ def model_contrast(values: np.ndarray, in_group: np.ndarray, level: float, *,
 
     def undefined(reason: str, statistic: float = math.nan, df: float = math.nan) -> ModelContrast:
         return ModelContrast(statistic=statistic, ci_low=math.nan, ci_high=math.nan, df=df, p_value=math.nan,
-                             adjusted_for=name, undefined_reason=reason)
+                             level=level, adjusted_for=name, undefined_reason=reason)
 
     if k == 0 or k == m:
         return undefined("every audited model is on one side: no other models to contrast with")
@@ -183,4 +198,4 @@ def model_contrast(values: np.ndarray, in_group: np.ndarray, level: float, *,
     else:
         p = 0.0 if statistic != 0 else 1.0
     return ModelContrast(statistic=statistic, ci_low=statistic - half, ci_high=statistic + half, df=float(df),
-                         p_value=p, adjusted_for=name)
+                         p_value=p, level=level, adjusted_for=name)

@@ -156,6 +156,8 @@ class GwetFamily:
             return np.zeros(shape)
         if self.chance == "uniform":
             return np.full(shape, total_w / q**2)
+        if pi is None:
+            raise ValueError(f"chance={self.chance!r} needs the category shares pi (uses_pi)")
         if self.chance == "fleiss":
             return np.einsum("...k,kl,...l->...", pi, self.weights, pi)
         if q < 2:
@@ -213,7 +215,7 @@ class KrippendorffAlpha:
     1 - (n.. - 1) D_o / D_e on the coincidence matrix.
     """
 
-    reasons = (
+    reasons: tuple[str, ...] = (
         "",
         "no unit has two or more ratings (no pairable values)",
         "expected disagreement is 0 (all pairable values in one category), so alpha is 0/0",
@@ -228,7 +230,7 @@ class KrippendorffAlpha:
         self.width = 4 + self.q + (self.q * self.q if ordinal else 0)
         # The last column counts pairable values unweighted: Krippendorff's (n.. - 1)/n..
         # small-sample term is about the sample, not the population a unit weight stands for.
-        self.unweighted = (self.width - 1,)
+        self.unweighted: tuple[int, ...] = (self.width - 1,)
 
     def stats(self, codes: np.ndarray) -> np.ndarray:
         counts = _one_hot_counts(codes, self.q)

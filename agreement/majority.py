@@ -62,7 +62,7 @@ def check_tie_policy(tie_policy: str, categories: Sequence[str], positive: str |
     if len(categories) != 2:
         raise InputError(f"tie_policy={tie_policy!r} needs exactly two categories (a binary scheme), "
                          f"got {len(categories)}: {list(categories)}")
-    if positive not in categories:
+    if positive is None or positive not in categories:
         raise InputError(f"tie_policy={tie_policy!r} needs positive= one of the categories {list(categories)}, "
                          f"got {positive!r}")
     code = list(categories).index(positive)
@@ -78,7 +78,7 @@ def vote_counts(codes: np.ndarray, n_categories: int) -> np.ndarray:
     return np.bincount(flat, minlength=codes.shape[0] * n_categories).reshape(codes.shape[0], n_categories)
 
 
-def majority_vote(codes: np.ndarray, *, units: Sequence[str], categories: Sequence[str], voters: Sequence[str],
+def majority_vote(codes: np.ndarray, *, units: Sequence[str] | np.ndarray, categories: Sequence[str], voters: Sequence[str],
                   tie_policy: str, positive: str | None = None) -> MajorityVote:
     """Majority of the voters' ratings per unit; ``codes`` holds only the voters' columns."""
     resolve_to = check_tie_policy(tie_policy, categories, positive)

@@ -37,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED
-from agreement.intervals import agreement_interval
+from agreement.intervals import bootstrap_interval, method_for
 from agreement.majority import MajorityVote, check_tie_policy, majority_vote
 from agreement.results import AgreementResult
 from agreement.table import RatingData
 from samples.errors import InputError
+from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
+from samples.resampling import Resampling
 
 PANEL_COEFFICIENTS = ("percent_agreement", "fleiss_kappa", "gwet_ac1", "krippendorff_alpha")
 PAIR_COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
@@ -69,10 +71,7 @@ class PanelSettings:
     kappa when there are exactly two annotators (the two-coder statistic EHQ reports)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.n_resamples, bool) or int(self.n_resamples) != self.n_resamples or self.n_resamples < 0:
-            raise InputError(f"n_resamples={self.n_resamples!r}: expected an integer >= 0 (0 = analytic SEs only)")
-        if int(self.seed) != self.seed:
-            raise InputError(f"seed={self.seed!r}: expected an integer")
+        Resampling(n_resamples=self.n_resamples, seed=self.seed, allow_zero=True)  # raises on a bad value
         from agreement.coefficients import ALPHA_LEVELS
         from agreement.weights import WEIGHT_FAMILIES
 
@@ -298,7 +297,7 @@ def human_panel(data: RatingData, humans: Sequence[str], *, settings: PanelSetti
     if len(humans) < 2:
         raise InputError(f"humans={list(humans)}: the human-human panel needs at least two annotators")
     sub = data.select_raters(humans)
-    sub = sub.select_units((sub.codes >= 0).any(axis=1))
+    sub = sub.select_units(np.asarray((sub.codes >= 0).any(axis=1)))
     raw, shared = pairwise_raw_agreement(sub.codes)
     upper = np.triu_indices(len(humans), k=1)
     defined = raw[upper][shared[upper] > 0]
@@ -427,13 +426,13 @@ def panel_report(data: RatingData, *, judges: Sequence[str] = (), tie_policy: st
     if majority is not None:
         names.append(MAJORITY)
         columns.append(majority.codes)
-    named_reference = reference not in (None, "majority")
-    if named_reference and reference not in names:
-        names.append(reference)
-        columns.append(data.codes[:, data.rater_index(reference)])
+    named = reference if reference not in (None, "majority") else None
+    if named is not None and named not in names:
+        names.append(named)
+        columns.append(data.codes[:, data.rater_index(named)])
     judge_pairs = [(a, b) for i, a in enumerate(judges) for b in judges[i + 1:]]
     wanted = [(j, MAJORITY) for j in judges if majority is not None]
-    wanted += [(j, reference) for j in judges if named_reference and j != reference]
+    wanted += [(j, named) for j in judges if named is not None and j != named]
     compared = compare_pairs(_with_columns(data, names, columns), wanted, settings=settings) if len(names) >= 2 else {}
 
     versus = []
@@ -498,7 +497,8 @@ def _jsonable(value: Any) -> Any:
 
 def result_to_dict(result: AgreementResult, *, level: float = 0.95) -> dict[str, Any]:
     """One coefficient for ``--json``: full precision, null + reason where undefined."""
-    out = {
+    t = result.confidence_interval(level, "t")
+    out: dict[str, Any] = {
         "coefficient": result.coefficient,
         "statistic": _number(result.statistic),
         "undefined_reason": result.undefined_reason,
@@ -507,13 +507,14 @@ def result_to_dict(result: AgreementResult, *, level: float = 0.95) -> dict[str,
         "n_units": result.n_units, "n_raters": result.n_raters,
         "prevalence_index": _number(result.prevalence_index), "bias_index": _number(result.bias_index),
         "ci_level": level,
-        "ci_t": [_number(v) for v in result.confidence_interval(level, "t")],
+        "ci_t": [_number(t.low), _number(t.high)],
     }
     # The interval every view shows and the gate decides on (agreement.intervals: chosen by coverage).
-    (low, high), method = agreement_interval(result, level)
-    out.update(ci_low=_number(low), ci_high=_number(high), ci_method=method)
+    chosen = result.confidence_interval(level)
+    out.update(ci_low=_number(chosen.low), ci_high=_number(chosen.high), ci_method=chosen.method)
     if result.bootstrap is not None:
-        out["ci_percentile"] = [_number(v) for v in result.confidence_interval(level, "percentile")]
+        percentile = result.confidence_interval(level, "percentile")
+        out["ci_percentile"] = [_number(percentile.low), _number(percentile.high)]
         out["n_resamples"] = int(result.bootstrap.size)
         out["bootstrap_undefined"] = result.bootstrap_undefined
     out["details"] = {k: _jsonable(v) for k, v in result.details.items() if k != "jackknife"}
@@ -578,6 +579,22 @@ def report_to_dict(report: PanelReport, *, level: float = 0.95) -> dict[str, Any
     }
 
 
+PAIRED_METHODS = ("percentile", "bca", "t_boot")
+
+
+def paired_interval(result: CeilingDifference | BaselineDifference, level: float | None, method: str | None
+                    ) -> ConfidenceInterval:
+    """A paired difference's interval, its method naming what each resample drew (clusters, strata)."""
+    level = DEFAULT_LEVEL if level is None else check_level(level)
+    method = method_for("human_ceiling") if method is None else method
+    if method not in PAIRED_METHODS:
+        raise ValueError(f"method={method!r}: a paired bootstrap difference has intervals {list(PAIRED_METHODS)}")
+    low, high = bootstrap_interval(result.statistic, result.bootstrap, result.jackknife, level, method,
+                                   df=result.n_clusters - 1)
+    name = f"paired cluster bootstrap, {method}" + (f" over {result.resampling}" if result.resampling else "")
+    return ConfidenceInterval(low=low, high=high, level=level, method=name)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CeilingDifference:
     """Judge-annotator minus annotator-annotator agreement, with its paired cluster bootstrap.
@@ -610,11 +627,9 @@ class CeilingDifference:
                    n_clusters=0, annotators=annotators, annotator_pairs=annotator_pairs, bootstrap=np.zeros(0),
                    jackknife=None, undefined_reason=reason)
 
-    def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
-        from agreement.intervals import bootstrap_interval
-
-        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method,
-                                  df=self.n_clusters - 1)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The paired-bootstrap interval; None: ``DEFAULT_LEVEL`` and the gate's method for paired differences."""
+        return paired_interval(self, level, method)
 
 
 def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coefficient: str, *,
@@ -765,11 +780,9 @@ class BaselineDifference:
     resampling: str = ""
     """What each paired resample drew (``agreement.bootstrap.Design.resampling``)."""
 
-    def confidence_interval(self, level: float = 0.95, method: str = "percentile") -> tuple[float, float]:
-        from agreement.intervals import bootstrap_interval
-
-        return bootstrap_interval(self.statistic, self.bootstrap, self.jackknife, level, method,
-                                  df=self.n_clusters - 1)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The paired-bootstrap interval; None: ``DEFAULT_LEVEL`` and the gate's method for paired differences."""
+        return paired_interval(self, level, method)
 
 
 def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndarray,

@@ -35,6 +35,10 @@ import pandas as pd
 from agreement.audit import holm
 from agreement.bootstrap import DEFAULT_SEED
 from samples.errors import InputError
+from samples.intervals import ConfidenceInterval, held_interval
+from samples.resampling import Resampling
+
+INTERVAL_METHOD = "cluster bootstrap percentile over questions"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +60,10 @@ class FamilyBias:
     p_holm: float = math.nan
     undefined_reason: str | None = None
 
-    def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
-        if level is not None and level != self.level:
-            raise ValueError(f"level {level!r}: this result was computed at {self.level}; recompute to change it")
-        return self.ci_low, self.ci_high
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval the bias was computed with (it keeps bounds, not resamples)."""
+        held = ConfidenceInterval(low=self.ci_low, high=self.ci_high, level=self.level, method=INTERVAL_METHOD)
+        return held_interval(held, level, method, what="the family bias")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,10 +84,7 @@ def preference_bias(table: pd.DataFrame, *, first: str, second: str, first_label
     ``first``/``second`` name the table columns holding the two compared models;
     ``*_label`` the labels meaning "the first is better", "the second is better", "tie".
     """
-    if not 0 < level < 1:
-        raise InputError(f"level {level!r}: expected a confidence level in (0, 1)")
-    if n_resamples < 100:
-        raise InputError(f"n_resamples {n_resamples!r}: expected at least 100")
+    Resampling(n_resamples=n_resamples, seed=seed, level=level)  # raises on a bad value
     for column in (first, second):
         if column not in table.columns:
             raise InputError(f"preference: no column {column!r} in the labels table (a stratum of the units)")

@@ -37,6 +37,7 @@ from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate
 from agreement.results import AgreementResult
 from samples.errors import InputError
+from samples.resampling import Resampling
 
 LEAVE_ONE_OUT = ("cohen_kappa", "gwet_ac1")
 UNMEASURABLE = ("flag", "keep")
@@ -86,14 +87,12 @@ class FlagRule:
 
     def reasons(self, quality: AnnotatorQuality, level: float) -> tuple[str, ...]:
         """Why ``quality``'s annotator is flagged (empty: not flagged)."""
-        from agreement.validation import agreement_interval
-
         result = quality.leave_one_out.get(self.coefficient)
         name = f"leave-one-out {self.coefficient}"
         if result is None or result.undefined_reason or not math.isfinite(result.statistic):
             why = result.undefined_reason if result is not None else quality.undefined_reason
             return (f"{name} cannot be measured ({why})",) if self.unmeasurable == "flag" else ()
-        _, high = agreement_interval(result, level)
+        high = result.confidence_interval(level).high
         if not math.isfinite(high):
             return (f"{name} has no interval",) if self.unmeasurable == "flag" else ()
         if high < self.min_upper_bound:
@@ -415,6 +414,9 @@ class QualitySettings:
     rule: FlagRule | None = None
     policy: str | None = field(default=None)
     """The policy file the settings and the rule came from (None: command-line settings, no rule)."""
+
+    def __post_init__(self) -> None:
+        Resampling(n_resamples=self.n_resamples, seed=self.seed, level=self.level)  # raises on a bad value
 
     def to_dict(self) -> dict[str, Any]:
         return {"tie_policy": self.tie_policy, "level": self.level, "n_resamples": self.n_resamples,

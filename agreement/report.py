@@ -134,7 +134,7 @@ def judge_pair_rows(groups: Sequence[PairGroup]) -> list[list[str]]:
 
 def _resampled(section: Any, cluster: str) -> list[str]:
     """What the section's intervals resampled: the cluster key and, from the judge's interval method, how
-    many clusters within how many strata (``agreement.intervals.agreement_interval``)."""
+    many clusters within how many strata (``AgreementResult.confidence_interval``)."""
     methods = [r.ci_method for v in section.judges_vs_humans if v.vs_majority
                for r in v.vs_majority.results.values() if r.ci_method]
     return [f"intervals resample clusters = {cluster}: {methods[0]}"] if methods else []

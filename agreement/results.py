@@ -16,16 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from agreement.quantiles import normal_cdf, normal_quantile, t_quantile
+from agreement.intervals import METHOD_NAMES, bootstrap_interval, method_for
+from agreement.quantiles import normal_quantile, t_quantile
 from samples.errors import InputError
+from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
 
-CI_METHODS = ("t", "normal", "percentile", "bca")
-
-
-def _check_level(level: float) -> float:
-    if not isinstance(level, (int, float)) or not 0.0 < float(level) < 1.0:
-        raise InputError(f"level={level!r}: expected a confidence level strictly between 0 and 1")
-    return float(level)
+CI_METHODS = ("t", "normal", "percentile", "bca", "t_boot")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,17 +64,28 @@ class AgreementResult:
         """Resamples where the coefficient was undefined (NaN in ``bootstrap``)."""
         return 0 if self.bootstrap is None else int(np.isnan(self.bootstrap).sum())
 
-    def confidence_interval(self, level: float = 0.95, method: str = "t") -> tuple[float, float]:
-        """(low, high) at ``level``.
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval at ``level`` (None: ``DEFAULT_LEVEL``; the study and policy pass theirs) by ``method``.
 
+        None: the method the gate, the report and the documents use for this coefficient
+        (``agreement.intervals.method_for``; the analytic t without bootstrap resamples).
         ``t``: est +/- t(1-a/2, df) se, upper bound capped at 1 (irrCAC); ``normal``:
         est +/- z se (SAS/statsmodels/vcd, uncapped); ``percentile``: bootstrap
         quantiles; ``bca``: bias-corrected and accelerated bootstrap (Efron 1987) with
-        the jackknife over the resampled units/clusters.
+        the jackknife over the resampled units/clusters; ``t_boot``: small-sample t on
+        the bootstrap SE. ``method`` of the result names the procedure and what it drew.
         """
-        level = _check_level(level)
+        level = DEFAULT_LEVEL if level is None else check_level(level)
+        if method is None:
+            method = method_for(self.coefficient) if self.bootstrap is not None else "t"
         if method not in CI_METHODS:
             raise InputError(f"method={method!r}: expected one of {list(CI_METHODS)}")
+        over = self.details.get("se_over" if method in ("t", "normal") else "resampling")
+        name = METHOD_NAMES[method] + (f" over {over}" if over else "")
+        low, high = self._bounds(level, method)
+        return ConfidenceInterval(low=low, high=high, level=level, method=name)
+
+    def _bounds(self, level: float, method: str) -> tuple[float, float]:
         nan = (math.nan, math.nan)
         if not math.isfinite(self.statistic):
             return nan
@@ -97,32 +104,5 @@ class AgreementResult:
             raise InputError(
                 f"method={method!r}: {self.coefficient} was computed without bootstrap resamples (n_resamples=0)"
             )
-        draws = self.bootstrap[~np.isnan(self.bootstrap)]
-        if draws.size == 0:
-            return nan
-        if method == "percentile":
-            low, high = np.quantile(draws, [tail, 1.0 - tail])
-            return (float(low), float(high))
-        return _bca(self.statistic, draws, self.details.get("jackknife"), tail)
-
-
-def _bca(estimate: float, draws: np.ndarray, jackknife: Any, tail: float) -> tuple[float, float]:
-    if jackknife is None:
-        return (math.nan, math.nan)
-    values, counts = jackknife
-    keep = ~np.isnan(values)
-    values, counts = values[keep], counts[keep]
-    below = (np.count_nonzero(draws < estimate) + 0.5 * np.count_nonzero(draws == estimate)) / draws.size
-    if not 0.0 < below < 1.0 or counts.sum() == 0:
-        return (math.nan, math.nan)
-    z0 = normal_quantile(below)
-    centre = np.sum(counts * values) / counts.sum()
-    diff = centre - values
-    denominator = np.sum(counts * diff**2) ** 1.5
-    acceleration = float(np.sum(counts * diff**3) / (6.0 * denominator)) if denominator > 0 else 0.0
-    adjusted = [
-        normal_cdf(z0 + (z0 + z) / (1.0 - acceleration * (z0 + z)))
-        for z in (normal_quantile(tail), normal_quantile(1.0 - tail))
-    ]
-    low, high = np.quantile(draws, adjusted)
-    return (float(low), float(high))
+        return bootstrap_interval(self.statistic, self.bootstrap, self.details.get("jackknife"), level, method,
+                                  df=self.df)

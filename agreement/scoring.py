@@ -34,8 +34,6 @@ from scipy import stats
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import (
     Estimate,
-    check_level,
-    check_resamples,
     mean_estimate,
     percentile_interval,
     proportion_estimate,
@@ -43,6 +41,8 @@ from agreement.estimate import (
     zero_one_interval,
 )
 from samples.canonical import canonical_json
+from samples.intervals import check_level
+from samples.resampling import check_resamples
 
 CELL_KEYS: tuple[str, ...] = ("agent", "backbone", "dataset", "split")
 # Columns of the per-trajectory instance table the scorer reads.

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from samples.intervals import ConfidenceInterval, held_interval
+
 GRID = 1001
 """Candidate means on [0, 1] (a step of 0.001)."""
 TRUNCATION = 0.5
@@ -62,10 +64,11 @@ class ConfidenceSequence:
     def looks(self) -> int:
         return int(self.statistic.size)
 
-    def confidence_interval(self, look: int = -1) -> tuple[float, float]:
-        if not self.looks:
-            return (math.nan, math.nan)
-        return (float(self.low[look]), float(self.high[look]))
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The interval at the last look (``low[i]``/``high[i]`` hold the earlier ones)."""
+        low, high = (float(self.low[-1]), float(self.high[-1])) if self.looks else (math.nan, math.nan)
+        held = ConfidenceInterval(low=low, high=high, level=self.level, method=self.method)
+        return held_interval(held, level, method, what="a confidence sequence")
 
 
 def _predictable_bets(means: np.ndarray, alpha: float) -> np.ndarray:

@@ -264,17 +264,17 @@ class RatingData:
             raise InputError(f"{source}: expected an items x raters matrix, got shape {array.shape}")
         n, r = array.shape
         raters = [f"rater{j + 1}" for j in range(r)] if raters is None else [str(x) for x in raters]
-        units = np.arange(n) if units is None else units
+        unit_ids: Sequence[Any] | np.ndarray = np.arange(n) if units is None else units
         codes, cats = _encode_labels(
             array.reshape(-1), categories, source=source, where=lambda k: f"row {k // r + 1}, column {raters[k % r]!r}"
         )
         return cls(
-            units=np.asarray(list(units), dtype=object) if not isinstance(units, np.ndarray) else units,
+            units=np.asarray(list(unit_ids), dtype=object) if not isinstance(unit_ids, np.ndarray) else unit_ids,
             raters=tuple(raters),
             categories=cats,
             codes=codes.reshape(n, r),
-            clusters=clusters,
-            unit_weights=unit_weights,
+            clusters=None if clusters is None else np.asarray(clusters, dtype=object),
+            unit_weights=None if unit_weights is None else np.asarray(unit_weights, dtype=float),
             source=source,
         )
 
@@ -456,7 +456,7 @@ def _read_csv_rows(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
             rows = list(itertools.islice(reader, _BATCH))
             if not rows:
                 break
-            lines = np.arange(first_line, first_line + len(rows))
+            lines: np.ndarray = np.arange(first_line, first_line + len(rows))
             first_line += len(rows)
             widths = set(map(len, rows))
             if widths != {width}:

@@ -239,26 +239,17 @@ def _num(x: Any) -> float | None:
 
 
 def _result_brief(result: Any, level: float) -> dict[str, Any]:
-    lo, hi = agreement_interval(result, level)
-    return {"statistic": _num(result.statistic), "ci_low": _num(lo), "ci_high": _num(hi),
+    ci = result.confidence_interval(level)
+    return {"statistic": _num(result.statistic), "ci_low": _num(ci.low), "ci_high": _num(ci.high),
             "undefined_reason": result.undefined_reason}
-
-
-def agreement_interval(result: Any, level: float) -> tuple[float, float]:
-    """The interval the coverage study chose for the coefficient (``agreement.intervals``)."""
-    from agreement.intervals import agreement_interval as chosen
-
-    return chosen(result, level)[0]
 
 
 def agreement_estimate(result: Any, level: float) -> Estimate:
     """An ``AgreementResult`` as an ``Estimate`` (what the gate and the report read)."""
-    from agreement.intervals import agreement_interval as chosen
-
-    (lo, hi), method = chosen(result, level)
+    ci = result.confidence_interval(level)
     clustered = "cluster " if result.details.get("clustered") else ""
-    return Estimate(statistic=float(result.statistic), n=int(result.n_units), ci_low=float(lo), ci_high=float(hi),
-                    level=level, method=f"{result.coefficient}, {clustered}{method}",
+    return Estimate(statistic=float(result.statistic), n=int(result.n_units), ci_low=float(ci.low),
+                    ci_high=float(ci.high), level=level, method=f"{result.coefficient}, {clustered}{ci.method}",
                     undefined_reason=result.undefined_reason)
 
 
@@ -750,8 +741,8 @@ def _fmt(result: Any, level: float) -> str:
         return "--"
     if result.undefined_reason or not math.isfinite(result.statistic):
         return f"-- ({result.undefined_reason})"
-    lo, hi = agreement_interval(result, level)
-    return f"{result.statistic:.3f} [{lo:.3f}, {hi:.3f}]"
+    ci = result.confidence_interval(level)
+    return f"{result.statistic:.3f} [{ci.low:.3f}, {ci.high:.3f}]"
 
 
 def format_validation(result: ValidationResult) -> str:

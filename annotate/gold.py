@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
+from samples.intervals import ConfidenceInterval, check_level
 from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
 from samples.kinds import study_schemes
 from samples.layout import StudyLayout
@@ -333,6 +334,10 @@ def split_labels(labels: Sequence[HumanLabel], gold: GoldKey | None) -> tuple[li
     return [r for r in labels if r.task_id not in ids], [r for r in labels if r.task_id in ids]
 
 
+WILSON = "wilson"
+"""The one interval gold accuracy has (Wilson score), as its documents name it."""
+
+
 def wilson_interval(correct: int, n: int, level: float) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion; (nan, nan) when n == 0."""
     if n == 0:
@@ -357,14 +362,20 @@ class GoldAccuracy:
     level: float = 0.95
     reason: str | None = None
 
-    def confidence_interval(self, level: float | None = None) -> tuple[float, float]:
-        return wilson_interval(self.correct, self.n, self.level if level is None else level)
+    def confidence_interval(self, level: float | None = None, method: str | None = None) -> ConfidenceInterval:
+        """The Wilson interval at ``level`` (None: the level it was computed at); only its own ``method``."""
+        if method is not None and method != WILSON:
+            raise ValueError(f"method={method!r}: gold accuracy has only the {WILSON!r} interval")
+        level = self.level if level is None else check_level(level)
+        low, high = wilson_interval(self.correct, self.n, level)
+        return ConfidenceInterval(low=low, high=high, level=level, method=WILSON)
 
     def to_dict(self) -> dict:
-        low, high = self.confidence_interval()
+        ci = self.confidence_interval()
+        low, high = ci.low, ci.high
         return {"annotator": self.annotator, "accuracy": None if math.isnan(self.statistic) else self.statistic,
                 "n": self.n, "correct": self.correct, "ci_low": None if math.isnan(low) else low,
-                "ci_high": None if math.isnan(high) else high, "level": self.level, "interval": "wilson",
+                "ci_high": None if math.isnan(high) else high, "level": self.level, "interval": WILSON,
                 "reason": self.reason}
 
 

@@ -225,9 +225,9 @@ def gold_estimates(layout: StudyLayout, *, level: float,
     for kind, rows in by_kind.items():
         out[kind] = {}
         for row in rows:
-            low, high = row.confidence_interval()
-            out[kind][row.annotator] = Estimate(statistic=row.statistic, n=row.n, ci_low=low, ci_high=high,
-                                                level=row.level, method="accuracy on gold, Wilson",
+            ci = row.confidence_interval()
+            out[kind][row.annotator] = Estimate(statistic=row.statistic, n=row.n, ci_low=ci.low, ci_high=ci.high,
+                                                level=ci.level, method="accuracy on gold, Wilson",
                                                 undefined_reason=row.reason, details={"correct": row.correct})
     return out
 

@@ -30,8 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agreement.estimate import MAX_RESAMPLES, MIN_RESAMPLES
 from samples.errors import InputError
+from samples.intervals import DEFAULT_LEVEL
+from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES
 from samples.seed import DEFAULT_SEED
 
 
@@ -233,7 +234,7 @@ class Preference(_Section):
     judge_families: dict[str, str] = Field(default_factory=dict, description="Judge name -> family (default: inferred).")
     n_resamples: int = Field(default=2000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples.")
     seed: int = Field(default=DEFAULT_SEED, ge=0, description="Bootstrap seed.")
-    level: float = Field(default=0.95, gt=0, lt=1, description="Confidence level.")
+    level: float = Field(default=DEFAULT_LEVEL, gt=0, lt=1, description="Confidence level.")
 
 
 class Gate(_Section):
@@ -296,8 +297,8 @@ class Decisions(_Section):
     lower_bound_share: float = Field(default=0.5, gt=0, lt=1, description="Unparsed share above which a model's "
                                                                         "commitment rate is flagged as a lower bound.")
     margin: float = Field(default=0.05, gt=0, lt=1, description="TOST equivalence margin on rate differences.")
-    level: float = Field(default=0.95, gt=0, lt=1, description="Level of the Wilson intervals on rates.")
-    n_resamples: int = Field(default=2000, ge=100, description="Cluster-bootstrap resamples of the TOST interval.")
+    level: float = Field(default=DEFAULT_LEVEL, gt=0, lt=1, description="Level of the Wilson intervals on rates.")
+    n_resamples: int = Field(default=2000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Cluster-bootstrap resamples of the TOST interval.")
     seed: int = Field(default=DEFAULT_SEED, ge=0)
 
 
@@ -309,9 +310,9 @@ class Ehq(_Section):
     confidence_field: str | None = Field(default=None, description="Trajectory metadata key holding the elicited 0-100 "
                                                                    "confidence (EHQ3 is undefined without it).")
     tie_policy: Literal["exclude", "count_as_positive", "count_as_negative"] = Field(default="exclude")
-    n_resamples: int = Field(default=1000, ge=100, description="Bootstrap resamples per model and score.")
+    n_resamples: int = Field(default=1000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Bootstrap resamples per model and score.")
     seed: int = Field(default=DEFAULT_SEED, ge=0)
-    level: float = Field(default=0.95, gt=0, lt=1)
+    level: float = Field(default=DEFAULT_LEVEL, gt=0, lt=1)
 
 
 class Asa(_Section):
@@ -319,9 +320,9 @@ class Asa(_Section):
 
     judge: str = Field(description="The judge labelling the asa_m0 .. asa_m3 units (e.g. asa-rubric).")
     tie_policy: Literal["exclude", "count_as_positive", "count_as_negative"] = Field(default="exclude")
-    n_resamples: int = Field(default=1000, ge=100, description="Bootstrap resamples per score.")
+    n_resamples: int = Field(default=1000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="Bootstrap resamples per score.")
     seed: int = Field(default=DEFAULT_SEED, ge=0)
-    level: float = Field(default=0.95, gt=0, lt=1)
+    level: float = Field(default=DEFAULT_LEVEL, gt=0, lt=1)
 
 
 class StudyFile(_Section):

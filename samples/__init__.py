@@ -18,6 +18,9 @@ from samples.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "InputError": "samples.errors",
+    "ConfidenceInterval": "samples.intervals",
+    "DEFAULT_LEVEL": "samples.intervals",
+    "Resampling": "samples.resampling",
     "canonical_json": "samples.canonical",
     "sha256_hex": "samples.canonical",
     "file_sha256": "samples.canonical",
@@ -40,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "judge_message": "samples.kinds",
     "with_context": "samples.sampler",
     "first_turn_problem": "samples.kinds",
-    "DEFAULT_SEED": "samples.sampler",
+    "DEFAULT_SEED": "samples.seed",
     "Adapter": "samples.adapters",
     "BadRecord": "samples.adapters",
     "adapters": "samples.adapters",

@@ -39,8 +39,8 @@ from samples.layout import StudyLayout
 from samples.leakcheck import LeakDetector
 from samples.names import check_annotator_name
 from samples.records import BlindTask, KeyEntry, SampledUnit
-from samples.sampler import DEFAULT_SEED, check_seed
 from samples.scrub import Hit, Scrubber, check_keep, study_terms
+from samples.seed import DEFAULT_SEED, check_seed
 from samples.vocabulary import default_vocabulary
 
 _TURN_LINE = re.compile(r"(?m)^\[turn \d+\](?: \(.*\))?$")  # samples.units.render_turn's first line

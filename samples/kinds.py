@@ -98,24 +98,42 @@ Cut = dict[str, Any]
 class UnitKindSpec(Protocol):
     """What a unit kind is, for every stage that handles it."""
 
-    name: str
-    scheme: str
-    """Default label scheme (``samples.schemes``) unless a judge or study says otherwise."""
-    first_turn: FirstTurn
-    """``required_for_positive``: a positive label needs the first turn it names, offered as a
-    control; ``absent``: the kind has no first turn (no control; one given is refused)."""
-    codebook: str
-    """Codebook name, ``annotate/codebook/<codebook>.md``."""
-    question: str
-    """The question a person answers, shown above the label choices; empty: the codebook's title."""
-    labelstudio_config: str
-    """Label Studio labeling config name, ``annotate/labelstudio_configs/<name>.xml``."""
-    needs_context: bool
-    """The judge message needs ``turns`` (the numbered context), attached by ``with_context``."""
-    placeholders: tuple[str, ...]
-    """Fields a prompt's user template may use for this kind (``judge_fields`` keys)."""
-    default_template: str
-    """The judge's user message when the prompt gives no template for the kind."""
+    @property
+    def name(self) -> str:
+        """The kind's name, as units and prompts give it."""
+
+    @property
+    def scheme(self) -> str:
+        """Default label scheme (``samples.schemes``) unless a judge or study says otherwise."""
+
+    @property
+    def first_turn(self) -> FirstTurn:
+        """``required_for_positive``: a positive label needs the first turn it names, offered as a
+        control; ``absent``: the kind has no first turn (no control; one given is refused)."""
+
+    @property
+    def codebook(self) -> str:
+        """Codebook name, ``annotate/codebook/<codebook>.md``."""
+
+    @property
+    def question(self) -> str:
+        """The question a person answers, shown above the label choices; empty: the codebook's title."""
+
+    @property
+    def labelstudio_config(self) -> str:
+        """Label Studio labeling config name, ``annotate/labelstudio_configs/<name>.xml``."""
+
+    @property
+    def needs_context(self) -> bool:
+        """The judge message needs ``turns`` (the numbered context), attached by ``with_context``."""
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """Fields a prompt's user template may use for this kind (``judge_fields`` keys)."""
+
+    @property
+    def default_template(self) -> str:
+        """The judge's user message when the prompt gives no template for the kind."""
 
     def cut(self, source: Source) -> list[Cut] | str: ...
 
@@ -453,7 +471,7 @@ def correctness_text(references: Sequence[str], prediction: str) -> str:
     return f"Reference answers:\n{numbered_list(references)}\n\nPredicted answer:\n{prediction}"
 
 
-for _spec in (
+_BUILT_IN: tuple[UnitKindSpec, ...] = (
     IdentifyTrajectory(name="identify_trajectory", scheme="identify", first_turn="required_for_positive",
                        caption="Intermediate turns of the agent (its final answer is not shown).",
                        question="Did the agent recognise a specific knowledge gap in any of these turns?",
@@ -476,7 +494,8 @@ for _spec in (
                    default_template="Task request:\n{request}\n\nProtected reference:\n{reference}\n\n"
                                     "Trajectory:\n{trajectory}\n\n{milestone}")
       for i, m in enumerate(("M0", "M1", "M2", "M3"))),
-):
+)
+for _spec in _BUILT_IN:
     register_kind(_spec)
 
 

@@ -44,20 +44,10 @@ import pandas as pd
 from samples.errors import InputError
 from samples.jsonl import record_bytes
 from samples.plans import JUDGE_PREFIX, SamplingPlan
-from samples.seed import DEFAULT_SEED
+from samples.seed import DEFAULT_SEED, check_seed
 
 if TYPE_CHECKING:
     from samples.hardness import HardnessScorer
-
-MAX_SEED = 2**63 - 1
-"""Seeds are 0..2**63-1: every store and table that records one holds it as a 64-bit integer."""
-
-
-def check_seed(seed: object) -> int:
-    """The seed as an int, or an ``InputError`` naming it (negative, oversized, not an integer)."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed <= MAX_SEED:
-        raise InputError(f"seed={seed!r}: expected an integer from 0 to 2**63-1")
-    return int(seed)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,8 @@ import math
 from typing import Any
 
 from apps.commands import resamples
+from samples.intervals import DEFAULT_LEVEL
+from samples.seed import DEFAULT_SEED
 
 NAMES = {"percent_agreement": "percent agreement", "fleiss_kappa": "Fleiss' kappa", "gwet_ac1": "Gwet's AC1",
          "krippendorff_alpha": "Krippendorff's alpha", "cohen_kappa": "Cohen's kappa",
@@ -41,14 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Krippendorff's alpha metric: nominal (default), ordinal, interval or ratio")
     parser.add_argument("--bootstrap", type=resamples, default=10_000, metavar="N",
                         help="bootstrap resamples for the CIs (default 10000; 0 = analytic t intervals)")
-    parser.add_argument("--seed", type=int, help="bootstrap seed (default: accord's DEFAULT_SEED, 20261129)")
+    parser.add_argument("--seed", type=int, help=f"bootstrap seed (default: accord's DEFAULT_SEED, {DEFAULT_SEED})")
     parser.add_argument("--tie-policy", default="exclude",
                         help="a tied human majority is: exclude(d, the default), needs-adjudication (excluded and "
                              "listed), positive or negative (resolved to that label; binary only, with --positive); "
                              "ties are always counted")
     parser.add_argument("--positive", metavar="LABEL", help="the positive label, for --tie-policy positive|negative")
     parser.add_argument("--by", metavar="COLUMN", help="also give the judge-judge table per value of this column")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help=f"confidence level (default {DEFAULT_LEVEL})")
     parser.add_argument("--coefficients", metavar="all|NAME,...",
                         help="human-human panel coefficients: 'all' (every registered coefficient; those that do "
                              "not fit the number of annotators are reported undefined with the reason) or a comma "
@@ -154,8 +156,8 @@ def _with_ci(result: Any, level: float, method: str) -> str:
         return "undefined"
     if method == "se":
         return f"{_fmt(result.statistic)} +/-{_fmt(result.se)}"
-    low, high = result.confidence_interval(level, method)
-    ci = f" [{_fmt(low)}, {_fmt(high)}]" if math.isfinite(low) and math.isfinite(high) else " [-]"
+    interval = result.confidence_interval(level, method)
+    ci = f" [{_fmt(interval.low)}, {_fmt(interval.high)}]" if interval.defined else " [-]"
     return _fmt(result.statistic) + ci
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
+from samples.intervals import DEFAULT_LEVEL
 from samples.seed import DEFAULT_SEED
 
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-permutations", type=resamples, default=20_000,
                         help="random permutations when exact enumeration is infeasible (default 20000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed (default {DEFAULT_SEED})")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help=f"confidence level (default {DEFAULT_LEVEL})")
     parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
 

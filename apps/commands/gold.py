@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from samples.intervals import DEFAULT_LEVEL
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("add", "practice", "report"),
@@ -24,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="add, practice: the table of units with expected labels (JSONL)")
     parser.add_argument("--study", required=True, help="study folder (blinded: blind/audit.json)")
     parser.add_argument("--rate", type=float, help="add: share of each annotator's order that is gold (0..1)")
-    parser.add_argument("--level", type=float, default=0.95, help="report: confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help=f"report: confidence level (default {DEFAULT_LEVEL})")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 

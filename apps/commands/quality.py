@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
+from samples.intervals import DEFAULT_LEVEL
 
-DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": 0.95}
+DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": DEFAULT_LEVEL}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tie-policy", help="without --policy: tied majority of the others: exclude (default), "
                                              "needs-adjudication, positive or negative")
     parser.add_argument("--n-resamples", type=resamples, help="without --policy: cluster bootstrap resamples (default 10000)")
-    parser.add_argument("--level", type=float, help="without --policy: confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, help=f"without --policy: confidence level (default {DEFAULT_LEVEL})")
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
 
 
@@ -48,12 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
         settings = settings_from_policy(load_policy(args.policy))
     else:
-        values = {**DEFAULTS, **given}
-        if not 0 < values["level"] < 1:
-            raise InputError(f"--level {values['level']}: expected a confidence level between 0 and 1")
-        if values["n_resamples"] < 100:
-            raise InputError(f"--n-resamples {values['n_resamples']}: expected at least 100")
-        settings = QualitySettings(**values)
+        settings = QualitySettings(**{**DEFAULTS, **given})
     from apps.builtin_stages import QualityStageSettings
     from apps.drivers import get_stage
 

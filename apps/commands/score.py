@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
+from samples.intervals import DEFAULT_LEVEL
 from samples.seed import DEFAULT_SEED
 
 
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "else the majority; the default) or human_majority")
     parser.add_argument("--n-resamples", type=resamples, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--level", type=float, default=DEFAULT_LEVEL, help=f"confidence level (default {DEFAULT_LEVEL})")
     parser.add_argument("--json", action="store_true", help="print the score document as JSON")
 
 

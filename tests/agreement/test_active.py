@@ -42,7 +42,8 @@ def test_estimate_is_unbiased_and_its_interval_covers():
     for _ in range(800):
         est = active_mean(y, f, pi, rng.random(n) < pi)
         estimates.append(est.statistic)
-        low, high = est.confidence_interval()
+        ci = est.confidence_interval()
+        low, high = ci.low, ci.high
         covered += low <= truth <= high
     assert abs(np.mean(estimates) - truth) < 4 * np.std(estimates) / np.sqrt(800)
     assert 0.93 <= covered / 800 <= 0.97

@@ -120,7 +120,8 @@ def test_the_coding_app_serves_the_active_order(tmp_path):
     f = np.array([row["predicted"] for row in document["units"]])
     y = np.array([float(LABELS["j"][u] == "yes") for u in computed])
     expected = active_mean(y, f, labelling_probabilities(f, 4.0), np.arange(5) < 4)
-    low, high = expected.confidence_interval()
+    ci = expected.confidence_interval()
+    low, high = ci.low, ci.high
     assert rows["percent agreement of j vs the human majority, weighted"].startswith(
         f"{expected.statistic:.3f} [{low:.3f}, {high:.3f}] (4 of 5 units labelled")
     # The anytime gate takes no early decision on an adaptive prefix: CONTINUE (exit 1) while a planned label is

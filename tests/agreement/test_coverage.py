@@ -79,7 +79,8 @@ def test_agreement_cluster_bootstrap_coverage():
         data = RatingData.from_matrix(np.column_stack([a, b]).astype(int), categories=(0, 1), clusters=clusters)
         results = compute(data, list(truth), n_resamples=RESAMPLES, seed=seed, cluster=True)
         for name, value in truth.items():
-            lo, hi = results[name].confidence_interval(0.95, "percentile")
+            ci = results[name].confidence_interval(0.95, "percentile")
+            lo, hi = ci.low, ci.high
             covered[name] += lo <= value <= hi
     rates = {k: v / STUDIES for k, v in covered.items()}
     assert all(BAND[0] <= r <= BAND[1] for r in rates.values()), rates

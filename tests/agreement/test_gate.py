@@ -350,15 +350,15 @@ def test_human_ceiling_non_inferiority_by_hand(tmp_path):
                                   categories=(0, 1))
     ceiling = CeilingEvidence(data).human_ceiling("percent_agreement")
     assert ceiling.statistic == pytest.approx(-0.05) and ceiling.human_mean == 1.0
-    assert ceiling.confidence_interval(0.95, "percentile")[0] == pytest.approx(-0.10)
+    assert ceiling.confidence_interval(0.95, "percentile").low == pytest.approx(-0.10)
     verdicts = {}
-    assert ceiling.confidence_interval(0.95, "t_boot")[0] == pytest.approx(-0.0935, abs=0.0015)
+    assert ceiling.confidence_interval(0.95, "t_boot").low == pytest.approx(-0.0935, abs=0.0015)
     for margin in (0.06, 0.15):
         pol = load_policy(policy(tmp_path, CRITERION["human_ceiling"].format(x=margin)))
         verdicts[margin] = evaluate(own(pol), CeilingEvidence(data), fingerprints={}, simulated=False).results[0]
     # margin 0.06: the point estimate -0.05 clears -0.06 (the old rule passed), the lower bound does not.
     assert not verdicts[0.06].passed and "not shown non-inferior" in verdicts[0.06].reason
-    assert verdicts[0.15].passed and verdicts[0.15].ci_low == ceiling.confidence_interval(0.95, "t_boot")[0]
+    assert verdicts[0.15].passed and verdicts[0.15].ci_low == ceiling.confidence_interval(0.95, "t_boot").low
     assert "non-inferiority" in verdicts[0.15].test and verdicts[0.15].ci_level == 0.95
     assert "t_boot" in verdicts[0.15].ci_method
 

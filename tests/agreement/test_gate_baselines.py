@@ -165,7 +165,7 @@ def test_baseline_differences_by_hand(tmp_path):
     assert acc.statistic == pytest.approx(0.25) and acc.baseline_value == pytest.approx(0.70) and acc.n == 100
     assert found[("always 0", "percent_agreement")].statistic == pytest.approx(0.65)
     assert float(np.std(acc.bootstrap)) == pytest.approx(0.053619, rel=0.04)
-    assert acc.confidence_interval(0.95, "t_boot")[0] == pytest.approx(0.14307, abs=0.006)
+    assert acc.confidence_interval(0.95, "t_boot").low == pytest.approx(0.14307, abs=0.006)
     ac1 = found[("always 1 (majority class)", "gwet_ac1")]
     assert ac1.judge_value == pytest.approx(0.910913, abs=1e-6) and ac1.baseline_value == pytest.approx(0.597315,
                                                                                                         abs=1e-6)

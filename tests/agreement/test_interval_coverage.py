@@ -67,7 +67,8 @@ def t_boot(statistic: float, draws: np.ndarray, clusters: int) -> tuple[float, f
 def interval(result, method: str, clusters: int) -> tuple[float, float]:
     if method == "t_boot":
         return t_boot(result.statistic, result.bootstrap, clusters)
-    return result.confidence_interval(LEVEL, method)
+    ci = result.confidence_interval(LEVEL, method)
+    return (ci.low, ci.high)
 
 
 def tally(hits: dict, name: str, method: str, bounds: tuple[float, float], truth: float) -> None:
@@ -113,7 +114,8 @@ def ceiling_cell(n: int, rate: float, studies: int, resamples: int, start: int =
         result = ceiling_difference(data, "judge", ["h1", "h2", "h3"], "percent_agreement",
                                     settings=PanelSettings(n_resamples=resamples, seed=seed))
         for method in ("percentile", "bca"):
-            tally(hits, "human_ceiling", method, result.confidence_interval(LEVEL, method), truth)
+            ci = result.confidence_interval(LEVEL, method)
+            tally(hits, "human_ceiling", method, (ci.low, ci.high), truth)
         tally(hits, "human_ceiling", "t_boot", t_boot(result.statistic, result.bootstrap, clusters.max() + 1), truth)
     return hits
 

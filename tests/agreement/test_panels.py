@@ -177,7 +177,8 @@ def test_first_turn_agreement_by_hand():
     assert result.mean_difference.statistic == pytest.approx(0.6)
     # Intervals resample the 4 trajectories (a: gaps 0, 1; b: 3; c: 0; d: -1), so the MAD's bootstrap
     # range is [0 (all c), 3 (all b)] and the interval lies inside it around the estimate.
-    lo, hi = result.mean_absolute_difference.confidence_interval()
+    ci = result.mean_absolute_difference.confidence_interval()
+    lo, hi = ci.low, ci.high
     assert 0.0 <= lo < 1.0 < hi <= 3.0
     assert result.exact.details["n_clusters"] == 4
     empty = first_turn_agreement([nan], [1.0], ["a"], n_resamples=200)

@@ -177,7 +177,8 @@ def test_mad_bootstrap_resamples_whole_traces(mad):
     first = panel_report(data, judges=["judge"], tie_policy="exclude", settings=settings)
     again = panel_report(data, judges=["judge"], tie_policy="exclude", settings=settings)
     kappa = first.human_panel.results["fleiss_kappa"]
-    low, high = kappa.confidence_interval(0.95, "percentile")
+    ci = kappa.confidence_interval(0.95, "percentile")
+    low, high = ci.low, ci.high
     assert low < kappa.statistic < high
     assert np.array_equal(kappa.bootstrap, again.human_panel.results["fleiss_kappa"].bootstrap)
     iid = panel_report(load_labels(_mad_table(_mad_items(mad))), judges=["judge"], tie_policy="exclude",

@@ -223,7 +223,8 @@ def test_judge_vs_resolved_reference_matches_the_hand_derivation(tmp_path):
     assert resolved.agreement.results["cohen_kappa"].statistic == pytest.approx(0.55)
     got = {c.label: (c.precision, c.recall, c.f1, c.support) for c in resolved.per_class}
     assert got["yes"] == pytest.approx((0.8, 0.8, 0.8, 5)) and got["no"] == pytest.approx((0.75, 0.75, 0.75, 4))
-    lo, hi = resolved.agreement.results["cohen_kappa"].confidence_interval(0.95, "percentile")
+    ci = resolved.agreement.results["cohen_kappa"].confidence_interval(0.95, "percentile")
+    lo, hi = ci.low, ci.high
     assert lo <= 0.55 <= hi and hi - lo > 0
     counts = section.adjudication
     assert (counts.n_adjudicated, counts.n_changed, counts.n_confirmed, counts.n_resolved_ties, counts.n_still_tied,
