@@ -25,21 +25,20 @@ from typing import Any
 from samples.canonical import file_sha256
 from samples.errors import InputError
 from samples.layout import StudyLayout
+from samples.registry import Registry
 from samples.table_rows import TableRow
 
 TableReader = Callable[[Path], list[TableRow]]
-_FORMATS: dict[str, TableReader] = {}
+_FORMATS: Registry[TableReader] = Registry("table format")
 
 
 def register_table_format(name: str, reader: TableReader) -> None:
     """Add a label-table format (built-ins register through here like third-party ones)."""
-    if name in _FORMATS and _FORMATS[name] is not reader:
-        raise ValueError(f"table format {name!r} is already registered")
-    _FORMATS[name] = reader
+    _FORMATS.register(name, reader)
 
 
 def table_formats() -> list[str]:
-    return sorted(_FORMATS)
+    return _FORMATS.names()
 
 
 def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]:
@@ -50,8 +49,7 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     if name is None:
         raise InputError(f"{path}: unknown table suffix {path.suffix!r}; expected .csv, .jsonl or .parquet, "
                          f"or name a format ({table_formats()})")
-    if name not in _FORMATS:
-        raise InputError(f"--format {name!r}: unknown table format; known: {table_formats()}")
+    reader = _FORMATS.get_one(name, where="--format")
     if not path.exists():
         raise InputError(f"{path}: file not found")
     if path.is_dir():
@@ -64,7 +62,7 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     if key in _READ:  # a study file names one table per judge and the panel: it is parsed once a process
         return list(_READ[key])
     try:
-        rows = _FORMATS[name](path)
+        rows = reader(path)
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
     except UnicodeDecodeError as error:

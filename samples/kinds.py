@@ -11,8 +11,8 @@ same prompts and information as the judges"): a kind's ``judge_fields`` and its
 two readers is wording only (the prompt, the codebook, captions and headings);
 tests/samples/test_kind_parity.py checks it per kind against the real renderings.
 
-A kind is registered as a third party would register one (``register_kind``); a new
-kind name must also be a ``samples.records.UnitKind`` for units of it to validate.
+A kind is registered as a third party would register one (``register_kind``, or a plugin of
+the ``accord.plugins`` entry-point group: ``samples.registry``); records accept every registered kind.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from samples.errors import InputError
+from samples.registry import Registry
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
@@ -124,29 +125,25 @@ class UnitKindSpec(Protocol):
     def annotator_view(self, task: Shown) -> AnnotatorView: ...
 
 
-_KINDS: dict[str, UnitKindSpec] = {}
+_KINDS: Registry[UnitKindSpec] = Registry("unit kind")
 
 
 def register_kind(spec: UnitKindSpec) -> UnitKindSpec:
-    """Add (or replace) a unit kind; its scheme, first-turn rule and template are checked here."""
+    """Add a unit kind; its scheme, first-turn rule and template are checked here."""
     get_scheme(spec.scheme)
     if spec.first_turn not in FIRST_TURN_RULES:
         raise InputError(f"unit kind {spec.name!r}: first_turn {spec.first_turn!r}; expected one of {list(FIRST_TURN_RULES)}")
     _check_placeholders(spec.name, spec.placeholders, spec.default_template, where=f"unit kind {spec.name!r}: default_template")
-    _KINDS[spec.name] = spec
-    return spec
+    return _KINDS.register(spec.name, spec)
 
 
 def get_kind(name: str) -> UnitKindSpec:
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise InputError(f"unknown unit kind {name!r}; expected one of {sorted(_KINDS)}") from None
+    return _KINDS.get_one(name)
 
 
 def kinds() -> dict[str, UnitKindSpec]:
-    """Every registered kind by name."""
-    return dict(_KINDS)
+    """Every registered kind by name, in name order."""
+    return dict(_KINDS.items())
 
 
 # --- labels --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from judges.prompts import load_prompt
 from samples.errors import InputError
+from samples.kinds import _KINDS as kinds_registry
 from samples.kinds import (
     DEFAULT_SCHEME,
     AnnotatorView,
@@ -68,7 +69,7 @@ def test_first_turn_offered_only_where_the_kind_has_one() -> None:
 class Summary:
     """A third party's kind: a summary judged against its source, both shown to either reader."""
 
-    name: str = "escalate_final"  # replaces a built-in for the test (new names also need records.UnitKind)
+    name: str = "summary"  # a new kind: records accept every registered kind
     scheme: str = "escalate"
     first_turn: str = "absent"
     codebook: str = "escalate"
@@ -88,21 +89,26 @@ class Summary:
 
 
 def test_a_third_party_kind_registers_like_the_built_ins() -> None:
-    builtin = get_kind("escalate_final")
+    summary = Summary()
     try:
-        register_kind(Summary())
-        task = BlindTask(task_id="t_1", kind="escalate_final", text="maybe 12")
+        register_kind(summary)
+        register_kind(summary)  # the same object again (a module imported twice) is no conflict
+        task = BlindTask(task_id="t_1", kind="summary", text="maybe 12")
         assert judge_message(task) == "MAYBE 12"
-        assert judge_message(task, {"escalate_final": "said: {text}"}) == "said: maybe 12"
+        assert judge_message(task, {"summary": "said: {text}"}) == "said: maybe 12"
+        with pytest.raises(InputError, match="unit kind 'summary' is already registered"):
+            register_kind(Summary())  # an equal but different object under a taken name
         with pytest.raises(InputError, match="first_turn 'sometimes'"):
-            register_kind(Summary(first_turn="sometimes"))
+            register_kind(Summary(name="other", first_turn="sometimes"))
         with pytest.raises(InputError, match=r"placeholder\(s\) \['loud'\] not offered"):
-            register_kind(Summary(default_template="{loud}"))
+            register_kind(Summary(name="other", default_template="{loud}"))
         with pytest.raises(InputError, match="unknown label scheme 'stars'"):
-            register_kind(Summary(scheme="stars"))
+            register_kind(Summary(name="other", scheme="stars"))
     finally:
-        register_kind(builtin)
-    assert get_kind("escalate_final") is builtin
+        kinds_registry.unregister("summary")
+    assert "summary" not in kinds() and get_kind("escalate_final").name == "escalate_final"
+    with pytest.raises(ValueError, match="unknown unit kind 'summary'"):
+        BlindTask(task_id="t_1", kind="summary", text="maybe 12")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,126 @@
+"""The one registry type of every extension point, and third-party plugins through entry points.
+
+Every extension point (providers, engines, output kinds, rules, coefficients, criteria, schemes,
+unit kinds, label sources, table formats, adapters, stage drivers, annotation backends, ...) keeps
+its registered objects in a ``Registry``, so all of them treat a name the same way:
+
+- registering the same object again is a no-op (a module imported twice); a different object
+  under a taken name is an error naming both;
+- an unknown name is one ``InputError`` naming the kind of thing, the value and the known names;
+- iteration is in sorted name order, so listings and error messages are deterministic.
+
+A registry imports its built-in modules by name on first use (they register themselves, as a third
+party's would), then the plugins of the ``accord.plugins`` entry-point group: each entry point names
+a module that registers its objects when imported. A plugin that fails to import is one error naming
+the entry point, raised again on every later look-up rather than leaving a registry silently short.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Generic, TypeVar
+
+from samples.errors import InputError
+
+PLUGIN_GROUP = "accord.plugins"
+"""The entry-point group a third-party package names its registering modules under."""
+
+T = TypeVar("T")
+
+_plugins_loaded = False
+_plugin_error: InputError | None = None
+
+
+def load_plugins() -> None:
+    """Import every ``accord.plugins`` entry point's module once per process (each registers on import)."""
+    global _plugins_loaded, _plugin_error
+    if _plugin_error is not None:
+        raise _plugin_error
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True  # before importing: a plugin's own look-ups must not load the plugins again
+    from importlib.metadata import entry_points
+
+    for point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value)):
+        try:
+            point.load()
+        except Exception as error:  # noqa: BLE001  (any failure of a third party's module is reported as its own)
+            _plugin_error = InputError(f"plugin {point.name!r} (entry point {point.value!r} in group {PLUGIN_GROUP!r}) "
+                                       f"failed to load: {type(error).__name__}: {error}")
+            raise _plugin_error from error
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Registered objects by name; ``what`` names the kind of thing in messages ("provider")."""
+
+    def __init__(self, what: str, *, builtins: Sequence[str] = ()) -> None:
+        if not what:
+            raise ValueError("Registry: what must name the kind of thing registered, got ''")
+        self.what = what
+        self._builtins = tuple(builtins)
+        self._items: dict[str, T] = {}
+        self._ready = not self._builtins
+
+    def _load(self, *, plugins: bool = True) -> None:
+        if not self._ready:
+            self._ready = True
+            for module in self._builtins:
+                importlib.import_module(module)
+        if plugins:
+            load_plugins()
+
+    def _find(self, name: object) -> T | None:
+        """A hit needs no plugin (so built-ins looked up while modules import never start the plugins);
+        a miss loads them and looks again."""
+        self._load(plugins=False)
+        if isinstance(name, str) and name in self._items:
+            return self._items[name]
+        self._load()
+        return self._items.get(name) if isinstance(name, str) else None
+
+    def register(self, name: str, item: T) -> T:
+        """Add ``item`` under ``name``; the same object again is a no-op, another one an error naming both."""
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{self.what} name {name!r}: expected a non-empty string")
+        existing = self._items.get(name)
+        if existing is not None and existing is not item:
+            raise InputError(f"{self.what} {name!r} is already registered ({existing!r}); refusing {item!r}")
+        self._items[name] = item
+        return item
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test's or a session's temporary registration); unknown names are an error."""
+        self.get_one(name)
+        del self._items[name]
+
+    def get_one(self, name: str, *, where: str | None = None) -> T:
+        """The object registered under ``name``, or an InputError naming ``where``, the value and the known names."""
+        item = self._find(name)
+        if item is None:
+            prefix = f"{where}: " if where else ""
+            raise InputError(f"{prefix}unknown {self.what} {name!r}; known: {self.names()}")
+        return item
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def __getitem__(self, name: str) -> T:
+        item = self._find(name)
+        if item is None:
+            raise KeyError(name)
+        return item
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return self._find(name) is not None
+
+    def __repr__(self) -> str:
+        return f"Registry({self.what!r}, {sorted(self._items)})"
