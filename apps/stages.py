@@ -265,6 +265,7 @@ def _judge_material(ctx: Context) -> dict[str, Any]:
 def _judge_run(ctx: Context) -> Outcome:
     from dataclasses import replace
 
+    from judges.providers.base import get_provider
     from judges.runner import StudyPaths, run_judges
     from judges.tables import read_units
     from samples.generation import check_generation
@@ -273,7 +274,7 @@ def _judge_run(ctx: Context) -> Outcome:
     check_generation(ctx.layout, "ingest")
     specs = []
     for spec in ctx.study.judge_specs():
-        if spec.provider == "local" and spec.connection.base_url is None:
+        if get_provider(spec.provider).local_server and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
     units = with_context(read_units(ctx.layout.units), ctx.layout.trajectories,  # identify_turn: turns 0..i

@@ -4,8 +4,8 @@ Every extension point (providers, engines, output kinds, rules, coefficients, cr
 unit kinds, label sources, table formats, adapters, stage drivers, annotation backends, ...) keeps
 its registered objects in a ``Registry``, so all of them treat a name the same way:
 
-- registering the same object again is a no-op (a module imported twice); a different object
-  under a taken name is an error naming both;
+- registering the same object again, or an equal one, is a no-op (a module imported twice, which
+  rebuilds its value objects); a different object under a taken name is an error naming both;
 - an unknown name is one ``InputError`` naming the kind of thing, the value and the known names;
 - iteration is in sorted name order, so listings and error messages are deterministic.
 
@@ -51,6 +51,13 @@ def load_plugins() -> None:
             raise _plugin_error from error
 
 
+def _equal(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001  (objects whose == is not a truth value are not equal registrations)
+        return False
+
+
 class Registry(Mapping[str, T], Generic[T]):
     """Registered objects by name; ``what`` names the kind of thing in messages ("provider")."""
 
@@ -80,14 +87,17 @@ class Registry(Mapping[str, T], Generic[T]):
         return self._items.get(name) if isinstance(name, str) else None
 
     def register(self, name: str, item: T) -> T:
-        """Add ``item`` under ``name``; the same object again is a no-op, another one an error naming both."""
+        """Add ``item`` under ``name``; the same (or an equal) object again is a no-op and returns the one
+        registered, another object an error naming both."""
         if not isinstance(name, str) or not name:
             raise InputError(f"{self.what} name {name!r}: expected a non-empty string")
         existing = self._items.get(name)
-        if existing is not None and existing is not item:
-            raise InputError(f"{self.what} {name!r} is already registered ({existing!r}); refusing {item!r}")
-        self._items[name] = item
-        return item
+        if existing is None:
+            self._items[name] = item
+            return item
+        if existing is item or _equal(existing, item):
+            return existing
+        raise InputError(f"{self.what} {name!r} is already registered ({existing!r}); refusing {item!r}")
 
     def unregister(self, name: str) -> None:
         """Remove ``name`` (a test's or a session's temporary registration); unknown names are an error."""

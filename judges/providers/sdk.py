@@ -21,7 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from judges.providers.base import (
+    ANTHROPIC_API,
     CONTEXT_EXCEEDED,
+    JUDGE_PARAMS,
+    OPENAI_API,
     CallError,
     Completion,
     ProviderConfig,
@@ -30,9 +33,6 @@ from judges.providers.base import (
     status_is_retryable,
 )
 from samples.errors import InputError
-
-# Judge parameters a user may set; everything else is refused where the judge is built.
-JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")
 
 # The two consistent shapes of an Identify verdict (App. A.3): flag 0 with turn -1, or
 # flag 1 with a turn index; the schema forbids the inconsistent pairs the parser rejects.
@@ -267,7 +267,8 @@ def _check_api(name: str, config: ProviderConfig, allowed: tuple[str, ...]) -> P
 
 # A key is required for the hosted endpoints; a custom base_url (vLLM, llama-server) may need none.
 register_provider(
-    "openai", lambda c: _SdkProvider("openai", _check_api("openai", c, ("openai",)), key_required=not c.base_url, local=False)
+    "openai", lambda c: _SdkProvider("openai", _check_api("openai", c, ("openai",)), key_required=not c.base_url, local=False),
+    params=JUDGE_PARAMS, apis=(OPENAI_API,), wire_body=True, api_key_env="OPENAI_API_KEY", batch_format="openai",
 )
 register_provider(
     "anthropic",
@@ -277,8 +278,11 @@ register_provider(
                    ("anthropic",)),
         key_required=not c.base_url, local=False,
     ),
+    params=JUDGE_PARAMS, apis=(ANTHROPIC_API,), wire_body=True, api_key_env="ANTHROPIC_API_KEY",
+    batch_format="anthropic",
 )
 register_provider(
     "local",
     lambda c: _SdkProvider("local", _local_base_url(_check_api("local", c, ("openai", "anthropic"))), key_required=False, local=True),
+    params=JUDGE_PARAMS, apis=(OPENAI_API, ANTHROPIC_API), wire_body=True, local_server=True,
 )
