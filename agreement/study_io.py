@@ -35,7 +35,7 @@ from samples.errors import InputError
 
 # JSON I/O lives on the ground floor (agreement.documents reads and writes through it too); re-exported here.
 from samples.jsonl import json_objects, jsonable, read_json, write_result  # noqa: F401
-from samples.label_sources import LabelRows, label_sources
+from samples.label_sources import LabelRows, label_sources, simulated
 from samples.layout import StudyLayout
 from samples.records import STRATUM_FIELDS
 
@@ -128,7 +128,7 @@ class Study:
 
     @property
     def simulated(self) -> bool:
-        return bool((self.human["backend"] == "simulated").any()) if len(self.human) else False
+        return simulated(self.human["backend"])
 
     @property
     def human_files(self) -> tuple[str, ...]:

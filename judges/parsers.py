@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from samples.registry import Registry
+
 ParseMode = Literal["strict", "lenient"]
 PARSE_MODES: tuple[str, ...] = ("strict", "lenient")
 UNSCORED_REASONS: tuple[str, ...] = ("empty", "truncated", "refusal_to_judge", "wrong_format", "call_failed")
@@ -249,14 +251,12 @@ class OutputKind:
     description: str
 
 
-OUTPUT_KINDS: dict[str, OutputKind] = {}
+OUTPUT_KINDS: Registry[OutputKind] = Registry("output kind")
 
 
 def register_output_kind(kind: OutputKind) -> None:
     """Add an output format (built-ins register through here like third-party ones)."""
-    if kind.name in OUTPUT_KINDS:
-        raise ValueError(f"output kind {kind.name!r} is already registered")
-    OUTPUT_KINDS[kind.name] = kind
+    OUTPUT_KINDS.register(kind.name, kind)
 
 
 def _register_builtins() -> None:
@@ -283,12 +283,7 @@ _register_builtins()
 
 
 def get_output_kind(name: str) -> OutputKind:
-    from samples.errors import InputError
-
-    try:
-        return OUTPUT_KINDS[name]
-    except KeyError:
-        raise InputError(f"unknown output kind {name!r}; known: {sorted(OUTPUT_KINDS)}") from None
+    return OUTPUT_KINDS.get_one(name)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -10,12 +10,22 @@ backends' registry does).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from samples.layout import StudyLayout
 from samples.registry import Registry
+
+SIMULATED = "simulated"
+"""The ``backend`` of labels a simulator gave (the demo's simulated annotators), not people: nothing computed
+from them is human validation. The one place that names it."""
+
+
+def simulated(backends: Iterable[object]) -> bool:
+    """Whether any of these label rows' backends is the simulator's."""
+    return SIMULATED in set(backends)
 
 
 @dataclass(frozen=True, kw_only=True)

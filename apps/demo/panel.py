@@ -52,6 +52,7 @@ from apps.demo.items import DEFAULT_SEED
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.kinds import DEFAULT_SCHEME
+from samples.label_sources import SIMULATED
 from samples.records import BlindTask
 from samples.schemes import get_scheme
 
@@ -194,7 +195,7 @@ def _token(store: Store, name: str) -> str:
     """
     if not any(a.name == name for a in store.annotators()):
         return store.add_annotator(name)
-    human = [label for label in store.labels(annotator=name) if label.backend != "simulated"]
+    human = [label for label in store.labels(annotator=name) if label.backend != SIMULATED]
     if human:
         raise InputError(f"annotator {name!r} in {store.location} has {len(human)} label(s) from people; "
                          "the simulated panel will not label as them (choose other panel names)")
