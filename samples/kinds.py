@@ -146,6 +146,13 @@ def kinds() -> dict[str, UnitKindSpec]:
     return dict(_KINDS.items())
 
 
+def projected_from(kind: str) -> str | None:
+    """The kind whose trajectory verdict stands in for an unlabelled unit of ``kind`` (``projects_from``, an
+    optional attribute of a kind: a third party's kind without it has none); None for an unknown kind."""
+    spec = _KINDS.get(kind)
+    return getattr(spec, "projects_from", None) if spec is not None else None
+
+
 # --- labels --------------------------------------------------------------------------------
 
 def first_turn_offered(kind: str) -> bool:
@@ -276,6 +283,9 @@ class _Kind:
     codebook: str = ""
     question: str = ""
     labelstudio_config: str = ""
+    projects_from: str | None = None
+    """The kind whose judge label of the same trajectory stands in for a unit of this kind the judge did not
+    label itself (its positive only on the first turn that label names: ISE A.3); None: none does."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "codebook", self.codebook or self.scheme)
@@ -455,7 +465,7 @@ for _spec in (
                        caption="Intermediate turns of the agent (its final answer is not shown).",
                        question="Did the agent recognise a specific knowledge gap in any of these turns?",
                        placeholders=("text",)),
-    IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True,
+    IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True, projects_from="identify_trajectory",
                  caption="Intermediate turns of the agent up to the turn you are labelling (its final answer is not shown).",
                  question="Does the turn you are labelling (marked) recognise a specific knowledge gap: a named "
                           "conflict, a corrected belief or a named missing fact?",

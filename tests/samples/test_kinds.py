@@ -140,3 +140,27 @@ def test_shipped_identify_prompt_asks_identify_turn_about_the_focus_turn() -> No
     assert judge_message(unit, prompt.user) == (
         "[turn 0]\na\n\n[turn 1]\nb\n\nJudge only [turn 1], the last turn above; the turns before it are its context. "
         "Reply flag=1 only if [turn 1] itself does (a), (b) or (c), and then set first_recognition_turn to 1.")
+
+
+def test_a_kind_that_projects_takes_the_trajectory_verdict_by_capability() -> None:
+    """ISE A.3: a turn unit the judge did not label takes its trajectory's verdict, "yes" only on the first
+    recognition turn that verdict names. The rule follows ``projects_from``, not the kind's name."""
+    import dataclasses
+
+    from samples.kinds import projected_from
+    from samples.sampler import judge_label
+    from samples.units import unit_id
+
+    assert projected_from("identify_turn") == "identify_trajectory"
+    assert projected_from("response") is None and projected_from("no-such-kind") is None
+    copy = dataclasses.replace(get_kind("identify_turn"), name="turn_copy")
+    register_kind(copy)
+    try:
+        verdict = {unit_id("t", "identify_trajectory", None): ("yes", 2)}
+        labels = [judge_label(verdict, {"unit_id": f"u{i}", "kind": "turn_copy", "trajectory_id": "t", "focus_turn": i})
+                  for i in range(4)]
+        assert labels == ["no", "no", "yes", "no"]
+        assert judge_label({unit_id("t", "identify_trajectory", None): ("no", None)},
+                           {"unit_id": "u0", "kind": "turn_copy", "trajectory_id": "t", "focus_turn": 0}) == "no"
+    finally:
+        kinds_registry.unregister("turn_copy")
