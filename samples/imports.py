@@ -433,7 +433,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     Nothing is written: the caller publishes (``publish_import``).
     """
     from samples.generation import check_generation
-    from samples.records import UNIT_KINDS, KeyEntry, Unit
+    from samples.kinds import kinds as unit_kinds
+    from samples.records import KeyEntry, Unit
 
     layout = StudyLayout.of(study)
     check_generation(layout, "import")  # finishes a killed import's commit, or deletes its temporary files
@@ -442,8 +443,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
                          f"a labels-only study registers its units once, into an empty study folder")
     if (kind is None) == (kind_column is None):
         raise InputError("give exactly one of --kind (one unit kind for every row) or --kind-column")
-    if kind is not None and kind not in UNIT_KINDS:
-        raise InputError(f"--kind {kind!r}: not a unit kind; expected one of {list(UNIT_KINDS)}")
+    if kind is not None and kind not in unit_kinds():
+        raise InputError(f"--kind {kind!r}: not a unit kind; expected one of {list(unit_kinds())}")
     check_columns(rows, {"--unit-column": [unit_column], "--kind-column": [kind_column],
                          "--strata-columns": strata_columns, "--cluster-column": [cluster_column]},
                   source=table_of(rows) or layout.root)
@@ -463,8 +464,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
         if not unit_id:
             raise InputError(f"{row.where}: column {unit_column!r} holds only whitespace; expected a unit id")
         unit_kind = kind if kind is not None else identifier(row.get(kind_column))
-        if unit_kind not in UNIT_KINDS:
-            raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
+        if unit_kind not in unit_kinds():
+            raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(unit_kinds())}")
         strata = {name: label_text(row.get(name)) for name in strata_columns}
         cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id
         unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)

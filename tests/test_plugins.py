@@ -142,6 +142,20 @@ def test_an_installed_plugin_registers_a_provider_and_a_unit_kind_used_through_t
     # "disagree" reaches the provider upper-cased: the plugin kind's judge_fields and default template were used.
     assert labels == {"s0": "yes", "s1": "no"}
 
+    # Units of the plugin's kind cut by `accord ingest` (its cut rule: the final answer) and judged from the study.
+    ingested = tmp_path / "ingested"
+    cut = accord(site, "ingest", str(REPO / "data" / "ise_example.jsonl"), "--adapter", "ise", "--study",
+                 str(ingested), "--kinds", "shout", "--json")
+    assert cut.returncode == 0, cut.stderr
+    rows = [json.loads(line) for line in (ingested / "units.jsonl").read_text().splitlines()]
+    trajectories = [json.loads(line) for line in (ingested / "trajectories.jsonl").read_text().splitlines()]
+    assert rows and {row["kind"] for row in rows} == {"shout"} and len(rows) <= len(trajectories)
+    judged = accord(site, "judge", "run", "--study", str(ingested), "--judge", f"{prompt}@listener:ears", "--json")
+    assert judged.returncode == 0, judged.stderr
+    given = {row["unit_id"]: row["label"]
+             for row in map(json.loads, (ingested / "judges" / "labels.jsonl").read_text().splitlines())}
+    assert given == {row["unit_id"]: "yes" if "DISAGREE" in row["text"].upper() else "no" for row in rows}
+
     # The provider's own parameter schema: a parameter it did not declare is refused, naming what it allows.
     refused = accord(site, "judge", "run", "--study", str(study), "--units", str(units_file),
                      "--judge", f"{prompt}@listener:ears", "--param", "top_p=0.5", "--json")
