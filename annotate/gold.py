@@ -40,7 +40,7 @@ from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
-from samples.kinds import kinds, study_schemes
+from samples.kinds import is_kind, kinds, study_schemes
 from samples.layout import StudyLayout
 from samples.records import BlindTask
 from samples.schemes import get_scheme
@@ -116,7 +116,7 @@ def read_gold_table(path: str | Path, schemes: Mapping[str, str] | None = None) 
                 ([f"unknown field(s) {unknown}; expected {list(GOLD_INPUT_FIELDS)}"] if unknown else [])
                 + ([f"missing field(s) {missing}"] if missing else [])))
             continue
-        if row["kind"] not in kinds():
+        if not is_kind(row["kind"]):
             problems.append(f"{where}: field 'kind' is {row['kind']!r}; expected one of {list(kinds())}")
             continue
         if not isinstance(row["gold_id"], str) or not row["gold_id"].strip():

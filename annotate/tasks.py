@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from samples.errors import InputError
-from samples.kinds import kinds
+from samples.kinds import is_kind, kinds
 from samples.names import check_annotator_name as check_name
 from samples.records import STRATUM_FIELDS, BlindTask
 
@@ -47,7 +47,7 @@ def load_tasks(path: str | Path) -> list[BlindTask]:
         if leaked:
             problems.append(f"{where}: field(s) {leaked} present; tasks must come from `accord blind` (identity/design fields removed)")
             continue
-        if raw.get("kind") not in kinds():
+        if not is_kind(raw.get("kind")):
             problems.append(f"{where}: field 'kind' is {raw.get('kind')!r}; expected one of {list(kinds())}")
             continue
         try:

@@ -433,6 +433,7 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     Nothing is written: the caller publishes (``publish_import``).
     """
     from samples.generation import check_generation
+    from samples.kinds import is_kind
     from samples.kinds import kinds as unit_kinds
     from samples.records import KeyEntry, Unit
 
@@ -464,7 +465,7 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
         if not unit_id:
             raise InputError(f"{row.where}: column {unit_column!r} holds only whitespace; expected a unit id")
         unit_kind = kind if kind is not None else identifier(row.get(kind_column))
-        if unit_kind not in unit_kinds():
+        if not is_kind(unit_kind):
             raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(unit_kinds())}")
         strata = {name: label_text(row.get(name)) for name in strata_columns}
         cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id

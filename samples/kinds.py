@@ -141,6 +141,11 @@ def get_kind(name: str) -> UnitKindSpec:
     return _KINDS.get_one(name)
 
 
+def is_kind(name: object) -> bool:
+    """Whether ``name`` is a registered unit kind (a dictionary look-up: asked per row and per trajectory)."""
+    return name in _KINDS
+
+
 def kinds() -> dict[str, UnitKindSpec]:
     """Every registered kind by name, in name order."""
     return dict(_KINDS.items())

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from samples.canonical import file_sha256
 from samples.errors import InputError
+from samples.kinds import is_kind
 from samples.kinds import kinds as unit_kinds
 
 Allocation = Literal["fixed", "proportional", "equal", "positive_share"]
@@ -74,7 +75,7 @@ class SamplingPlan(_PlanPart):
 
     @model_validator(mode="after")
     def _consistent(self) -> SamplingPlan:
-        bad = [k for k in self.kinds if k not in unit_kinds()]
+        bad = [k for k in self.kinds if not is_kind(k)]
         if bad:
             raise ValueError(f"kinds {bad} are not unit kinds; allowed: {list(unit_kinds())}")
         if len(set(self.strata)) != len(self.strata):
