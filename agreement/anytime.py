@@ -55,6 +55,7 @@ from agreement.sequential import (
     e_process,
     labels_to_decision,
 )
+from samples.registry import Registry
 
 PASS, FAIL, OPEN = "PASS", "FAIL", "UNDECIDED"
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
@@ -164,17 +165,14 @@ class CriterionPath:
 
 
 SequentialForm = Callable[[Any, Stream, float], CriterionPath]
-SEQUENTIAL_FORMS: dict[str, SequentialForm] = {}
+SEQUENTIAL_FORMS: Registry[SequentialForm] = Registry("sequential form")
 
 
 def register_sequential_form(criterion_type: str) -> Callable[[SequentialForm], SequentialForm]:
     """Register the anytime-valid form of a criterion type (built-ins register as third parties would)."""
 
     def wrap(function: SequentialForm) -> SequentialForm:
-        if criterion_type in SEQUENTIAL_FORMS:
-            raise ValueError(f"a sequential form for criterion type {criterion_type!r} is already registered")
-        SEQUENTIAL_FORMS[criterion_type] = function
-        return function
+        return SEQUENTIAL_FORMS.register(criterion_type, function)
 
     return wrap
 

@@ -35,6 +35,7 @@ from agreement.results import AgreementResult
 from agreement.table import RatingData
 from agreement.weights import weight_matrix, weights_name
 from samples.errors import InputError
+from samples.registry import Registry
 
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 _ALPHA_WEIGHTS = {"nominal": "identity", "interval": "quadratic", "ratio": "ratio"}
@@ -78,15 +79,14 @@ class Coefficient(Protocol):
     def plan(self, *, scores: np.ndarray, n_raters: int, options: Options) -> Plan: ...
 
 
-COEFFICIENTS: dict[str, Coefficient] = {}
+COEFFICIENTS: Registry[Coefficient] = Registry("coefficient")
 
 
 def register_coefficient(coefficient: Coefficient) -> Coefficient:
     """Add ``coefficient`` to ``COEFFICIENTS`` under its name (built-ins use this too)."""
     if not isinstance(coefficient, Coefficient):
         raise InputError(f"coefficient={coefficient!r}: expected an object with name, min_raters, max_raters, plan()")
-    COEFFICIENTS[coefficient.name] = coefficient
-    return coefficient
+    return COEFFICIENTS.register(coefficient.name, coefficient)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _gwet(chance: str, *, small_sample: bool = True) -> Callable[[np.ndarray, in
     return lambda weights, n_raters: GwetFamily(chance, weights, small_sample=small_sample)
 
 
-for _coefficient in (
+_BUILTINS: tuple[Coefficient, ...] = (
     _Weighted("percent_agreement", _gwet("none"), GWET_SE, CONVENTION_GWET),
     _Weighted("fleiss_kappa", _gwet("fleiss"), GWET_SE, CONVENTION_GWET + " (Fleiss 1971 generalised by Gwet 2014)"),
     _Weighted(
@@ -175,7 +175,8 @@ for _coefficient in (
         "mean pairwise Cohen kappa over units rated by every rater (listwise, as irr kappam.light)", min_raters=3,
     ),
     _Alpha(),
-):
+)
+for _coefficient in _BUILTINS:
     register_coefficient(_coefficient)
 
 
@@ -232,8 +233,9 @@ def _columns(data: RatingData, raters: Sequence[str] | None) -> list[int]:
 
 
 def _resolve(names: Sequence[str] | str | None) -> list[str]:
-    if names is None:
-        return list(COEFFICIENTS)
+    if names is None:  # the built-ins in their documented order, then any other registered one
+        builtins = [c.name for c in _BUILTINS]
+        return builtins + [n for n in COEFFICIENTS if n not in builtins]
     if isinstance(names, str):
         names = [names]
     unknown = [n for n in names if n not in COEFFICIENTS]

@@ -56,6 +56,7 @@ from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
+from samples.registry import Registry
 
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
@@ -116,15 +117,15 @@ class Criterion(Protocol):
     def evaluate(self, evidence: Evidence) -> CriterionResult: ...
 
 
-CRITERIA: dict[str, Callable[[dict[str, Any], str], Criterion]] = {}
+CRITERIA: Registry[Callable[[dict[str, Any], str], Criterion]] = Registry("criterion type")
 
 
 def register_criterion(type_name: str) -> Callable[[type], type]:
     """Register a criterion class under the policy's ``type`` name."""
 
     def wrap(cls: type) -> type:
-        CRITERIA[type_name] = cls
-        cls.type_name = type_name
+        CRITERIA.register(type_name, cls)
+        cls.type_name = type_name  # type: ignore[attr-defined]
         return cls
 
     return wrap
@@ -694,13 +695,12 @@ def load_policy(path: str | Path) -> Policy:
     for index, table in enumerate(tables, start=1):
         where = f"{path} criterion #{index}"
         kind = table.get("type") if isinstance(table, dict) else None
-        if kind not in CRITERIA:
-            raise InputError(f"{where}: type = {kind!r}; known criterion types: {sorted(CRITERIA)}")
+        build = CRITERIA.get_one(kind, where=f"{where}: type")  # type: ignore[arg-type]
         if kind in BUILT_IN:
             deferred.append((len(criteria), kind, table, where))
             criteria.append(None)
         else:
-            criteria.append(CRITERIA[kind](table, where))
+            criteria.append(build(table, where))
     for position, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
         defaults = _built_in_defaults(kind, criteria)
         merged = {**defaults, **table}

@@ -35,7 +35,7 @@ from samples.errors import InputError
 
 # JSON I/O lives on the ground floor (agreement.documents reads and writes through it too); re-exported here.
 from samples.jsonl import json_objects, jsonable, read_json, write_result  # noqa: F401
-from samples.label_sources import LabelRows, label_sources
+from samples.label_sources import LabelRows, label_sources, simulated
 from samples.layout import StudyLayout
 from samples.records import STRATUM_FIELDS
 
@@ -128,7 +128,7 @@ class Study:
 
     @property
     def simulated(self) -> bool:
-        return bool((self.human["backend"] == "simulated").any()) if len(self.human) else False
+        return simulated(self.human["backend"])
 
     @property
     def human_files(self) -> tuple[str, ...]:
@@ -222,13 +222,14 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
     fingerprint, so the verdict's validated call is the one the score uses. A judge with
     its own per-turn labels (another template) stays a judge of its own.
     """
+    from samples.kinds import projected_from
     from samples.sampler import judge_label
     from samples.units import unit_id
 
     if not layout.sample.is_file() or judge.empty:
         return judge.assign(projected_from=None) if "projected_from" not in judge.columns else judge
     turns = [row for row in read_rows(layout.sample, ("unit_id", "kind", "trajectory_id"))
-             if row["kind"] == "identify_turn"]
+             if projected_from(row["kind"]) is not None]
     rows = judge[judge["sample_index"] == 0]
     extra = []
     for name, mine in rows.groupby("judge", sort=True):
@@ -241,7 +242,7 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
         for unit in turns:
             if unit["unit_id"] in by_unit.index:
                 continue
-            source = unit_id(unit["trajectory_id"], "identify_trajectory", None)
+            source = unit_id(unit["trajectory_id"], projected_from(unit["kind"]), None)
             if source not in by_unit.index:
                 continue
             label = judge_label(whole, {**unit, "focus_turn": unit.get("focus_turn")})

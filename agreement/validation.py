@@ -47,6 +47,7 @@ from agreement.panels import (
 from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, isin, labels_table
 from samples.errors import InputError
 from samples.kinds import DEFAULT_SCHEME
+from samples.label_sources import simulated as simulated_rows
 from samples.schemes import SCHEMES
 
 SUBGROUP_FIELDS = ("setting", "split")
@@ -422,7 +423,7 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
     settings = PanelSettings(n_resamples=n_resamples, seed=seed, cluster=True)
     judges = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
     humans = sorted(set(table.loc[table["source"] == "human", "rater"].unique()))
-    simulated = bool((table["backend"] == "simulated").any())
+    simulated = simulated_rows(table["backend"])
     labelled = set(table.loc[table["source"] == "human", "kind"].unique())
     notes = [f"kind {k}: no human labels, so its judges are not validated"
              for k in sorted(set(table["kind"].unique()) - labelled)]

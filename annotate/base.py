@@ -6,15 +6,14 @@ third-party backend registers the same way the built-ins do.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from annotate.records import HumanLabel
-from samples.errors import InputError
 from samples.records import BlindTask
+from samples.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,31 +67,28 @@ class AnnotationBackend(Protocol):
         ...
 
 
-_BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
+# Built-in backends register themselves on import, like a third-party one would; the registry
+# imports them on first use, which keeps Label Studio's client out of processes that only import this module.
+_BACKENDS: Registry[Callable[..., AnnotationBackend]] = Registry(
+    "annotation backend", builtins=("annotate.app_backend", "annotate.labelstudio"))
 # A backend's study-file settings (``[annotation] options``): a pydantic model with
 # ``backend_options() -> dict`` giving the factory's keyword arguments (secrets from the environment).
-_SETTINGS: dict[str, type[Any]] = {}
-# Built-in backends register themselves on import, like a third-party one would;
-# importing lazily keeps Label Studio's SDK out of processes that never use it.
-_BUILTIN_MODULES: dict[str, str] = {"app": "annotate.app_backend", "labelstudio": "annotate.labelstudio"}
+_SETTINGS: Registry[type[Any]] = Registry("annotation backend settings")
 
 
 def register_backend(name: str, factory: Callable[..., AnnotationBackend], *, settings: type[Any] | None = None) -> None:
     """Add a backend; ``settings`` validates its ``[annotation] options`` (default: passed to the factory as given)."""
-    if name in _BACKENDS and _BACKENDS[name] is not factory:
-        raise ValueError(f"annotation backend {name!r} is already registered")
-    _BACKENDS[name] = factory
+    _BACKENDS.register(name, factory)
     if settings is not None:
-        _SETTINGS[name] = settings
+        _SETTINGS.register(name, settings)
 
 
 def backend_settings(name: str, options: Mapping[str, Any]) -> Any:
     """The backend's settings model built from a study file's options (None for a backend without one)."""
     get_backend_factory(name)
-    model = _SETTINGS.get(name)
-    if model is None:
+    if name not in _SETTINGS:
         return None
-    return model.model_validate(dict(options))
+    return _SETTINGS[name].model_validate(dict(options))
 
 
 def build_backend(name: str, *, study: Any, options: Mapping[str, Any]) -> AnnotationBackend:
@@ -103,17 +99,12 @@ def build_backend(name: str, *, study: Any, options: Mapping[str, Any]) -> Annot
 
 
 def get_backend_factory(name: str) -> Callable[..., AnnotationBackend]:
-    if name not in _BACKENDS and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise InputError(f"unknown annotation backend {name!r}; registered: {backend_names()}") from None
+    return _BACKENDS.get_one(name)
 
 
 def backend_names() -> list[str]:
-    """Every backend a study may name: the registered ones and the built-ins (imported on first use)."""
-    return sorted(set(_BACKENDS) | set(_BUILTIN_MODULES))
+    """Every backend a study may name: the built-ins (imported on first use) and the registered ones."""
+    return _BACKENDS.names()
 
 
 def get_backend(name: str, **options: Any) -> AnnotationBackend:

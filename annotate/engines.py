@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from samples.errors import InputError
 from samples.jsonl import private_file, regular_file
+from samples.registry import Registry
 from samples.sqlite import use_wal
 
 DEFAULT_PG_SCHEMA = "accord"
@@ -75,17 +76,17 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-_ENGINES: dict[str, Callable[[str], Engine]] = {}
+_ENGINES: Registry[Callable[[str], Engine]] = Registry("store engine")
 
 
 def register_engine(schemes: Sequence[str], factory: Callable[[str], Engine]) -> None:
     """Let store locations with these URL schemes (``scheme://...``) open with ``factory(location)``."""
     for scheme in schemes:
-        _ENGINES[scheme] = factory
+        _ENGINES.register(scheme, factory)
 
 
 def engine_schemes() -> list[str]:
-    return sorted(_ENGINES)
+    return _ENGINES.names()
 
 
 class StoreUnavailable(InputError):

@@ -41,9 +41,9 @@ from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.intervals import ConfidenceInterval, check_level
 from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
-from samples.kinds import study_schemes
+from samples.kinds import is_kind, kinds, study_schemes
 from samples.layout import StudyLayout
-from samples.records import UNIT_KINDS, BlindTask
+from samples.records import BlindTask
 from samples.schemes import get_scheme
 
 GOLD_INPUT_FIELDS = ("gold_id", "kind", "text", "turns", "focus_turn", "question", "gold_answers", "label",
@@ -117,8 +117,8 @@ def read_gold_table(path: str | Path, schemes: Mapping[str, str] | None = None) 
                 ([f"unknown field(s) {unknown}; expected {list(GOLD_INPUT_FIELDS)}"] if unknown else [])
                 + ([f"missing field(s) {missing}"] if missing else [])))
             continue
-        if row["kind"] not in UNIT_KINDS:
-            problems.append(f"{where}: field 'kind' is {row['kind']!r}; expected one of {list(UNIT_KINDS)}")
+        if not is_kind(row["kind"]):
+            problems.append(f"{where}: field 'kind' is {row['kind']!r}; expected one of {list(kinds())}")
             continue
         if not isinstance(row["gold_id"], str) or not row["gold_id"].strip():
             problems.append(f"{where}: field 'gold_id': expected a non-empty string")

@@ -61,9 +61,9 @@ from annotate.records import HumanLabel
 from annotate.tasks import check_orders
 from samples.errors import InputError
 from samples.jsonl import atomic_writer, read_models
-from samples.kinds import first_turn_problem, get_kind, scheme_for, study_schemes
+from samples.kinds import first_turn_problem, get_kind, kinds, scheme_for, study_schemes
 from samples.layout import StudyLayout
-from samples.records import UNIT_KINDS, BlindTask, UnitKind
+from samples.records import BlindTask, UnitKind
 from samples.schemes import get_scheme
 
 TOKEN_ENV = "ACCORD_LS_TOKEN"
@@ -210,8 +210,8 @@ class LabelStudioPullReport:
 
 def labeling_config(kind: str, scheme: str) -> str:
     """The Label Studio labeling config of a unit kind, offering the labels of ``scheme``."""
-    if kind not in UNIT_KINDS:
-        raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
+    if kind not in kinds():
+        raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(kinds())}")
     template = resources.files("annotate.labelstudio_configs").joinpath(f"{get_kind(kind).labelstudio_config}.xml").read_text(encoding="utf-8")
     choices = "\n".join(f'    <Choice value="{html.escape(label, quote=True)}"/>' for label in get_scheme(scheme).labels)
     return template.replace("{choices}", choices)

@@ -9,8 +9,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from samples.errors import InputError
+from samples.kinds import is_kind, kinds
 from samples.names import check_annotator_name as check_name
-from samples.records import STRATUM_FIELDS, UNIT_KINDS, BlindTask
+from samples.records import STRATUM_FIELDS, BlindTask
 
 # Keys that only exist on unblinded records: their presence means blinding did not happen.
 _UNBLINDED_KEYS = frozenset(STRATUM_FIELDS) | {
@@ -46,8 +47,8 @@ def load_tasks(path: str | Path) -> list[BlindTask]:
         if leaked:
             problems.append(f"{where}: field(s) {leaked} present; tasks must come from `accord blind` (identity/design fields removed)")
             continue
-        if raw.get("kind") not in UNIT_KINDS:
-            problems.append(f"{where}: field 'kind' is {raw.get('kind')!r}; expected one of {list(UNIT_KINDS)}")
+        if not is_kind(raw.get("kind")):
+            problems.append(f"{where}: field 'kind' is {raw.get('kind')!r}; expected one of {list(kinds())}")
             continue
         try:
             task = BlindTask.model_validate(raw)

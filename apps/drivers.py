@@ -12,12 +12,12 @@ import, annotate) register on import as a third party's would.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from samples.layout import StudyLayout
+from samples.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,32 +46,19 @@ class StageDriver(Protocol):
         """Compute the stage from the study's files under ``settings`` and write its outputs."""
 
 
-_DRIVERS: dict[str, StageDriver] = {}
-_BUILTINS = ("apps.upstream_stages", "apps.builtin_stages")
+_DRIVERS: Registry[StageDriver] = Registry("stage", builtins=("apps.upstream_stages", "apps.builtin_stages"))
 
 
 def register_stage(driver: StageDriver) -> None:
     if not isinstance(driver, StageDriver):
         raise TypeError(f"stage driver {driver!r}: expected a StageDriver (name, settings, inputs, outputs, run)")
-    if driver.name in _DRIVERS and _DRIVERS[driver.name] is not driver:
-        raise ValueError(f"stage {driver.name!r} is already registered")
-    _DRIVERS[driver.name] = driver
+    _DRIVERS.register(driver.name, driver)
 
 
 def get_stage(name: str) -> StageDriver:
     """The registered driver of stage ``name`` (the built-ins imported first)."""
-    _import_builtins()
-    try:
-        return _DRIVERS[name]
-    except KeyError:
-        raise ValueError(f"unknown stage {name!r}; registered: {sorted(_DRIVERS)}") from None
+    return _DRIVERS.get_one(name)
 
 
 def stage_names() -> list[str]:
-    _import_builtins()
-    return sorted(_DRIVERS)
-
-
-def _import_builtins() -> None:
-    for module in _BUILTINS:
-        importlib.import_module(module)
+    return _DRIVERS.names()

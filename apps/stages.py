@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from apps.study import Source, StudyFile
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
+from samples.label_sources import simulated
 from samples.layout import StudyLayout
 
 STATE_VERSION = 1
@@ -224,10 +225,11 @@ def _judge_run(ctx: Context) -> Outcome:
 
     from apps.drivers import get_stage
     from apps.upstream_stages import JudgeSettings
+    from judges.providers.base import get_provider
 
     specs = []
     for spec in ctx.study.judge_specs():
-        if spec.provider == "local" and spec.connection.base_url is None:
+        if get_provider(spec.provider).local_server and spec.connection.base_url is None:
             spec = replace(spec, connection=replace(spec.connection, base_url=ctx.model_url()))
         specs.append(spec)
     settings = JudgeSettings(judges=tuple(specs), population=True, origin=f"{ctx.study.path}: [[judge]]")
@@ -852,7 +854,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
         mine = [row for row in labels if row.annotator == name]
         body["annotators"][name] = {"assigned": assigned.get(name, 0), "labelled": labelled.get(name, len(mine)),
                                     "backends": sorted({row.backend for row in mine})}
-    if any(row.backend == "simulated" for row in labels):
+    if simulated(row.backend for row in labels):
         body.update(simulated=True, notice=SIMULATED_NOTICE)
     versions = Counter(row.codebook_sha256 or "unknown" for row in labels)
     body["codebook_versions"] = dict(sorted(versions.items(), key=lambda item: (-item[1], item[0])))
@@ -908,9 +910,10 @@ def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
         mine = [row for row in rows if row["annotator"] == name]
         annotators[name] = {"assigned": len(orders.get(name, [])), "labelled": len(mine),
                             "backends": sorted({str(row.get("backend")) for row in mine})}
-    simulated = any(row.get("backend") == "simulated" for row in rows)
+    given_by_simulator = simulated(row.get("backend") for row in rows)
     return {"backend": None, "tasks": _count_lines(layout.tasks) or _count_lines(layout.key),
-            "annotators": annotators, "simulated": simulated, "notice": SIMULATED_NOTICE if simulated else None,
+            "annotators": annotators, "simulated": given_by_simulator,
+            "notice": SIMULATED_NOTICE if given_by_simulator else None,
             "codebook_versions": {}, "codebook_note": None}
 
 

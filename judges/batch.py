@@ -23,24 +23,38 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from judges.cache import RequestCache
-from judges.providers.base import CallError, make_provider
+from judges.providers.base import (
+    ANTHROPIC_API,
+    OPENAI_API,
+    CallError,
+    ProviderConfig,
+    get_provider,
+    make_provider,
+    provider_names,
+)
 from judges.spec import JudgeSpec
 from samples.errors import InputError
 from samples.jsonl import atomic_writer
 from samples.records import Unit
 
-_FORMATS = {"openai": "openai", "anthropic": "anthropic"}
+# One request line per documented batch format (ProviderKind.batch_format): OpenAI's Batch API, Anthropic's Message Batches.
+_LINES: dict[str, Callable[[str, Any], dict[str, Any]]] = {
+    OPENAI_API: lambda key, body: {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+    ANTHROPIC_API: lambda key, body: {"custom_id": key, "params": body},
+}
 
 
 def _format(spec: JudgeSpec) -> str:
-    if spec.provider not in _FORMATS:
-        raise InputError(f"judge {spec.name!r}: batch files exist for providers {sorted(_FORMATS)}, not {spec.provider!r}")
-    return _FORMATS[spec.provider]
+    fmt = get_provider(spec.provider).batch_format
+    if fmt is None:
+        with_batches = [name for name in provider_names() if get_provider(name).batch_format is not None]
+        raise InputError(f"judge {spec.name!r}: batch files exist for providers {with_batches}, not {spec.provider!r}")
+    return fmt
 
 
 def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str | Path, *,
@@ -66,8 +80,7 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
             with atomic_writer(batch_file) as out, atomic_writer(sidecar) as side:
                 for task in todo:
                     body = task.request["body"]
-                    line = ({"custom_id": task.key, "method": "POST", "url": "/v1/chat/completions", "body": body}
-                            if fmt == "openai" else {"custom_id": task.key, "params": body})
+                    line = _LINES[fmt](task.key, body)
                     out.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
                     side.write((json.dumps({"custom_id": task.key, "request": task.request}, ensure_ascii=False)
                                 + "\n").encode("utf-8"))
@@ -130,7 +143,7 @@ def import_batch_results(results_file: str | Path, requests_file: str | Path, *,
         body, status = _result_body(row, where)
         outcomes[status] += 1
         if body is not None:
-            reader_key = (request["provider"], request.get("api", "openai"))
+            reader_key = (request["provider"], request.get("api", OPENAI_API))
             if reader_key not in readers:
                 readers[reader_key] = make_provider(request["provider"], _connection_for(request))
             try:
@@ -147,7 +160,5 @@ def import_batch_results(results_file: str | Path, requests_file: str | Path, *,
 
 
 def _connection_for(request: dict[str, Any]):
-    from judges.providers.base import ProviderConfig
-
     # Only the body shape matters here; no call is made, so any base URL will do.
-    return ProviderConfig(base_url="http://127.0.0.1:9", api=request.get("api", "openai"))
+    return ProviderConfig(base_url="http://127.0.0.1:9", api=request.get("api", OPENAI_API))

@@ -12,19 +12,25 @@ answer.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from samples.errors import InputError
+from samples.registry import Registry
 
 # The engines sit below the runner and the judge spec that use them, so their types are named, not imported:
 # JudgeSpec is ``judges.spec.JudgeSpec``; a task and the run context are ``judges.runner._Task`` and ``RunContext``.
 
 
+DEFAULT_ENGINE = "local"
+"""The engine of a judge that names none: the runner's own loop in this process."""
+
+
 @runtime_checkable
 class Engine(Protocol):
     name: str
+    remote: bool
+    """Whether calls are answered outside this process (a ``[judge.<name>]`` options table configures where);
+    a provider that answers in process (``ProviderKind.in_process``) is never sent there."""
 
     def options(self, where: str, table: Mapping[str, Any]) -> Any:
         """The engine's validated options from a judge's ``[judge.<name>]`` table (no heavy import)."""
@@ -43,30 +49,17 @@ class Engine(Protocol):
         ...
 
 
-_REGISTRY: dict[str, Engine] = {}
-_BUILTINS = ("judges.runner", "judges.ray_engine")
-"""The modules of the built-in engines, imported by name on first use; each registers its engine on import."""
+_REGISTRY: Registry[Engine] = Registry("engine", builtins=("judges.runner", "judges.ray_engine"))
+"""The built-in engines' modules are imported by name on first use; each registers its engine on import."""
 
 
 def register_engine(engine: Engine) -> None:
-    if engine.name in _REGISTRY:
-        raise ValueError(f"engine {engine.name!r} is already registered")
-    _REGISTRY[engine.name] = engine
-
-
-def _builtins() -> None:
-    for module in _BUILTINS:
-        importlib.import_module(module)
+    _REGISTRY.register(engine.name, engine)
 
 
 def engine_names() -> list[str]:
-    _builtins()
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def get_engine(name: str) -> Engine:
-    _builtins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise InputError(f"unknown engine {name!r}; known: {sorted(_REGISTRY)}") from None
+    return _REGISTRY.get_one(name)

@@ -18,9 +18,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from samples.registry import Registry
 
 ParseMode = Literal["strict", "lenient"]
 PARSE_MODES: tuple[str, ...] = ("strict", "lenient")
@@ -247,16 +249,39 @@ class OutputKind:
     strict: Callable[..., Parsed]
     lenient: Callable[..., Parsed]
     description: str
+    choices: tuple[str, ...] = ()
+    """The whole outputs a constrained decoder may produce (a llama-server grammar); empty: unconstrained."""
+    json_schema: Mapping[str, Any] | None = None
+    """The output's JSON shape for constrained decoding (named after the scheme)."""
+    object_schema: Mapping[str, Any] | None = None
+    """The same with an object at the root, as hosted structured outputs need."""
 
 
-OUTPUT_KINDS: dict[str, OutputKind] = {}
+OUTPUT_KINDS: Registry[OutputKind] = Registry("output kind")
 
 
 def register_output_kind(kind: OutputKind) -> None:
     """Add an output format (built-ins register through here like third-party ones)."""
-    if kind.name in OUTPUT_KINDS:
-        raise ValueError(f"output kind {kind.name!r} is already registered")
-    OUTPUT_KINDS[kind.name] = kind
+    OUTPUT_KINDS.register(kind.name, kind)
+
+
+# The two consistent shapes of an Identify verdict (App. A.3): flag 0 with turn -1, or
+# flag 1 with a turn index; the schema forbids the inconsistent pairs the parser rejects.
+_IDENTIFY_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "properties": {"flag": {"const": 0}, "first_recognition_turn": {"const": -1}},
+         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
+        {"type": "object", "properties": {"flag": {"const": 1}, "first_recognition_turn": {"type": "integer", "minimum": 0}},
+         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
+    ],
+}
+# Hosted structured outputs need an object at the root, so there only the field types are fixed.
+_IDENTIFY_OBJECT_SCHEMA = {
+    "type": "object",
+    "properties": {"flag": {"type": "integer", "enum": [0, 1]}, "first_recognition_turn": {"type": "integer"}},
+    "required": ["flag", "first_recognition_turn"],
+    "additionalProperties": False,
+}
 
 
 def _register_builtins() -> None:
@@ -268,14 +293,18 @@ def _register_builtins() -> None:
         "ehq4": ("ehq4", {w: w for w in ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG")},
                  "one EHQ section 3.3 class name"),
     }
+    unconstrained = {"milestone_yes_no"}  # released without a grammar: one now would change its cache keys
     for name, (scheme, mapping, description) in words.items():
         strict, lenient = _word_parser(mapping)
-        register_output_kind(OutputKind(name=name, scheme=scheme, strict=strict, lenient=lenient, description=description))
+        register_output_kind(OutputKind(name=name, scheme=scheme, strict=strict, lenient=lenient, description=description,
+                                        choices=() if name in unconstrained else tuple(mapping)))
     register_output_kind(OutputKind(name="identify_json", scheme="identify", strict=identify_strict,
                                     lenient=identify_lenient,
-                                    description='JSON {"flag": 0|1, "first_recognition_turn": int}'))
+                                    description='JSON {"flag": 0|1, "first_recognition_turn": int}',
+                                    json_schema=_IDENTIFY_SCHEMA, object_schema=_IDENTIFY_OBJECT_SCHEMA))
     register_output_kind(OutputKind(name="decision", scheme="decision", strict=_decision_parser(_STRICT_PREFIXES),
                                     lenient=_decision_parser(_SEMANTIC_PREFIXES),
+                                    choices=tuple(f"DECISION: {d}" for d in _DECISION_VALUES),
                                     description="Aggarwal DECISION line (strict: DECISION: only; lenient = semantic prefixes)"))
 
 
@@ -283,12 +312,7 @@ _register_builtins()
 
 
 def get_output_kind(name: str) -> OutputKind:
-    from samples.errors import InputError
-
-    try:
-        return OUTPUT_KINDS[name]
-    except KeyError:
-        raise InputError(f"unknown output kind {name!r}; known: {sorted(OUTPUT_KINDS)}") from None
+    return OUTPUT_KINDS.get_one(name)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from samples.errors import InputError
-from samples.records import UNIT_KINDS
+from samples.kinds import kinds as unit_kinds
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 _REQUIRED = ("name", "version", "output", "unit_kinds", "source", "system")
@@ -58,8 +58,8 @@ def load_prompt(path: str | Path) -> PromptSpec:
     if scheme != output.scheme:
         raise InputError(f"{path}: scheme {scheme!r} does not match output {output.name!r} (scheme {output.scheme!r})")
     kinds = data["unit_kinds"]
-    if not isinstance(kinds, list) or not kinds or any(k not in UNIT_KINDS for k in kinds):
-        raise InputError(f"{path}: unit_kinds must be a non-empty list drawn from {list(UNIT_KINDS)}, got {kinds!r}")
+    if not isinstance(kinds, list) or not kinds or any(k not in unit_kinds() for k in kinds):
+        raise InputError(f"{path}: unit_kinds must be a non-empty list drawn from {list(unit_kinds())}, got {kinds!r}")
     if not isinstance(data["system"], str) or not data["system"].strip():
         raise InputError(f"{path}: system must be a non-empty string")
     user = data.get("user", {})

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from judges.engines import register_engine
-from judges.providers.base import CONTEXT_EXCEEDED
+from judges.providers.base import CONTEXT_EXCEEDED, OPENAI_API, get_provider
 from samples.errors import InputError
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def cluster_gpus(ray: Any) -> float:
 
 class RayEngine:
     name = "ray"
+    remote = True
 
     def options(self, where: str, table: Mapping[str, Any]) -> RayOptions:
         return parse_options(where, table)
@@ -166,7 +167,8 @@ class RayEngine:
             if spec.requests_per_minute or spec.tokens_per_minute:
                 raise InputError(f"judge {spec.name!r}: requests_per_minute and tokens_per_minute bound the local "
                                  "engine; on Ray set qps per endpoint in [judge.ray] (or --qps)")
-            if options.processor == "http" and (spec.provider not in ("openai", "local") or spec.connection.api != "openai"):
+            if options.processor == "http" and not (get_provider(spec.provider).wire_body
+                                                    and spec.connection.api == OPENAI_API):
                 raise InputError(f"judge {spec.name!r}: the ray http processor posts OpenAI chat requests; "
                                  f"provider {spec.provider!r} with api {spec.connection.api!r} is not one")
         address = addresses.pop()
@@ -314,10 +316,11 @@ def _http_processor(build_processor: Any, spec: JudgeSpec, options: RayOptions, 
 
     actors = spec.concurrency if options.qps is None else max(1, min(spec.concurrency, options.qps))
     headers = {}
-    if getattr(provider, "local", False):
+    kind = get_provider(spec.provider)
+    if kind.local_server:
         headers["Connection"] = "close"  # llama-server's router closes connections it announces as kept alive
     api_key = provider.config.api_key_env and os.environ.get(provider.config.api_key_env) \
-        or (os.environ.get("OPENAI_API_KEY") if spec.provider == "openai" else None)
+        or (os.environ.get(kind.api_key_env) if kind.api_key_env else None)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     config = HttpRequestProcessorConfig(

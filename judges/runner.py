@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from judges.cache import RequestCache, RequestKeyer, request_key
-from judges.engines import get_engine, register_engine
+from judges.engines import DEFAULT_ENGINE, get_engine, register_engine
 from judges.lock import exclusive
 from judges.parsers import parse_output
 from judges.prices import PriceTable
-from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, make_provider
+from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, get_provider, make_provider
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.tables import LabelKey, LabelStore, RunLog, current_labels
@@ -380,10 +380,10 @@ def _stats(spec: JudgeSpec, fingerprint: str, mine: list[Unit], tasks: list[_Tas
     if dry_run:
         to_call = [t for t in tasks if not t.cached]
         over = 0 if context is None else sum(t.est_tokens > context for t in to_call)
-        rule = spec.provider == "rule"
+        promptless = not get_provider(spec.provider).prompt  # a rule classifier: no tokens in or out
         cap = _output_cap(spec)
-        est_in = 0 if rule else sum(t.est_input for t in to_call)
-        est_out = 0 if rule else (cap * len(to_call) if cap else None)
+        est_in = 0 if promptless else sum(t.est_input for t in to_call)
+        est_out = 0 if promptless else (cap * len(to_call) if cap else None)
         out_reason = None if est_out is not None else "no max_tokens cap (ISE policy): output length unknown"
         cost = prices.cost(spec.provider, spec.model, est_in, est_out)
         return JudgeStats(
@@ -438,7 +438,8 @@ class RunContext:
 class LocalEngine:
     """The runner's own asyncio loop: one limiter per endpoint, retries with backoff."""
 
-    name = "local"
+    name = DEFAULT_ENGINE
+    remote = False
 
     def options(self, where: str, table: Mapping[str, Any]) -> None:
         raise InputError(f"{where}: the local engine takes no options table")
@@ -487,10 +488,8 @@ async def _close(providers: Iterable[Provider]) -> None:
 
 
 def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str, str | None]:
-    """What one concurrency/rate limiter guards: a hosted API per provider endpoint; a local
-    llama-server per model, since its router serves each model from its own process."""
-    model = spec.model if spec.provider == "local" else None
-    return spec.provider, spec.connection.base_url, spec.connection.api, model
+    """What one concurrency/rate limiter guards: the provider's answer (``ProviderKind.concurrency_key``)."""
+    return get_provider(spec.provider).concurrency_key(spec)
 
 
 def _progress(total: int):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from judges.engines import DEFAULT_ENGINE
 from judges.parsers import PARSE_MODES, get_output_kind
 from judges.prompts import PromptSpec, resolve_prompt
 from judges.providers.base import ProviderConfig
@@ -106,16 +107,17 @@ class JudgeSpec:
     backoff_s: float = DEFAULT_BACKOFF_S
     max_backoff_s: float = DEFAULT_MAX_BACKOFF_S
     # Where uncached calls run (judges.engines); not in the fingerprint: an answer is the same wherever it came from.
-    engine: str = "local"
+    engine: str = DEFAULT_ENGINE
     engine_options: Any = None
 
     def fingerprint_parts(self, unit_set_hash: str, accord_version: str) -> dict[str, Any]:
-        from judges.providers.rule import rule_version
+        from judges.providers.base import get_provider
 
+        version = get_provider(self.provider).model_version
         return {
             "judge": self.name, "provider": self.provider, "api": self.connection.api, "model": self.model,
             "prompt_sha256": self.prompt.sha256 if self.prompt else None,
-            "rule": rule_version(self.model) if self.provider == "rule" else None,
+            "rule": version(self.model) if version is not None else None,
             "output": self.output, "parse_mode": self.parse_mode, "samples": self.samples,
             "params": dict(self.params), "unit_set": unit_set_hash, "accord_version": accord_version,
         }
@@ -164,9 +166,7 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     ``flags`` names the command-line flag a field came from, for messages ("--timeout"
     rather than "timeout_s"; "params" -> "--param" gives "--param temperature").
     """
-    from judges.providers.base import provider_names
-    from judges.providers.rule import rule_names, rule_output_kind, rule_unit_kinds
-    from judges.providers.sdk import JUDGE_PARAMS
+    from judges.providers.base import get_provider
 
     flags = flags or {}
 
@@ -189,14 +189,15 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
         if not isinstance(data.get(key), str) or not data[key]:
             raise InputError(f"{where}: {key} is required (a non-empty string)")
     provider, model = data["provider"], data["model"]
-    if provider not in provider_names():
-        raise InputError(f"{where}: provider {provider!r} is not one of {provider_names()}")
-    if provider == "rule":
-        if model not in rule_names():
-            raise InputError(f"{where}: rule model {model!r} is not one of {rule_names()}")
+    kind = get_provider(provider, where=where)
+    if kind.models is not None and model not in kind.models():
+        raise InputError(f"{where}: {provider} model {model!r} is not one of {kind.models()}")
+    if not kind.prompt:
+        assert kind.model_output is not None  # ProviderKind refuses a prompt-less provider without it
         if "prompt" in data:
-            raise InputError(f"{where}: a rule judge takes no prompt")
-        prompt, output, kinds = None, rule_output_kind(model), rule_unit_kinds(model)
+            raise InputError(f"{where}: a {provider} judge takes no prompt")
+        prompt = None
+        output, kinds = kind.model_output(model)
     else:
         if not isinstance(data.get("prompt"), str):
             raise InputError(f"{where}: prompt is required: a shipped prompt name or a .toml prompt file path")
@@ -209,25 +210,26 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
     params = data.get("params", {})
     if not isinstance(params, Mapping):
         raise InputError(f"{where}: params must be a table, got {params!r}")
-    bad = sorted(set(params) - set(JUDGE_PARAMS))
-    if provider != "rule" and bad:
-        raise InputError(f"{where}: params {bad} not allowed; allowed: {list(JUDGE_PARAMS)}")
-    if provider == "rule" and params:
-        raise InputError(f"{where}: a rule judge takes no params")
-    api = data.get("api", "anthropic" if provider == "anthropic" else "openai")
-    if api not in ("openai", "anthropic"):
-        raise InputError(f"{where}: api must be 'openai' or 'anthropic', got {api!r}")
-    name = data.get("name") or (f"rule:{model}" if provider == "rule" else f"{prompt.name}@{provider}:{model}")
-    engine = data.get("engine", "local")
+    bad = sorted(set(params) - set(kind.params))
+    if bad and not kind.params:
+        raise InputError(f"{where}: a {provider} judge takes no params")
+    if bad:
+        raise InputError(f"{where}: params {bad} not allowed; allowed: {list(kind.params)}")
+    api = data.get("api", kind.apis[0])
+    if api not in kind.apis:
+        raise InputError(f"{where}: api must be one of {list(kind.apis)} for provider {provider!r}, got {api!r}")
+    name = data.get("name") or (f"{prompt.name}@{provider}:{model}" if prompt is not None else f"{provider}:{model}")
+    engine = data.get("engine", DEFAULT_ENGINE)
     if engine not in engine_names():
         raise InputError(f"{where}: {label('engine')} must be one of {engine_names()}, got {engine!r}")
     stray = sorted(set(data) & set(engine_names()) - {engine})
     if stray:
         raise InputError(f"{where}: options table(s) {stray} given but the engine is {engine!r}")
-    if engine != "local" and provider == "rule":
-        raise InputError(f"{where}: a rule judge runs in the local process; engine {engine!r} is for model calls")
+    runs = get_engine(engine)
+    if runs.remote and kind.in_process:
+        raise InputError(f"{where}: a {provider} judge runs in the local process; engine {engine!r} is for model calls")
     options = None
-    if engine != "local":
+    if runs.remote:
         table = data.get(engine, {})
         if not isinstance(table, Mapping):
             raise InputError(f"{where}: {engine} must be a table of engine options, got {table!r}")
@@ -251,8 +253,11 @@ def build_judge(data: Mapping[str, Any], *, where: str = "judge", flags: Mapping
 
 def parse_judge_ref(ref: str) -> dict[str, Any]:
     """``PROMPT@PROVIDER:MODEL`` or ``rule:MODEL`` -> a config mapping."""
-    if ref.startswith("rule:"):
-        return {"provider": "rule", "model": ref.split(":", 1)[1]}
+    from judges.providers.base import get_provider, provider_names
+
+    head, colon, tail = ref.partition(":")
+    if "@" not in head and colon and head in provider_names() and not get_provider(head).prompt:
+        return {"provider": head, "model": tail}
     prompt, sep, target = ref.partition("@")
     provider, colon, model = target.partition(":")
     if not sep or not colon or not prompt or not provider or not model:

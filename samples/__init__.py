@@ -2,7 +2,8 @@
 
 Modules: ``records`` (data contracts), ``adapters`` (source formats -> Trajectory,
 a registry), ``ingest`` (streaming load + manifest), ``kinds`` (the unit-kind
-registry: what judges and annotators read of each kind), ``units`` (unit cutting),
+registry: what judges and annotators read of each kind), ``registry`` (the one registry type
+of every extension point, and plugins through the ``accord.plugins`` entry-point group), ``units`` (unit cutting),
 ``plans`` + ``sampler`` + ``hardness`` (stratified samples with exact inclusion
 probabilities), ``scrub`` + ``blind`` (identity masking, tasks,
 sealed key), ``vocabulary`` (identity terms, family inference), ``jsonl``
@@ -21,6 +22,9 @@ _EXPORTS: dict[str, str] = {
     "ConfidenceInterval": "samples.intervals",
     "DEFAULT_LEVEL": "samples.intervals",
     "Resampling": "samples.resampling",
+    "Registry": "samples.registry",
+    "load_plugins": "samples.registry",
+    "PLUGIN_GROUP": "samples.registry",
     "canonical_json": "samples.canonical",
     "sha256_hex": "samples.canonical",
     "file_sha256": "samples.canonical",

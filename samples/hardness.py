@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from samples.errors import InputError
+from samples.registry import Registry
 
 # Phrases that signal uncertainty or a noticed conflict (the ISE Identify/Escalate
 # prompts' examples and their generic hedges); matched case-insensitively as words.
@@ -63,7 +64,7 @@ class UncertaintyLanguage:
         return float(len({m.lower() for m in self.pattern.findall(unit.get("text", ""))}))
 
 
-_SCORERS: dict[str, type] = {}
+_SCORERS: Registry[type] = Registry("hardness scorer")
 
 
 def register_scorer(cls: type) -> type:
@@ -71,16 +72,11 @@ def register_scorer(cls: type) -> type:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not callable(getattr(cls, "score", None)):
         raise TypeError(f"register_scorer: {cls!r} needs a 'name' string and a 'score(unit, labels)' method")
-    _SCORERS[name] = cls
-    return cls
+    return _SCORERS.register(name, cls)
 
 
 def make_scorer(name: str, **options: Any) -> HardnessScorer:
-    try:
-        cls = _SCORERS[name]
-    except KeyError:
-        raise InputError(f"hard_negatives.scorer = {name!r}: unknown; choose from {sorted(_SCORERS)}") from None
-    return cls(**options)
+    return _SCORERS.get_one(name, where="hard_negatives.scorer")(**options)
 
 
 register_scorer(JudgeDisagreement)

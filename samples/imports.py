@@ -25,21 +25,20 @@ from typing import Any
 from samples.canonical import file_sha256
 from samples.errors import InputError
 from samples.layout import StudyLayout
+from samples.registry import Registry
 from samples.table_rows import TableRow
 
 TableReader = Callable[[Path], list[TableRow]]
-_FORMATS: dict[str, TableReader] = {}
+_FORMATS: Registry[TableReader] = Registry("table format")
 
 
 def register_table_format(name: str, reader: TableReader) -> None:
     """Add a label-table format (built-ins register through here like third-party ones)."""
-    if name in _FORMATS and _FORMATS[name] is not reader:
-        raise ValueError(f"table format {name!r} is already registered")
-    _FORMATS[name] = reader
+    _FORMATS.register(name, reader)
 
 
 def table_formats() -> list[str]:
-    return sorted(_FORMATS)
+    return _FORMATS.names()
 
 
 def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]:
@@ -50,8 +49,7 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     if name is None:
         raise InputError(f"{path}: unknown table suffix {path.suffix!r}; expected .csv, .jsonl or .parquet, "
                          f"or name a format ({table_formats()})")
-    if name not in _FORMATS:
-        raise InputError(f"--format {name!r}: unknown table format; known: {table_formats()}")
+    reader = _FORMATS.get_one(name, where="--format")
     if not path.exists():
         raise InputError(f"{path}: file not found")
     if path.is_dir():
@@ -64,7 +62,7 @@ def read_table(path: str | Path, *, format: str | None = None) -> list[TableRow]
     if key in _READ:  # a study file names one table per judge and the panel: it is parsed once a process
         return list(_READ[key])
     try:
-        rows = _FORMATS[name](path)
+        rows = reader(path)
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
     except UnicodeDecodeError as error:
@@ -435,7 +433,9 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
     Nothing is written: the caller publishes (``publish_import``).
     """
     from samples.generation import check_generation
-    from samples.records import UNIT_KINDS, KeyEntry, Unit
+    from samples.kinds import is_kind
+    from samples.kinds import kinds as unit_kinds
+    from samples.records import KeyEntry, Unit
 
     layout = StudyLayout.of(study)
     check_generation(layout, "import")  # finishes a killed import's commit, or deletes its temporary files
@@ -444,8 +444,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
                          f"a labels-only study registers its units once, into an empty study folder")
     if (kind is None) == (kind_column is None):
         raise InputError("give exactly one of --kind (one unit kind for every row) or --kind-column")
-    if kind is not None and kind not in UNIT_KINDS:
-        raise InputError(f"--kind {kind!r}: not a unit kind; expected one of {list(UNIT_KINDS)}")
+    if kind is not None and kind not in unit_kinds():
+        raise InputError(f"--kind {kind!r}: not a unit kind; expected one of {list(unit_kinds())}")
     check_columns(rows, {"--unit-column": [unit_column], "--kind-column": [kind_column],
                          "--strata-columns": strata_columns, "--cluster-column": [cluster_column]},
                   source=table_of(rows) or layout.root)
@@ -465,8 +465,8 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
         if not unit_id:
             raise InputError(f"{row.where}: column {unit_column!r} holds only whitespace; expected a unit id")
         unit_kind = kind if kind is not None else identifier(row.get(kind_column))
-        if unit_kind not in UNIT_KINDS:
-            raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
+        if not is_kind(unit_kind):
+            raise InputError(f"{row.where}: kind {unit_kind!r} is not a unit kind; expected one of {list(unit_kinds())}")
         strata = {name: label_text(row.get(name)) for name in strata_columns}
         cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id
         unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)

@@ -40,6 +40,8 @@ from samples.jsonl import (
     record_bytes,
     regular_file,
 )
+from samples.kinds import is_kind
+from samples.kinds import kinds as registered_kinds
 from samples.layout import StudyLayout
 from samples.records import UNIT_KINDS, Trajectory
 from samples.units import unit_rows
@@ -237,11 +239,11 @@ def ingest(inputs: Sequence[str | Path], out_dir: str | Path, *, adapter: str, o
         raise InputError(f"ingest: workers={workers!r}; expected an integer >= 1")
     workers = min(workers, usable_cores())
     if kinds is not None:
-        bad_kinds = [k for k in kinds if k not in UNIT_KINDS]
+        bad_kinds = [k for k in kinds if not is_kind(k)]
         if bad_kinds:
-            raise InputError(f"ingest: kinds {bad_kinds} are not unit kinds; allowed: {list(UNIT_KINDS)}")
+            raise InputError(f"ingest: kinds {bad_kinds} are not unit kinds; allowed: {list(registered_kinds())}")
         if not kinds:
-            raise InputError(f"ingest: no unit kinds given; allowed: {list(UNIT_KINDS)} (or write trajectories only)")
+            raise InputError(f"ingest: no unit kinds given; allowed: {list(registered_kinds())} (or write trajectories only)")
     reader = get_adapter(adapter)
     paths = [Path(p) for p in inputs]
     for path in paths:

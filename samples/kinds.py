@@ -11,8 +11,8 @@ same prompts and information as the judges"): a kind's ``judge_fields`` and its
 two readers is wording only (the prompt, the codebook, captions and headings);
 tests/samples/test_kind_parity.py checks it per kind against the real renderings.
 
-A kind is registered as a third party would register one (``register_kind``); a new
-kind name must also be a ``samples.records.UnitKind`` for units of it to validate.
+A kind is registered as a third party would register one (``register_kind``, or a plugin of
+the ``accord.plugins`` entry-point group: ``samples.registry``); records accept every registered kind.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from samples.errors import InputError
+from samples.registry import Registry
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
@@ -142,29 +143,37 @@ class UnitKindSpec(Protocol):
     def annotator_view(self, task: Shown) -> AnnotatorView: ...
 
 
-_KINDS: dict[str, UnitKindSpec] = {}
+_KINDS: Registry[UnitKindSpec] = Registry("unit kind")
 
 
 def register_kind(spec: UnitKindSpec) -> UnitKindSpec:
-    """Add (or replace) a unit kind; its scheme, first-turn rule and template are checked here."""
+    """Add a unit kind; its scheme, first-turn rule and template are checked here."""
     get_scheme(spec.scheme)
     if spec.first_turn not in FIRST_TURN_RULES:
         raise InputError(f"unit kind {spec.name!r}: first_turn {spec.first_turn!r}; expected one of {list(FIRST_TURN_RULES)}")
     _check_placeholders(spec.name, spec.placeholders, spec.default_template, where=f"unit kind {spec.name!r}: default_template")
-    _KINDS[spec.name] = spec
-    return spec
+    return _KINDS.register(spec.name, spec)
 
 
 def get_kind(name: str) -> UnitKindSpec:
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise InputError(f"unknown unit kind {name!r}; expected one of {sorted(_KINDS)}") from None
+    return _KINDS.get_one(name)
+
+
+def is_kind(name: object) -> bool:
+    """Whether ``name`` is a registered unit kind (a dictionary look-up: asked per row and per trajectory)."""
+    return name in _KINDS
 
 
 def kinds() -> dict[str, UnitKindSpec]:
-    """Every registered kind by name."""
-    return dict(_KINDS)
+    """Every registered kind by name, in name order."""
+    return dict(_KINDS.items())
+
+
+def projected_from(kind: str) -> str | None:
+    """The kind whose trajectory verdict stands in for an unlabelled unit of ``kind`` (``projects_from``, an
+    optional attribute of a kind: a third party's kind without it has none); None for an unknown kind."""
+    spec = _KINDS.get(kind)
+    return getattr(spec, "projects_from", None) if spec is not None else None
 
 
 # --- labels --------------------------------------------------------------------------------
@@ -297,6 +306,9 @@ class _Kind:
     codebook: str = ""
     question: str = ""
     labelstudio_config: str = ""
+    projects_from: str | None = None
+    """The kind whose judge label of the same trajectory stands in for a unit of this kind the judge did not
+    label itself (its positive only on the first turn that label names: ISE A.3); None: none does."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "codebook", self.codebook or self.scheme)
@@ -476,7 +488,7 @@ _BUILT_IN: tuple[UnitKindSpec, ...] = (
                        caption="Intermediate turns of the agent (its final answer is not shown).",
                        question="Did the agent recognise a specific knowledge gap in any of these turns?",
                        placeholders=("text",)),
-    IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True,
+    IdentifyTurn(name="identify_turn", scheme="identify", needs_context=True, projects_from="identify_trajectory",
                  caption="Intermediate turns of the agent up to the turn you are labelling (its final answer is not shown).",
                  question="Does the turn you are labelling (marked) recognise a specific knowledge gap: a named "
                           "conflict, a corrected belief or a named missing fact?",

@@ -10,12 +10,22 @@ backends' registry does).
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from samples.layout import StudyLayout
+from samples.registry import Registry
+
+SIMULATED = "simulated"
+"""The ``backend`` of labels a simulator gave (the demo's simulated annotators), not people: nothing computed
+from them is human validation. The one place that names it."""
+
+
+def simulated(backends: Iterable[object]) -> bool:
+    """Whether any of these label rows' backends is the simulator's."""
+    return SIMULATED in set(backends)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,20 +51,15 @@ class HumanLabelSource(Protocol):
         """The study's labels of sampled units now; None when the study has none here."""
 
 
-_SOURCES: dict[str, HumanLabelSource] = {}
-_BUILTIN_SOURCES: dict[str, str] = {"app": "annotate.app_backend"}
+_SOURCES: Registry[HumanLabelSource] = Registry("human label source", builtins=("annotate.app_backend",))
 
 
 def register_label_source(source: HumanLabelSource) -> None:
     if not isinstance(source, HumanLabelSource):
         raise TypeError(f"label source {source!r}: expected a HumanLabelSource (name, read(layout))")
-    if source.name in _SOURCES and _SOURCES[source.name] is not source:
-        raise ValueError(f"human label source {source.name!r} is already registered")
-    _SOURCES[source.name] = source
+    _SOURCES.register(source.name, source)
 
 
 def label_sources() -> list[HumanLabelSource]:
     """Every registered source (the built-ins imported first), in name order."""
-    for module in _BUILTIN_SOURCES.values():
-        importlib.import_module(module)
-    return [source for _, source in sorted(_SOURCES.items())]
+    return list(_SOURCES.values())

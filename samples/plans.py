@@ -37,7 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from samples.canonical import file_sha256
 from samples.errors import InputError
-from samples.records import UNIT_KINDS
+from samples.kinds import is_kind
+from samples.kinds import kinds as unit_kinds
 
 Allocation = Literal["fixed", "proportional", "equal", "positive_share"]
 JUDGE_PREFIX = "judge:"
@@ -74,9 +75,9 @@ class SamplingPlan(_PlanPart):
 
     @model_validator(mode="after")
     def _consistent(self) -> SamplingPlan:
-        bad = [k for k in self.kinds if k not in UNIT_KINDS]
+        bad = [k for k in self.kinds if not is_kind(k)]
         if bad:
-            raise ValueError(f"kinds {bad} are not unit kinds; allowed: {list(UNIT_KINDS)}")
+            raise ValueError(f"kinds {bad} are not unit kinds; allowed: {list(unit_kinds())}")
         if len(set(self.strata)) != len(self.strata):
             raise ValueError(f"strata {self.strata} repeat a field")
         if self.allocation == "fixed":

@@ -9,16 +9,26 @@ and a sealed ``KeyEntry`` per task. Fields may be added; never renamed.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 Setting = Literal["controlled", "natural", "other"]
 Split = Literal["conflict", "control", "none"]
 SETTINGS: frozenset[str] = frozenset(get_args(Setting))
 SPLITS: frozenset[str] = frozenset(get_args(Split))
-UnitKind = Literal["identify_trajectory", "identify_turn", "escalate_final", "correctness", "response",
-                   "asa_m0", "asa_m1", "asa_m2", "asa_m3"]
+
+
+def _registered_kind(kind: str) -> str:
+    """A unit kind is any kind of the registry (samples.kinds), built-in or a plugin's."""
+    from samples.kinds import get_kind
+
+    get_kind(kind)
+    return kind
+
+
+UnitKind = Annotated[str, AfterValidator(_registered_kind)]
+# The built-in kinds in their documented order; the registry (samples.kinds.kinds()) also holds a plugin's.
 UNIT_KINDS: tuple[str, ...] = (
     "identify_trajectory",
     "identify_turn",

@@ -308,16 +308,20 @@ def read_judge_labels(path: str | Path, judges: Sequence[str]) -> dict[str, dict
 def judge_label(labels: dict[str, tuple[str, int | None]], unit: dict) -> str:
     """The judge's label for a unit; an identify_turn without its own label takes the
     trajectory judge's verdict: "yes" only on its first recognition turn (ISE A.3)."""
+    from samples.kinds import get_kind, projected_from
+    from samples.schemes import get_scheme
     from samples.units import unit_id
 
     if unit["unit_id"] in labels:
         return labels[unit["unit_id"]][0]
-    if unit["kind"] == "identify_turn":
-        whole = labels.get(unit_id(unit["trajectory_id"], "identify_trajectory", None))
+    source = projected_from(unit["kind"])
+    if source is not None:
+        whole = labels.get(unit_id(unit["trajectory_id"], source, None))
         if whole is not None:
             label, first = whole
-            if label == "yes":
-                return "yes" if first == unit["focus_turn"] else "no"
+            scheme = get_scheme(get_kind(source).scheme)
+            if label == scheme.positive:  # the positive only on the turn it names, the other label elsewhere
+                return label if first == unit["focus_turn"] else next(o for o in scheme.labels if o != label)
             return label
     return _NO_LABEL
 

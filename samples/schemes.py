@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from samples.errors import InputError
+from samples.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,42 +25,38 @@ class LabelScheme:
         return label
 
 
-SCHEMES: dict[str, LabelScheme] = {
-    s.name: s
-    for s in (
-        LabelScheme(name="identify", labels=("yes", "no"), positive="yes",
-                    description="ISE Identify: flag=1 -> yes (a specific conflict, prior-belief contradiction or missing fact is named)."),
-        LabelScheme(name="escalate", labels=("yes", "no"), positive="yes",
-                    description="ISE Escalate: the final answer substantively transfers a specific uncertainty (YES/NO)."),
-        LabelScheme(name="correctness", labels=("correct", "incorrect"), positive="correct",
-                    description="ISE correctness judge: CORRECT only if all references are covered."),
-        LabelScheme(name="refusal", labels=("refusal", "claim"), positive="refusal",
-                    description="ISE refusal classifier (App. D.3): REFUSAL or CLAIM."),
-        LabelScheme(name="ehq4", labels=("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"), positive=None,
-                    description="EHQ section 3.3 four-class response label."),
-        LabelScheme(name="decision", labels=("ANSWER", "CALL_TOOL", "DECLINE"), positive="DECLINE",
-                    description="Aggarwal et al. three-way decision: ANSWER commits; CALL_TOOL and DECLINE do not "
-                                "(J counts DECLINE only, App. D Table 6)."),
-        LabelScheme(name="milestone", labels=("yes", "no"), positive="yes",
-                    description="ASA (seed 003) M0-M3: is this one milestone met on a blocked trajectory (yes/no)."),
-    )
-}
+SCHEMES: Registry[LabelScheme] = Registry("label scheme")
+
 
 def register_scheme(scheme: LabelScheme) -> LabelScheme:
     """Add a label scheme as the built-ins are added (its codebook: ``annotate.codebook.register_codebook``);
-    an existing name is refused, so labels already given keep their meaning."""
-    if not scheme.name or scheme.name in SCHEMES:
-        raise InputError(f"label scheme {scheme.name!r}: the name is empty or already registered; known: {sorted(SCHEMES)}")
+    another scheme under a taken name is refused, so labels already given keep their meaning."""
     if len(scheme.labels) < 2 or len(set(scheme.labels)) != len(scheme.labels) or not all(scheme.labels):
         raise InputError(f"label scheme {scheme.name!r}: labels {list(scheme.labels)}; expected two or more distinct non-empty labels")
     if scheme.positive is not None and scheme.positive not in scheme.labels:
         raise InputError(f"label scheme {scheme.name!r}: positive {scheme.positive!r} is not one of {list(scheme.labels)}")
-    SCHEMES[scheme.name] = scheme
-    return scheme
+    return SCHEMES.register(scheme.name, scheme)
 
 
 def get_scheme(name: str) -> LabelScheme:
-    try:
-        return SCHEMES[name]
-    except KeyError:
-        raise InputError(f"unknown label scheme {name!r}; known: {sorted(SCHEMES)}") from None
+    return SCHEMES.get_one(name)
+
+
+for _scheme in (
+    LabelScheme(name="identify", labels=("yes", "no"), positive="yes",
+                description="ISE Identify: flag=1 -> yes (a specific conflict, prior-belief contradiction or missing fact is named)."),
+    LabelScheme(name="escalate", labels=("yes", "no"), positive="yes",
+                description="ISE Escalate: the final answer substantively transfers a specific uncertainty (YES/NO)."),
+    LabelScheme(name="correctness", labels=("correct", "incorrect"), positive="correct",
+                description="ISE correctness judge: CORRECT only if all references are covered."),
+    LabelScheme(name="refusal", labels=("refusal", "claim"), positive="refusal",
+                description="ISE refusal classifier (App. D.3): REFUSAL or CLAIM."),
+    LabelScheme(name="ehq4", labels=("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"), positive=None,
+                description="EHQ section 3.3 four-class response label."),
+    LabelScheme(name="decision", labels=("ANSWER", "CALL_TOOL", "DECLINE"), positive="DECLINE",
+                description="Aggarwal et al. three-way decision: ANSWER commits; CALL_TOOL and DECLINE do not "
+                            "(J counts DECLINE only, App. D Table 6)."),
+    LabelScheme(name="milestone", labels=("yes", "no"), positive="yes",
+                description="ASA (seed 003) M0-M3: is this one milestone met on a blocked trajectory (yes/no)."),
+):
+    register_scheme(_scheme)

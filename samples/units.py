@@ -47,7 +47,8 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from samples.canonical import canonical_json
-from samples.kinds import Source, get_kind
+from samples.kinds import Source, get_kind, is_kind
+from samples.kinds import kinds as unit_kinds
 from samples.records import STRATUM_FIELDS, UNIT_KINDS, Step, Trajectory, Unit
 from samples.truncation import truncation_reason
 
@@ -162,9 +163,9 @@ def unit_rows(trajectory: Mapping[str, Any], kinds: Iterable[str] = UNIT_KINDS, 
     """``cut_units`` on a Trajectory's fields, giving Unit rows (plain dicts in the Unit field
     order, valid by construction) for ``samples.jsonl.row_bytes``."""
     kinds = tuple(kinds)
-    unknown = [k for k in kinds if k not in UNIT_KINDS]
+    unknown = [k for k in kinds if not is_kind(k)]
     if unknown:
-        raise ValueError(f"cut_units: kinds {unknown} are not unit kinds; allowed: {list(UNIT_KINDS)}")
+        raise ValueError(f"cut_units: kinds {unknown} are not unit kinds; allowed: {list(unit_kinds())}")
     tid = trajectory["id"]
     id_prefix = _id_prefix(tid)
     metadata = trajectory["metadata"]

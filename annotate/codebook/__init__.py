@@ -14,8 +14,9 @@ from importlib import resources
 from pathlib import Path
 
 from samples.errors import InputError
+from samples.registry import Registry
 
-_REGISTERED: dict[str, Path] = {}
+_REGISTERED: Registry[Path] = Registry("codebook")
 
 
 def register_codebook(scheme: str, path: str | Path) -> None:
@@ -27,7 +28,7 @@ def register_codebook(scheme: str, path: str | Path) -> None:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"codebook of scheme {scheme!r}: {str(path)!r} is not a file")
-    _REGISTERED[scheme] = path
+    _REGISTERED.register(scheme, path)
 
 
 def codebook(scheme: str) -> str:

@@ -113,6 +113,8 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     """--engine and the --ray-* flags applied to every judge (over its own [judge.ray] table)."""
     from dataclasses import asdict, replace
 
+    from judges.engines import get_engine
+    from judges.providers.base import get_provider
     from judges.ray_engine import parse_options
     from samples.errors import InputError
 
@@ -125,10 +127,10 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
         raise InputError(f"{', '.join(given)} need --engine ray")
     out = []
     for judge in judges:
-        if args.engine == "local":
-            out.append(replace(judge, engine="local", engine_options=None))
+        if not get_engine(args.engine).remote:
+            out.append(replace(judge, engine=args.engine, engine_options=None))
             continue
-        if judge.provider == "rule":
+        if get_provider(judge.provider).in_process:
             out.append(judge)  # rule classifiers run in this process whatever the engine
             continue
         table = {k: v for k, v in asdict(judge.engine_options).items() if v is not None} if judge.engine == "ray" else {}

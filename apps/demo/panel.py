@@ -44,15 +44,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from apps.demo.items import DEFAULT_SEED
 from samples.canonical import sha256_hex
 from samples.errors import InputError
-from samples.kinds import DEFAULT_SCHEME
+from samples.kinds import DEFAULT_SCHEME, first_turn_offered
+from samples.label_sources import SIMULATED
 from samples.records import BlindTask
+from samples.registry import Registry
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
@@ -139,34 +141,51 @@ def _own_words(turn: str) -> str:
     return _TOOL_PART.sub("", turn)
 
 
+def _latent_identify_trajectory(task: BlindTask) -> Latent:
+    turns = list(task.turns or [task.text])
+    hits = [i for i, turn in enumerate(turns) if RECOGNITION_CUES.search(_own_words(turn))]
+    return Latent(label="yes", first_turn=hits[0]) if hits else Latent(label="no")
+
+
+def _latent_identify_turn(task: BlindTask) -> Latent:
+    # The task text is the focus turn itself; ``turns`` (when attached) is its context.
+    if RECOGNITION_CUES.search(_own_words(task.text)):
+        return Latent(label="yes")  # the kind has no first turn (samples.kinds)
+    return Latent(label="no")
+
+
+def _latent_escalate_final(task: BlindTask) -> Latent:
+    return Latent(label="yes" if ESCALATION_CUES.search(task.text) else "no")
+
+
+def _latent_correctness(task: BlindTask) -> Latent:
+    from ehq.evaluation.correctness import contains_normalized_phrase
+
+    parsed = _CORRECTNESS.match(task.text)
+    if parsed is None:
+        raise InputError(f"task {task.task_id}: correctness text is not 'Reference answers: ... Predicted answer: ...'")
+    references = [m["ref"] for m in _NUMBERED.finditer(parsed["refs"])]
+    covered = bool(references) and all(contains_normalized_phrase(parsed["prediction"], r) for r in references)
+    return Latent(label="correct" if covered else "incorrect")
+
+
+def _latent_response(task: BlindTask) -> Latent:
+    if ABSTAIN_CUES.search(task.text) and len(task.text.split()) <= 12:
+        return Latent(label="ABSTAIN")
+    return Latent(label="HEDGE" if HEDGE_CUES.search(task.text) else "CONFIDENT_WRONG")
+
+
+LATENT_RULES: Registry[Callable[[BlindTask], Latent]] = Registry("simulated-annotator rule")
+"""Unit kind -> the careful simulated coder's rule for it (a third party's kind registers its own)."""
+for _kind, _rule in (("identify_trajectory", _latent_identify_trajectory), ("identify_turn", _latent_identify_turn),
+                     ("escalate_final", _latent_escalate_final), ("correctness", _latent_correctness),
+                     ("response", _latent_response)):
+    LATENT_RULES.register(_kind, _rule)
+
+
 def latent_label(task: BlindTask) -> Latent:
     """The rule-based label a careful simulated coder gives ``task`` (see the module docstring)."""
-    kind = task.kind
-    if kind == "identify_trajectory":
-        turns = list(task.turns or [task.text])
-        hits = [i for i, turn in enumerate(turns) if RECOGNITION_CUES.search(_own_words(turn))]
-        return Latent(label="yes", first_turn=hits[0]) if hits else Latent(label="no")
-    if kind == "identify_turn":
-        # The task text is the focus turn itself; ``turns`` (when attached) is its context.
-        if RECOGNITION_CUES.search(_own_words(task.text)):
-            return Latent(label="yes")  # the kind has no first turn (samples.kinds)
-        return Latent(label="no")
-    if kind == "escalate_final":
-        return Latent(label="yes" if ESCALATION_CUES.search(task.text) else "no")
-    if kind == "correctness":
-        from ehq.evaluation.correctness import contains_normalized_phrase
-
-        parsed = _CORRECTNESS.match(task.text)
-        if parsed is None:
-            raise InputError(f"task {task.task_id}: correctness text is not 'Reference answers: ... Predicted answer: ...'")
-        references = [m["ref"] for m in _NUMBERED.finditer(parsed["refs"])]
-        covered = bool(references) and all(contains_normalized_phrase(parsed["prediction"], r) for r in references)
-        return Latent(label="correct" if covered else "incorrect")
-    if kind == "response":
-        if ABSTAIN_CUES.search(task.text) and len(task.text.split()) <= 12:
-            return Latent(label="ABSTAIN")
-        return Latent(label="HEDGE" if HEDGE_CUES.search(task.text) else "CONFIDENT_WRONG")
-    raise InputError(f"task {task.task_id}: no simulated-annotator rule for kind {kind!r}")
+    return LATENT_RULES.get_one(task.kind, where=f"task {task.task_id}")(task)
 
 
 def _uniform(seed: int, annotator: str, task_id: str, purpose: str) -> float:
@@ -182,7 +201,7 @@ def simulate_label(task: BlindTask, annotator: SimulatedAnnotator, *, seed: int 
     others = [label for label in labels if label != latent.label]
     label = others[int(_uniform(seed, annotator.name, task.task_id, "pick") * len(others))]
     first_turn = None
-    if label == "yes" and task.kind == "identify_trajectory":
+    if first_turn_offered(task.kind) and label == get_scheme(DEFAULT_SCHEME[task.kind]).positive:
         first_turn = int(_uniform(seed, annotator.name, task.task_id, "turn") * max(len(task.turns or []), 1))
     return Latent(label=label, first_turn=first_turn), True
 
@@ -194,7 +213,7 @@ def _token(store: Store, name: str) -> str:
     """
     if not any(a.name == name for a in store.annotators()):
         return store.add_annotator(name)
-    human = [label for label in store.labels(annotator=name) if label.backend != "simulated"]
+    human = [label for label in store.labels(annotator=name) if label.backend != SIMULATED]
     if human:
         raise InputError(f"annotator {name!r} in {store.location} has {len(human)} label(s) from people; "
                          "the simulated panel will not label as them (choose other panel names)")

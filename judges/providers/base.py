@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from samples.errors import InputError
+from samples.registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,13 +48,19 @@ class CallError(Exception):
 CONTEXT_EXCEEDED = "context_exceeded"
 
 
+OPENAI_API = "openai"
+"""The OpenAI chat-completions wire format (hosted OpenAI, vLLM, llama-server)."""
+ANTHROPIC_API = "anthropic"
+"""The Anthropic Messages wire format."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProviderConfig:
     """How to reach a provider; not part of the cache key (the same model answers the same)."""
 
     base_url: str | None = None
     api_key_env: str | None = None
-    api: str = "openai"
+    api: str = OPENAI_API
     timeout_s: float = 60.0
 
 
@@ -84,26 +90,73 @@ class Provider(Protocol):
 
 
 ProviderFactory = Callable[[ProviderConfig], Provider]
-_REGISTRY: dict[str, ProviderFactory] = {}
+
+JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")
+"""The judge parameters a model provider accepts unless it registers its own (judges.spec checks their values)."""
 
 
-def register_provider(name: str, factory: ProviderFactory) -> None:
-    if name in _REGISTRY:
-        raise ValueError(f"provider {name!r} is already registered")
-    _REGISTRY[name] = factory
+@dataclass(frozen=True, kw_only=True)
+class ProviderKind:
+    """A registered provider: how to build it and what it can do. Code asks these capabilities
+    instead of testing a provider's name, so a third party's provider is treated as a built-in."""
+
+    name: str
+    factory: ProviderFactory
+    prompt: bool = True
+    """Whether a judge of it takes a prompt; without one (a rule classifier) its model names the output."""
+    params: tuple[str, ...] = JUDGE_PARAMS
+    """The ``params`` a judge of it may set (the parameter schema; values checked by judges.spec)."""
+    apis: tuple[str, ...] = (OPENAI_API,)
+    """The wire formats (``api``) it speaks; the first is a judge's default."""
+    wire_body: bool = False
+    """Its request's ``body`` is the API's wire JSON, which a generic HTTP client may post (the Ray http processor)."""
+    local_server: bool = False
+    """It runs on the llama-server accord starts (``accord judges serve``, ``accord run``): a judge without a
+    base_url is sent there, and one limiter guards each model, since the router serves each from its own process."""
+    in_process: bool = False
+    """It answers in this process (no model call), whatever engine the run names."""
+    api_key_env: str | None = None
+    """The environment variable holding its API key when a judge names none."""
+    batch_format: str | None = None
+    """The provider's documented batch-file format (``judges.batch``); None: it has no batch API."""
+    models: Callable[[], list[str]] | None = None
+    """A closed set of models (a prompt-less provider's classifiers); None: any model name."""
+    model_output: Callable[[str], tuple[str, tuple[str, ...]]] | None = None
+    """A prompt-less provider's model -> (output kind, unit kinds) it answers."""
+    model_version: Callable[[str], str] | None = None
+    """What identifies a model's logic in a judge's fingerprint (a rule's version); None: the model name does."""
+
+    def __post_init__(self) -> None:
+        if not self.apis:
+            raise ValueError(f"provider {self.name!r}: apis must name at least one wire format")
+        if not self.prompt and (self.models is None or self.model_output is None):
+            raise ValueError(f"provider {self.name!r}: a provider without a prompt needs models and model_output")
+
+    def concurrency_key(self, spec: Any) -> tuple[str, str | None, str, str | None]:
+        """What one concurrency/rate limiter guards for a judge: a hosted API per endpoint; a local
+        server per model."""
+        return spec.provider, spec.connection.base_url, spec.connection.api, spec.model if self.local_server else None
+
+
+_REGISTRY: Registry[ProviderKind] = Registry("provider", builtins=("judges.providers.rule", "judges.providers.sdk"))
+
+
+def register_provider(name: str, factory: ProviderFactory, **capabilities: Any) -> ProviderKind:
+    """Add a provider; ``capabilities`` are ``ProviderKind``'s fields (default: a prompted model provider)."""
+    return _REGISTRY.register(name, ProviderKind(name=name, factory=factory, **capabilities))
+
+
+def get_provider(name: str, *, where: str | None = None) -> ProviderKind:
+    """The registered provider ``name`` with its capabilities."""
+    return _REGISTRY.get_one(name, where=where)
 
 
 def provider_names() -> list[str]:
-    # Importing this module first ran judges/providers/__init__.py, which registers the built-ins.
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def make_provider(name: str, config: ProviderConfig) -> Provider:
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise InputError(f"unknown provider {name!r}; known: {sorted(_REGISTRY)}") from None
-    return factory(config)
+    return get_provider(name).factory(config)
 
 
 def parse_retry_after(value: str | None) -> float | None:

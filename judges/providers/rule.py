@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from judges.providers.base import CallError, Completion, ProviderConfig, register_provider
 from samples.errors import InputError
+from samples.registry import Registry
 
 EHQ_ITEM_KEY = "ehq_item"
 
@@ -56,7 +57,7 @@ class Rule(Protocol):
     def classify(self, request: Mapping[str, Any]) -> Completion: ...
 
 
-_RULES: dict[str, Rule] = {}
+_RULES: Registry[Rule] = Registry("rule")
 
 
 def register_rule(rule: Rule) -> Rule:
@@ -64,21 +65,15 @@ def register_rule(rule: Rule) -> Rule:
     from judges.parsers import get_output_kind
 
     get_output_kind(rule.output_kind)
-    if rule.name in _RULES and _RULES[rule.name] is not rule:
-        raise InputError(f"rule {rule.name!r} is already registered")
-    _RULES[rule.name] = rule
-    return rule
+    return _RULES.register(rule.name, rule)
 
 
 def get_rule(model: str) -> Rule:
-    try:
-        return _RULES[model]
-    except KeyError:
-        raise InputError(f"rule provider: unknown model {model!r}; known: {sorted(_RULES)}") from None
+    return _RULES.get_one(model, where="rule provider")
 
 
 def rule_names() -> list[str]:
-    return sorted(_RULES)
+    return _RULES.names()
 
 
 def rule_output_kind(model: str) -> str:
@@ -248,4 +243,9 @@ class RuleProvider:
         return None
 
 
-register_provider("rule", RuleProvider)
+def _rule_output(model: str) -> tuple[str, tuple[str, ...]]:
+    return rule_output_kind(model), rule_unit_kinds(model)
+
+
+register_provider("rule", RuleProvider, prompt=False, params=(), in_process=True, models=rule_names,
+                  model_output=_rule_output, model_version=rule_version)

@@ -20,8 +20,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from judges.parsers import get_output_kind
 from judges.providers.base import (
+    ANTHROPIC_API,
     CONTEXT_EXCEEDED,
+    JUDGE_PARAMS,
+    OPENAI_API,
     CallError,
     Completion,
     ProviderConfig,
@@ -31,43 +35,15 @@ from judges.providers.base import (
 )
 from samples.errors import InputError
 
-# Judge parameters a user may set; everything else is refused where the judge is built.
-JUDGE_PARAMS = ("temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort", "constrain")
-
-# The two consistent shapes of an Identify verdict (App. A.3): flag 0 with turn -1, or
-# flag 1 with a turn index; the schema forbids the inconsistent pairs the parser rejects.
-_IDENTIFY_SCHEMA = {
-    "anyOf": [
-        {"type": "object", "properties": {"flag": {"const": 0}, "first_recognition_turn": {"const": -1}},
-         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
-        {"type": "object", "properties": {"flag": {"const": 1}, "first_recognition_turn": {"type": "integer", "minimum": 0}},
-         "required": ["flag", "first_recognition_turn"], "additionalProperties": False},
-    ],
-}
-# Hosted structured outputs need an object at the root, so there only the field types are fixed.
-_IDENTIFY_OBJECT_SCHEMA = {
-    "type": "object",
-    "properties": {"flag": {"type": "integer", "enum": [0, 1]}, "first_recognition_turn": {"type": "integer"}},
-    "required": ["flag", "first_recognition_turn"],
-    "additionalProperties": False,
-}
-_WORDS = {
-    "yes_no": ("YES", "NO"),
-    "correct_incorrect": ("CORRECT", "INCORRECT"),
-    "refusal_claim": ("REFUSAL", "CLAIM"),
-    "ehq4": ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG"),
-    "decision": ("DECISION: ANSWER", "DECISION: CALL_TOOL", "DECISION: DECLINE"),
-}
-
 
 def llama_constraint(output_kind: str) -> dict[str, Any]:
-    """llama-server body fields forcing the output into the kind's format."""
-    if output_kind == "identify_json":
-        return {"response_format": {"type": "json_schema", "json_schema": {"name": "identify", "schema": _IDENTIFY_SCHEMA}}}
-    words = _WORDS.get(output_kind)
-    if words is None:
+    """llama-server body fields forcing the output into the kind's format (its JSON shape or its choices)."""
+    kind = get_output_kind(output_kind)
+    if kind.json_schema is not None:
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": kind.scheme, "schema": kind.json_schema}}}
+    if not kind.choices:
         return {}
-    return {"grammar": "root ::= " + " | ".join(json.dumps(w) for w in words)}
+    return {"grammar": "root ::= " + " | ".join(json.dumps(w) for w in kind.choices)}
 
 
 def _split_kwargs(method: Any, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,9 +119,10 @@ class _SdkProvider:
             body["cache_prompt"] = False
             if constrain and self.config.api == "openai":
                 body.update(llama_constraint(output_kind))
-        elif constrain and output_kind == "identify_json" and self.config.api == "openai":
+        elif constrain and get_output_kind(output_kind).object_schema is not None and self.config.api == "openai":
+            kind = get_output_kind(output_kind)
             body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "identify", "strict": True, "schema": _IDENTIFY_OBJECT_SCHEMA}}
+                "name": kind.scheme, "strict": True, "schema": kind.object_schema}}
         return {"provider": self.name, "api": self.config.api, "model": model, "body": body, "sample_index": sample_index}
 
     def _body(self, *, model: str, system: str | None, user: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -267,7 +244,8 @@ def _check_api(name: str, config: ProviderConfig, allowed: tuple[str, ...]) -> P
 
 # A key is required for the hosted endpoints; a custom base_url (vLLM, llama-server) may need none.
 register_provider(
-    "openai", lambda c: _SdkProvider("openai", _check_api("openai", c, ("openai",)), key_required=not c.base_url, local=False)
+    "openai", lambda c: _SdkProvider("openai", _check_api("openai", c, ("openai",)), key_required=not c.base_url, local=False),
+    params=JUDGE_PARAMS, apis=(OPENAI_API,), wire_body=True, api_key_env="OPENAI_API_KEY", batch_format="openai",
 )
 register_provider(
     "anthropic",
@@ -277,8 +255,11 @@ register_provider(
                    ("anthropic",)),
         key_required=not c.base_url, local=False,
     ),
+    params=JUDGE_PARAMS, apis=(ANTHROPIC_API,), wire_body=True, api_key_env="ANTHROPIC_API_KEY",
+    batch_format="anthropic",
 )
 register_provider(
     "local",
     lambda c: _SdkProvider("local", _local_base_url(_check_api("local", c, ("openai", "anthropic"))), key_required=False, local=True),
+    params=JUDGE_PARAMS, apis=(OPENAI_API, ANTHROPIC_API), wire_body=True, local_server=True,
 )

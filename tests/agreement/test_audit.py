@@ -249,14 +249,19 @@ def test_positive_labels_are_checked_against_the_judged_units_scheme():
     _check_positive(imported, "j", ["maybe"])
 
 
-def test_a_label_free_scheme_accepts_any_positive(monkeypatch):
+def test_a_label_free_scheme_accepts_any_positive():
     import dataclasses
 
     from agreement.study_audit import _check_positive
     from samples import kinds, schemes
 
-    monkeypatch.setitem(schemes.SCHEMES, "free", schemes.LabelScheme(name="free", labels=(), positive=None,
-                                                                   description="no closed label set"))
-    monkeypatch.setitem(kinds._KINDS, "free_response", dataclasses.replace(kinds.get_kind("response"),
-                                                                           name="free_response", scheme="free"))
-    _check_positive(_labels("free_response", [("u1", "j", "x"), ("u1", "ann", "y")]), "j", ["anything at all"])
+    # Straight into the registries (register_scheme and register_kind refuse a scheme without two labels).
+    schemes.SCHEMES.register("free", schemes.LabelScheme(name="free", labels=(), positive=None,
+                                                         description="no closed label set"))
+    kinds._KINDS.register("free_response", dataclasses.replace(kinds.get_kind("response"), name="free_response",
+                                                               scheme="free"))
+    try:
+        _check_positive(_labels("free_response", [("u1", "j", "x"), ("u1", "ann", "y")]), "j", ["anything at all"])
+    finally:
+        kinds._KINDS.unregister("free_response")
+        schemes.SCHEMES.unregister("free")

@@ -152,7 +152,7 @@ def test_single_annotator_makes_majority_criteria_unmeasurable(tmp_path, good_st
 
 @pytest.mark.parametrize("text,match", [
     ('type = "agreement_floor"\ncoefficient = "gwet_ac1"\nreference = "human_majority"', "missing parameter"),
-    ('type = "nope"', "known criterion types"),
+    ('type = "nope"', "unknown criterion type 'nope'; known:"),
     ('type = "unscored_share"\nmax_share = 0.1\nextra = 1', "unknown parameter"),
     ('type = "unscored_share"\nmax_share = 3', "expected a number in \\[0, 1\\]"),
     ('type = "alt_test"\nscoring = "f1"', "'accuracy' or 'neg_rmse'"),

@@ -7,6 +7,7 @@ The browser tests drive Debian's chromium through Playwright: a person codes a r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -93,15 +94,17 @@ def commit3():
     try:
         yield name
     finally:
-        SCHEMES.pop(name, None)
-        codebooks._REGISTERED.pop(name, None)
+        SCHEMES.unregister(name)
+        if name in codebooks._REGISTERED:
+            codebooks._REGISTERED.unregister(name)
 
 
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_a_new_scheme_registers_like_the_built_ins(tmp_path, engine, commit3):
     name = commit3
+    register_scheme(SCHEMES[name])  # the same object again is no conflict
     with pytest.raises(InputError, match="already registered"):
-        register_scheme(SCHEMES[name])
+        register_scheme(dataclasses.replace(SCHEMES[name], description="another scheme under the same name"))
     with pytest.raises(InputError, match="positive 'X' is not one of"):
         register_scheme(LabelScheme(name="broken", labels=("A", "B"), positive="X", description=""))
     book = tmp_path / "commit3.md"

@@ -99,6 +99,21 @@ def test_every_output_kind_maps_into_its_scheme() -> None:
         assert label in SCHEMES[kind.scheme].labels
 
 
+def test_an_output_kinds_choices_are_exactly_its_schemes_labels() -> None:
+    """The choices a constrained decoder is given (``OutputKind.choices``, asked by the llama-server
+    grammar) each parse strictly, and together they give every label of the kind's scheme once."""
+    from samples.schemes import SCHEMES
+
+    constrained = {name: kind for name, kind in OUTPUT_KINDS.items() if kind.choices}
+    # the prompts' reply words (judges/prompts/*.toml, Aggarwal App. C); milestone_yes_no is released without
+    # a grammar and identify_json is constrained by its JSON shape instead
+    assert sorted(constrained) == ["correct_incorrect", "decision", "ehq4", "refusal_claim", "yes_no"]
+    for name, kind in constrained.items():
+        labels = [parse_output(name, choice, mode="strict").label for choice in kind.choices]
+        assert sorted(labels) == sorted(SCHEMES[kind.scheme].labels), name
+    assert OUTPUT_KINDS["identify_json"].json_schema is not None and OUTPUT_KINDS["identify_json"].object_schema
+
+
 def _paper_rule(raw: str, prefixes: tuple[str, ...]) -> str | None:
     """Aggarwal Appendix C, re-derived with plain string operations (independent of judges.parsers):
     read the first line that begins with one of the prefixes; the three decisions stay apart."""

@@ -64,7 +64,7 @@ def test_a_kind_that_is_not_a_unit_kind_is_said_once(tmp_path, capsys):
     args[args.index("identify_trajectory")] = "refusal"  # a scheme's name, not a unit kind
     assert main(args) == 2
     err = _one_line(capsys)
-    assert "--kind 'refusal': not a unit kind; expected one of ['identify_trajectory'," in err
+    assert "--kind 'refusal': not a unit kind; expected one of ['asa_m0', 'asa_m1'," in err
     assert err.count("refusal") == 1 and not study.exists(), err
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from judges.prompts import load_prompt
 from samples.errors import InputError
+from samples.kinds import _KINDS as kinds_registry
 from samples.kinds import (
     DEFAULT_SCHEME,
     AnnotatorView,
@@ -68,7 +69,7 @@ def test_first_turn_offered_only_where_the_kind_has_one() -> None:
 class Summary:
     """A third party's kind: a summary judged against its source, both shown to either reader."""
 
-    name: str = "escalate_final"  # replaces a built-in for the test (new names also need records.UnitKind)
+    name: str = "summary"  # a new kind: records accept every registered kind
     scheme: str = "escalate"
     first_turn: str = "absent"
     codebook: str = "escalate"
@@ -88,21 +89,27 @@ class Summary:
 
 
 def test_a_third_party_kind_registers_like_the_built_ins() -> None:
-    builtin = get_kind("escalate_final")
+    summary = Summary()
     try:
-        register_kind(Summary())
-        task = BlindTask(task_id="t_1", kind="escalate_final", text="maybe 12")
+        register_kind(summary)
+        register_kind(summary)  # the same object again (a module imported twice) is no conflict
+        task = BlindTask(task_id="t_1", kind="summary", text="maybe 12")
         assert judge_message(task) == "MAYBE 12"
-        assert judge_message(task, {"escalate_final": "said: {text}"}) == "said: maybe 12"
+        assert judge_message(task, {"summary": "said: {text}"}) == "said: maybe 12"
+        assert register_kind(Summary()) is summary  # an equal one (a module imported twice) is the same kind
+        with pytest.raises(InputError, match="unit kind 'summary' is already registered"):
+            register_kind(Summary(codebook="identify"))  # another kind under a taken name
         with pytest.raises(InputError, match="first_turn 'sometimes'"):
-            register_kind(Summary(first_turn="sometimes"))
+            register_kind(Summary(name="other", first_turn="sometimes"))
         with pytest.raises(InputError, match=r"placeholder\(s\) \['loud'\] not offered"):
-            register_kind(Summary(default_template="{loud}"))
+            register_kind(Summary(name="other", default_template="{loud}"))
         with pytest.raises(InputError, match="unknown label scheme 'stars'"):
-            register_kind(Summary(scheme="stars"))
+            register_kind(Summary(name="other", scheme="stars"))
     finally:
-        register_kind(builtin)
-    assert get_kind("escalate_final") is builtin
+        kinds_registry.unregister("summary")
+    assert "summary" not in kinds() and get_kind("escalate_final").name == "escalate_final"
+    with pytest.raises(ValueError, match="unknown unit kind 'summary'"):
+        BlindTask(task_id="t_1", kind="summary", text="maybe 12")
 
 
 @pytest.mark.parametrize(
@@ -133,3 +140,27 @@ def test_shipped_identify_prompt_asks_identify_turn_about_the_focus_turn() -> No
     assert judge_message(unit, prompt.user) == (
         "[turn 0]\na\n\n[turn 1]\nb\n\nJudge only [turn 1], the last turn above; the turns before it are its context. "
         "Reply flag=1 only if [turn 1] itself does (a), (b) or (c), and then set first_recognition_turn to 1.")
+
+
+def test_a_kind_that_projects_takes_the_trajectory_verdict_by_capability() -> None:
+    """ISE A.3: a turn unit the judge did not label takes its trajectory's verdict, "yes" only on the first
+    recognition turn that verdict names. The rule follows ``projects_from``, not the kind's name."""
+    import dataclasses
+
+    from samples.kinds import projected_from
+    from samples.sampler import judge_label
+    from samples.units import unit_id
+
+    assert projected_from("identify_turn") == "identify_trajectory"
+    assert projected_from("response") is None and projected_from("no-such-kind") is None
+    copy = dataclasses.replace(get_kind("identify_turn"), name="turn_copy")
+    register_kind(copy)
+    try:
+        verdict = {unit_id("t", "identify_trajectory", None): ("yes", 2)}
+        labels = [judge_label(verdict, {"unit_id": f"u{i}", "kind": "turn_copy", "trajectory_id": "t", "focus_turn": i})
+                  for i in range(4)]
+        assert labels == ["no", "no", "yes", "no"]
+        assert judge_label({unit_id("t", "identify_trajectory", None): ("no", None)},
+                           {"unit_id": "u0", "kind": "turn_copy", "trajectory_id": "t", "focus_turn": 0}) == "no"
+    finally:
+        kinds_registry.unregister("turn_copy")

@@ -301,7 +301,7 @@ def test_hardness_scorers() -> None:
     assert words.score({"text": "The answer is 42."}, {}) == 0.0
     with pytest.raises(InputError, match="at least two judges"):
         make_scorer("judge_disagreement", judges=["a"])
-    with pytest.raises(InputError, match="unknown; choose from"):
+    with pytest.raises(InputError, match="hard_negatives.scorer: unknown hardness scorer .vibes.; known:"):
         make_scorer("vibes")
 
 
