@@ -55,8 +55,8 @@ from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
 from samples.canonical import sha256_hex
 from samples.errors import InputError
-from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
 from samples.registry import Registry
+from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
 
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
