@@ -7,14 +7,18 @@ third-party backend registers the same way the built-ins do.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from annotate.records import HumanLabel
 from samples.errors import InputError
+from samples.layout import StudyLayout
 from samples.records import BlindTask
+
+if TYPE_CHECKING:
+    from annotate.store import Store
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +71,35 @@ class AnnotationBackend(Protocol):
         tasks closed. Labels already given are kept."""
         ...
 
+    def panel_store(self) -> Store | None:
+        """The store a simulated panel submits through (``apps.demo.panel``); None when this backend takes none."""
+        ...
 
-_BACKENDS: dict[str, Callable[..., AnnotationBackend]] = {}
+
+@runtime_checkable
+class BackendType(Protocol):
+    """A registered backend (its class): builds backends, and answers what callers ask of a study's backend
+    without building one (building the coding app's backend creates its store)."""
+
+    name: str
+
+    def __call__(self, **options: Any) -> AnnotationBackend: ...
+
+    def labels_digest(self, layout: StudyLayout) -> str | None:
+        """What makes the study's labels stale besides the files ``pull`` saves (the coding app: its store's
+        labels, which change between runs); None when those files say it all."""
+        ...
+
+    def reports_status(self, layout: StudyLayout) -> bool:
+        """Whether ``status()`` may be asked now: it reads what exists and creates nothing."""
+        ...
+
+    def instructions(self, layout: StudyLayout, missing: Mapping[str, int]) -> list[str]:
+        """The numbered steps `accord run` prints while it waits for ``missing`` (annotator -> tasks left)."""
+        ...
+
+
+_BACKENDS: dict[str, BackendType] = {}
 # A backend's study-file settings (``[annotation] options``): a pydantic model with
 # ``backend_options() -> dict`` giving the factory's keyword arguments (secrets from the environment).
 _SETTINGS: dict[str, type[Any]] = {}
@@ -77,8 +108,9 @@ _SETTINGS: dict[str, type[Any]] = {}
 _BUILTIN_MODULES: dict[str, str] = {"app": "annotate.app_backend", "labelstudio": "annotate.labelstudio"}
 
 
-def register_backend(name: str, factory: Callable[..., AnnotationBackend], *, settings: type[Any] | None = None) -> None:
+def register_backend(name: str, factory: BackendType, *, settings: type[Any] | None = None) -> None:
     """Add a backend; ``settings`` validates its ``[annotation] options`` (default: passed to the factory as given)."""
+    check_backend_type(name, factory)
     if name in _BACKENDS and _BACKENDS[name] is not factory:
         raise ValueError(f"annotation backend {name!r} is already registered")
     _BACKENDS[name] = factory
@@ -102,7 +134,14 @@ def build_backend(name: str, *, study: Any, options: Mapping[str, Any]) -> Annot
     return get_backend(name, study=study, **keywords)
 
 
-def get_backend_factory(name: str) -> Callable[..., AnnotationBackend]:
+def check_backend_type(name: str, factory: object) -> None:
+    """A backend registers with every capability its callers ask for (``BackendType``), or not at all."""
+    if not isinstance(factory, BackendType):
+        raise TypeError(f"annotation backend {name!r}: {factory!r} is no BackendType; expected a class with name, "
+                        "labels_digest(layout), reports_status(layout) and instructions(layout, missing)")
+
+
+def get_backend_factory(name: str) -> BackendType:
     if name not in _BACKENDS and name in _BUILTIN_MODULES:
         importlib.import_module(_BUILTIN_MODULES[name])
     try:

@@ -834,6 +834,24 @@ class LabelStudioBackend:
     def close(self) -> None:
         """Nothing to release: every server call is its own request."""
 
+    def panel_store(self) -> None:
+        """A simulated panel labels through the coding app's store only."""
+        return None
+
+    @classmethod
+    def labels_digest(cls, layout: StudyLayout) -> str | None:
+        """None: labels reach the study only through ``pull``, whose file the run already fingerprints."""
+        return None
+
+    @classmethod
+    def reports_status(cls, layout: StudyLayout) -> bool:
+        return True
+
+    @classmethod
+    def instructions(cls, layout: StudyLayout, missing: Mapping[str, int]) -> list[str]:
+        return [f"  1. hand out the logins in {layout.labelstudio_credentials} (accord ls status --study {layout.root})",
+                "  2. annotators label their own projects in Label Studio"]
+
     # -- status --------------------------------------------------------------------
 
     def status(self) -> BackendStatus:

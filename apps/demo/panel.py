@@ -48,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from annotate import SIMULATED
 from apps.demo.items import DEFAULT_SEED
 from samples.canonical import sha256_hex
 from samples.errors import InputError
@@ -194,7 +195,7 @@ def _token(store: Store, name: str) -> str:
     """
     if not any(a.name == name for a in store.annotators()):
         return store.add_annotator(name)
-    human = [label for label in store.labels(annotator=name) if label.backend != "simulated"]
+    human = [label for label in store.labels(annotator=name) if not label.simulated]
     if human:
         raise InputError(f"annotator {name!r} in {store.location} has {len(human)} label(s) from people; "
                          "the simulated panel will not label as them (choose other panel names)")
@@ -234,7 +235,7 @@ def run_panel(store: Store, *, annotators: Sequence[SimulatedAnnotator] = DEFAUL
             given, was_flipped = simulate_label(tasks[task_id], annotator, seed=seed)
             flipped[annotator.name] += int(was_flipped)
             result = store.submit(
-                token, task_id, given.label, first_turn=given.first_turn, note=SIMULATED_NOTE, backend="simulated",
+                token, task_id, given.label, first_turn=given.first_turn, note=SIMULATED_NOTE, backend=SIMULATED,
                 submission_id="sim-" + sha256_hex([seed, annotator.name, task_id])[:32],
             )
             (submitted if result.created else present)[annotator.name] += 1
