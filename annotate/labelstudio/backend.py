@@ -1,448 +1,49 @@
-"""The Label Studio backend: one organisation per annotator, owner accounts, idempotent push and lossless pull.
-
-Open-source Label Studio has no roles, task assignment, per-item overlap or
-agreement, and inside one organisation every member can list and open every
-project. accord therefore gives every annotator an organisation of their own
-(holding one project per unit kind, the tasks imported in that annotator's order
-for sequential sampling) with two members: the annotator's account and an owner
-account through which the study pushes and pulls. Accounts, organisations and
-memberships are made in Label Studio's own user management for superusers, its
-Django admin pages (``/admin/``), signed in as the server's admin account; the
-invite link cannot do it (every signup joins the first organisation).
-
-Label Studio 1.23.2 lets a signed-in user open objects of any organisation they
-are not a revoked member of (``Project.has_permission`` rejects only revoked
-memberships). Push therefore seals every organisation it makes: every other user
-of the server gets a revoked membership in it, and every annotator gets a revoked
-membership in every other organisation. Stock 1.23.2 also lets a user edit their
-own ``active_organization`` through the API, after which the project list and
-``/api/tasks/{id}/annotations/`` of that organisation are open to them, and shows
-any task's drafts to anyone; the servers ``scripts/labelstudio.sh`` starts close
-both (``scripts/labelstudio_hardening``). README ("Label Studio blinding") says
-what holds on a server accord did not start.
-Tasks carry only the opaque task id and the scrubbed display payload; judge labels
-are never imported as predictions.
-
-Files in the study folder (``StudyLayout``; all rewritten atomically):
-
-- ``labelstudio_state``: server URL, the scheme of each kind, the revoked
-  memberships made, and per annotator the user ids, organisation and, per kind,
-  the project id and task mapping (accord task id -> Label Studio task id).
-- ``labelstudio_credentials`` (mode 0600): each annotator's login (email,
-  password, API token, login URL) to hand out, and each organisation owner's login
-  and API token, which push, pull and status use.
-- ``labelstudio_labels``: the pulled ``HumanLabel`` table (backend
-  ``labelstudio``), one row per (task, annotator), the latest edit; the same
-  columns and row order as the coding app's export.
-"""
+"""The ``labelstudio`` annotation backend: push, pull, status and closing tasks, through the study's server."""
 
 from __future__ import annotations
 
-import html
-import json
 import os
-import re
 import secrets
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from annotate.base import BackendStatus, PushReport, register_backend
 from annotate.codebook import codebook_html, codebook_sha256
 from annotate.export import export_labels
+from annotate.labelstudio.labels import _label_from_task, _read_table, display_payload, labeling_config
+from annotate.labelstudio.server import (
+    ADMIN_PASSWORD_ENV,
+    DEFAULT_URL,
+    TOKEN_ENV,
+    URL_ENV,
+    LabelStudioSettings,
+    _AdminSite,
+    _email_for,
+    _Server,
+)
+from annotate.labelstudio.state import (
+    AnnotatorCredentials,
+    AnnotatorState,
+    CredentialsFile,
+    LabelStudioPullReport,
+    LabelStudioState,
+    OwnerCredentials,
+    ProjectState,
+    TaskInfo,
+    _read_model,
+    _save_model,
+)
 from annotate.records import HumanLabel
 from annotate.tasks import check_orders
 from samples.errors import InputError
-from samples.jsonl import atomic_writer, read_models
-from samples.kinds import first_turn_problem, get_kind, scheme_for, study_schemes
+from samples.kinds import scheme_for, study_schemes
 from samples.layout import StudyLayout
-from samples.records import UNIT_KINDS, BlindTask, UnitKind
-from samples.schemes import get_scheme
+from samples.records import BlindTask
 
-TOKEN_ENV = "ACCORD_LS_TOKEN"
-ADMIN_PASSWORD_ENV = "ACCORD_LS_ADMIN_PASSWORD"
-URL_ENV = "ACCORD_LS_URL"
-DEFAULT_URL = "http://127.0.0.1:8080"
-SDK_INSTALL_HINT = "label-studio-sdk is not installed: pip install 'accord[labelstudio]'"
-SERVER_HINT = "start one with `bash scripts/labelstudio.sh start` or pass the right --url"
 # Label Studio limits project titles to 50 characters.
 _TITLE_LIMIT = 50
-# Names of the controls in labelstudio_configs/*.xml; pull reads results by these.
-_LABEL, _FIRST_TURN, _UNSURE, _NOTE = "label", "first_turn", "unsure", "note"
-_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-
-
-class LabelStudioSettings(BaseModel):
-    """How a study reaches its Label Studio server; secrets are named by environment variable, never written here."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    url: str | None = Field(default=None, description=f"Base URL of the Label Studio server (default: the one push recorded, "
-                                                      f"else ${URL_ENV}, else {DEFAULT_URL}).")
-    token_env: str = Field(
-        default=TOKEN_ENV, pattern=_ENV_NAME,
-        description="Environment variable holding the API token of the server's admin account.",
-    )
-    admin_password_env: str = Field(
-        default=ADMIN_PASSWORD_ENV, pattern=_ENV_NAME,
-        description="Environment variable holding that admin account's password (push signs in to /admin/ with it).",
-    )
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one server request or export.")
-
-    @field_validator("url")
-    @classmethod
-    def _base_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"{value!r} is not a server base URL; expected e.g. {DEFAULT_URL}")
-        return value.rstrip("/")
-
-    def backend_options(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Keyword arguments for ``get_backend("labelstudio", study=..., **options)``, secrets read from the environment."""
-        environ = os.environ if environ is None else environ
-        token = environ.get(self.token_env, "").strip()
-        if not token:
-            raise InputError(f"annotation.labelstudio.token_env: set {self.token_env} to the API token of the server's admin account")
-        password = environ.get(self.admin_password_env) or None
-        return {"url": self.url, "token": token, "admin_password": password, "timeout": self.timeout_s}
-
-
-class ProjectState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    project_id: int = Field(description="Label Studio project id.")
-    tasks: dict[str, int] = Field(
-        default_factory=dict, description="accord task id -> Label Studio task id, in the annotator's order."
-    )
-    recreated: list[str] = Field(
-        default_factory=list,
-        description="Tasks push imported again after the server lost them; pull keeps their earlier labels until relabelled.",
-    )
-    codebook_sha256: str | None = Field(
-        default=None, description="sha256 of the codebook pushed as the project's instructions (None: pushed before "
-                                  "accord recorded it); every label pulled from the project carries it.")
-    closed: list[str] = Field(
-        default_factory=list, description="Tasks deleted unlabelled once the study's anytime verdict was decided "
-                                          "(close_remaining); push never imports them again.")
-
-
-class AnnotatorState(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    email: str = Field(description="Login email of the annotator's Label Studio account.")
-    user_id: int = Field(description="Label Studio user id: only annotations completed by it are this annotator's labels.")
-    organization_id: int = Field(description="The annotator's own organisation, which holds their projects only.")
-    owner_user_id: int = Field(description="The organisation's owner account (push, pull and status act through it).")
-    projects: dict[str, ProjectState] = Field(default_factory=dict, description="Unit kind -> the annotator's project.")
-
-
-class TaskInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: UnitKind = Field(description="Unit kind of the task.")
-    n_turns: int | None = Field(default=None, description="Identify kinds: number of numbered turns (first_turn range).")
-
-
-class LabelStudioState(BaseModel):
-    """What push created on the server, so pull and status find it again."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = Field(description="Base URL of the Label Studio server the projects live on.")
-    schemes: dict[str, str] = Field(default_factory=dict, description="Unit kind -> label scheme its labeling config offers.")
-    tasks: dict[str, TaskInfo] = Field(default_factory=dict, description="Every pushed task by accord task id.")
-    annotators: dict[str, AnnotatorState] = Field(default_factory=dict, description="Annotator name -> account and projects.")
-    revoked: list[tuple[int, int]] = Field(
-        default_factory=list, description="(user id, organisation id) revoked memberships push made to seal organisations.",
-    )
-
-
-class AnnotatorCredentials(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    email: str = Field(description="Login email.")
-    password: str = Field(description="Login password (random, set when push made the account).")
-    api_token: str | None = Field(default=None, description="The annotator's own API token.")
-    login_url: str = Field(description="Where the annotator logs in.")
-    user_id: int = Field(description="Label Studio user id.")
-
-
-class OwnerCredentials(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    email: str = Field(description="Login email of the organisation's owner account (kept by the study, never handed out).")
-    password: str = Field(description="Its login password.")
-    api_token: str = Field(description="Its API token: push, pull and status reach the annotator's organisation with it.")
-    user_id: int = Field(description="Label Studio user id.")
-    organization_id: int = Field(description="The annotator's organisation it owns.")
-
-
-class CredentialsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = Field(description="Base URL of the Label Studio server.")
-    annotators: dict[str, AnnotatorCredentials] = Field(default_factory=dict, description="Annotator name -> login to hand out.")
-    owners: dict[str, OwnerCredentials] = Field(default_factory=dict, description="Annotator name -> their organisation's owner.")
-
-
-@dataclass(frozen=True, kw_only=True)
-class LabelStudioPullReport:
-    """A pull: the labels table written, how it changed, and annotations that are not labels (with reasons)."""
-
-    labels: tuple[HumanLabel, ...]
-    path: Path
-    added: int
-    updated: int
-    unchanged: int
-    removed: int
-    kept: int
-    ignored: tuple[str, ...]
-
-
-def labeling_config(kind: str, scheme: str) -> str:
-    """The Label Studio labeling config of a unit kind, offering the labels of ``scheme``."""
-    if kind not in UNIT_KINDS:
-        raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
-    template = resources.files("annotate.labelstudio_configs").joinpath(f"{get_kind(kind).labelstudio_config}.xml").read_text(encoding="utf-8")
-    choices = "\n".join(f'    <Choice value="{html.escape(label, quote=True)}"/>' for label in get_scheme(scheme).labels)
-    return template.replace("{choices}", choices)
-
-
-def display_payload(task: BlindTask) -> str:
-    """What the annotator reads (``samples.kinds.annotator_view``) as escaped HTML for a HyperText tag.
-
-    Every piece of unit text is HTML-escaped: agent output containing markup or scripts
-    is displayed, never rendered. The focus turn of an ``identify_turn`` task is highlighted.
-    """
-    view = get_kind(task.kind).annotator_view(task)
-    blocks = []  # the labeling config's own Header says what to read (view.caption is the coding app's)
-    for section in view.sections:
-        style = ("border-left:4px solid #b91c1c;background:#fef2f2" if section.notice
-                 else "border-left:4px solid #d97706;background:#fff7e6" if section.focus else "border-left:4px solid #cbd5e1")
-        marker = '<div style="font-weight:bold;color:#b45309">Label this turn</div>' if section.focus else ""
-        heading = f'<div style="font-weight:bold">{html.escape(section.heading)}</div>' if section.heading and not section.focus else ""
-        blocks.append(
-            f'<div style="margin:0 0 10px 0;padding:6px 10px;{style}">{marker}{heading}'
-            f'<div style="white-space:pre-wrap;font-family:monospace">{html.escape(section.text)}</div></div>'
-        )
-    return "".join(blocks)
-
-
-def _read_model(path: Path, model: type[BaseModel], what: str) -> Any:
-    try:
-        return model.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(file)"
-        raise InputError(f"{path}: not a valid {what} (field '{where}': {first['msg']})") from None
-
-
-def _save_model(path: Path, model: BaseModel, *, mode: int = 0o644) -> None:
-    with atomic_writer(path, mode=mode) as handle:
-        handle.write((model.model_dump_json(indent=1) + "\n").encode("utf-8"))
-
-
-def _timestamp(value: str | None) -> str | None:
-    """Label Studio times as ISO-8601 UTC with microseconds, the coding app's format."""
-    if not value:
-        return None
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _user_id(completed_by: Any) -> int | None:
-    if isinstance(completed_by, dict):
-        completed_by = completed_by.get("id")
-    return completed_by if isinstance(completed_by, int) else None
-
-
-def _email_for(name: str) -> str:
-    local = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "annotator"
-    return f"{local[:40]}-{secrets.token_hex(3)}@accord.local"
-
-
-def _short(body: Any) -> str:
-    text = body if isinstance(body, str) else json.dumps(body, default=str)
-    return " ".join(text.split())[:300]
-
-
-def _form_errors(page: str) -> str:
-    """The messages of a Django form page that refused a submission."""
-    blocks = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', page, re.DOTALL)
-    blocks += re.findall(r'<ul class="field_errors">(.*?)</ul>', page, re.DOTALL)
-    return "; ".join(html.unescape(re.sub(r"<[^>]+>", "", item)).strip() for block in blocks for item in re.findall(r"<li>(.*?)</li>", block, re.DOTALL))
-
-
-class _Server:
-    """One API token's SDK client plus one-line errors for the failures a user can fix."""
-
-    def __init__(self, url: str, token: str, timeout: float, *, refused_hint: str) -> None:
-        try:
-            from label_studio_sdk import LabelStudio
-        except ImportError:
-            raise InputError(SDK_INSTALL_HINT) from None
-        self.url = url
-        self.timeout = timeout
-        self.refused_hint = refused_hint
-        self.client = LabelStudio(base_url=url, api_key=token, timeout=timeout)
-
-    def call(self, what: str, function: Callable[..., Any], *args: Any, not_found: str | None = None, **kwargs: Any) -> Any:
-        """``function(*args, **kwargs)``; with ``not_found`` a 404 returns None, else every failure is an InputError."""
-        import httpx
-        from label_studio_sdk.core.api_error import ApiError
-
-        try:
-            return function(*args, **kwargs)
-        except httpx.TransportError as error:
-            raise InputError(
-                f"Label Studio at {self.url} is not reachable while {what} ({type(error).__name__}: {error}); {SERVER_HINT}"
-            ) from None
-        except (ApiError, httpx.HTTPStatusError) as error:
-            if isinstance(error, httpx.HTTPStatusError):
-                code, body = error.response.status_code, error.response.text
-            else:
-                code, body = error.status_code, error.body
-            if code in (401, 403):
-                raise InputError(f"Label Studio at {self.url} refused the API token while {what} (HTTP {code}); {self.refused_hint}") from None
-            if code == 404:
-                if not_found is not None:
-                    raise InputError(f"Label Studio at {self.url}: {what}: not found (HTTP 404); {not_found}") from None
-                raise InputError(f"Label Studio at {self.url}: {what}: not found (HTTP 404)") from None
-            raise InputError(f"Label Studio at {self.url} answered HTTP {code} while {what}: {_short(body)}") from None
-
-    def project(self, project_id: int, *, what: str) -> Any | None:
-        """A project, or None when the server no longer has it."""
-        from label_studio_sdk.core.api_error import ApiError
-
-        def get() -> Any:
-            try:
-                return self.client.projects.get(project_id)
-            except ApiError as error:
-                if error.status_code == 404:
-                    return None
-                raise
-
-        return self.call(what, get)
-
-    def whoami(self) -> Any:
-        # No retries: a server that is down should be reported at once.
-        return self.call("checking the API token", self.client.users.whoami, request_options={"max_retries": 0})
-
-    def export(self, project_id: int, *, what: str, not_found: str | None = None) -> list[dict[str, Any]]:
-        """Every task of a project (with its annotations) through an export snapshot, deleted after download.
-
-        Snapshots prefetch what they serialise; the one-request export endpoint
-        (``export?exportType=JSON``) expands drafts one query per task and took
-        about twice as long for the same 1,000 labelled tasks here.
-        """
-        exports = self.client.projects.exports
-
-        def snapshot() -> bytes:
-            created = exports.create(
-                project_id, title="accord pull", task_filter_options={},
-                serialization_options={"drafts": {"only_id": True}, "predictions": {"only_id": True},
-                                       "annotations__completed_by": {"only_id": True}},
-            )
-            try:
-                current, deadline = created, time.monotonic() + self.timeout
-                while current.status != "completed":
-                    if current.status == "failed" or time.monotonic() > deadline:
-                        raise InputError(f"Label Studio at {self.url}: {what}: export snapshot {created.id} is {current.status!r}")
-                    time.sleep(0.2)
-                    current = exports.get(project_id, export_pk=created.id)
-                return b"".join(exports.download(project_id, created.id, export_type="JSON"))
-            finally:
-                exports.delete(project_id, created.id)
-
-        raw = self.call(what, snapshot, not_found=not_found)
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise InputError(f"Label Studio at {self.url}: {what}: the export is not JSON ({error.msg})") from None
-
-    def sign_in(self, email: str, password: str, *, who: str, hint: str) -> Any:
-        """A browser-like session of an account, signed in through Label Studio's login form."""
-        import httpx
-
-        session = httpx.Client(base_url=self.url, follow_redirects=False, timeout=self.timeout)
-
-        def login() -> httpx.Response:
-            session.get("/user/login/").raise_for_status()
-            return session.post(
-                "/user/login/", headers={"Referer": f"{self.url}/user/login/"},
-                data={"email": email, "password": password, "csrfmiddlewaretoken": session.cookies.get("csrftoken", "")},
-            )
-
-        response = self.call(f"signing in as {who}", login)
-        if response.status_code != 302:
-            session.close()
-            reasons = _form_errors(response.text)
-            raise InputError(f"Label Studio at {self.url} refused the login of {who} (HTTP {response.status_code}: {reasons or 'refused'}); {hint}")
-        return session
-
-
-class _AdminSite:
-    """Label Studio's user management for superusers (its Django admin pages), signed in as the server's admin account.
-
-    Open-source Label Studio makes organisations and memberships nowhere else: its
-    API creates users without a password, and every invite-link signup joins the
-    first organisation.
-    """
-
-    def __init__(self, server: _Server, email: str, password: str) -> None:
-        self._server = server
-        # Label Studio's own login form: /admin/login/ does not stamp the session and is logged out at once.
-        self.session = server.sign_in(email, password, who=f"the admin account {email}", hint=f"set {ADMIN_PASSWORD_ENV} to its password")
-        page = server.call("opening /admin/", lambda: self.session.get("/admin/"))
-        if page.status_code != 200:
-            raise InputError(
-                f"Label Studio at {server.url}: the account {email} cannot open /admin/ (HTTP {page.status_code}); "
-                f"{TOKEN_ENV} and {ADMIN_PASSWORD_ENV} must be the server's superuser (its LABEL_STUDIO_USERNAME)"
-            )
-
-    def add(self, model: str, fields: Mapping[str, Any], *, what: str) -> int:
-        """Submit the add form of ``model`` (e.g. ``users/user``); the new object's id."""
-        path = f"/admin/{model}/add/"
-        response = self._server.call(what, lambda: self.session.post(
-            path, headers={"Referer": f"{self._server.url}{path}"},
-            data={**fields, "csrfmiddlewaretoken": self.session.cookies.get("csrftoken", ""), "_continue": "1"},
-        ))
-        found = re.search(rf"/admin/{model}/(\d+)/change/", response.headers.get("location", "")) if response.status_code == 302 else None
-        if found is None:
-            reasons = _form_errors(response.text)
-            raise InputError(f"Label Studio at {self._server.url}: {what} failed in /admin/ (HTTP {response.status_code}): {reasons or 'refused'}")
-        return int(found.group(1))
-
-    def ids(self, model: str) -> set[int]:
-        """Every object id of ``model`` on the server, read from its list pages."""
-        ids: set[int] = set()
-        for page in range(1, 10_000):
-            response = self._server.call(f"listing {model} in /admin/", self.session.get, f"/admin/{model}/", params={"p": page})
-            found = {int(x) for x in re.findall(rf"/admin/{model}/(\d+)/change/", response.text)} if response.status_code == 200 else set()
-            if not found - ids:
-                return ids
-            ids |= found
-        return ids
-
-    def member(self, user_id: int, organization_id: int, *, revoked: bool, what: str) -> None:
-        now = datetime.now(UTC)
-        self.add("organizations/organizationmember", {
-            "user": user_id, "organization": organization_id,
-            "deleted_at_0": now.strftime("%Y-%m-%d") if revoked else "", "deleted_at_1": now.strftime("%H:%M:%S") if revoked else "",
-        }, what=what)
 
 
 class LabelStudioBackend:
@@ -888,77 +489,6 @@ class LabelStudioBackend:
                 "credentials": str(self.credentials_path), "labels": str(self.labels_path),
             },
         )
-
-
-def _results(annotation: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {item.get("from_name"): item.get("value") or {} for item in annotation.get("result") or [] if isinstance(item, dict)}
-
-
-def _label_from_task(
-    task: Mapping[str, Any], *, annotator: str, user_id: int, project: ProjectState, state: LabelStudioState, ignored: list[str]
-) -> HumanLabel | None:
-    """The annotator's label of one exported task, or None (with the reason in ``ignored`` when it is not a label)."""
-    task_id = (task.get("data") or {}).get("task_id")
-    where = f"project {project.project_id} (annotator {annotator!r}), Label Studio task {task.get('id')}"
-    if task_id not in project.tasks:
-        ignored.append(f"{where}: task {task_id!r} was not pushed by accord")
-        return None
-    where = f"{where}, task {task_id!r}"
-    annotations = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
-    foreign = [a for a in annotations if _user_id(a.get("completed_by")) != user_id]
-    for annotation in foreign:
-        ignored.append(f"{where}: annotation {annotation.get('id')} by user {_user_id(annotation.get('completed_by'))}, not the annotator")
-    own = sorted((a for a in annotations if a not in foreign), key=lambda a: (a.get("updated_at") or "", a.get("id") or 0))
-    if not own:
-        return None
-    latest = own[-1]
-    results = _results(latest)
-    info = state.tasks.get(task_id)
-    if info is None:
-        ignored.append(f"{where}: the state file has no record of this task; run `accord ls push` again")
-        return None
-    scheme = get_scheme(state.schemes[info.kind])
-    chosen = list(results.get(_LABEL, {}).get("choices") or [])
-    if len(chosen) != 1 or chosen[0] not in scheme.labels:
-        ignored.append(f"{where}: annotation {latest.get('id')} has label {chosen}; expected one of {list(scheme.labels)}")
-        return None
-    label = chosen[0]
-    number = results.get(_FIRST_TURN, {}).get("number")
-    first_turn = None if number is None else int(number) if float(number).is_integer() else number
-    problem = first_turn_problem(info.kind, label, first_turn, info.n_turns or 0, scheme=scheme.name)
-    if problem:
-        ignored.append(f"{where}: annotation {latest.get('id')}: {problem}")
-        return None
-    lead_times = [a.get("lead_time") for a in own if isinstance(a.get("lead_time"), int | float)]
-    return HumanLabel(
-        task_id=task_id, annotator=annotator, label=label, first_turn=first_turn,
-        unsure="unsure" in (results.get(_UNSURE, {}).get("choices") or []),
-        note="\n".join(results.get(_NOTE, {}).get("text") or []),
-        created_at=min(_timestamp(a.get("created_at")) or "" for a in own),
-        updated_at=_timestamp(latest.get("updated_at") or latest.get("created_at")),
-        seconds_spent=float(sum(lead_times)) if lead_times else None,
-        backend="labelstudio", role="independent", codebook_sha256=project.codebook_sha256,
-    )
-
-
-def _read_table(path: Path) -> dict[tuple[str, str, str], HumanLabel]:
-    if not path.exists():
-        return {}
-    return {(row.task_id, row.annotator, row.role): row for row in read_models(path, HumanLabel)}
-
-
-def load_labelstudio_state(study: str | Path) -> LabelStudioState | None:
-    """What push recorded for a study (None before the first push)."""
-    return _read_model(StudyLayout.of(study).labelstudio_state, LabelStudioState, "Label Studio state file")
-
-
-def load_labelstudio_credentials(study: str | Path) -> CredentialsFile:
-    """The Label Studio logins of a study: the annotators' (to hand out) and their organisations' owners'."""
-    path = StudyLayout.of(study).labelstudio_credentials
-    found = _read_model(path, CredentialsFile, "credentials file")
-    if found is None:
-        raise InputError(f"{path}: no Label Studio credentials; run `accord ls push` first")
-    return found
 
 
 register_backend("labelstudio", LabelStudioBackend, settings=LabelStudioSettings)
