@@ -363,7 +363,7 @@ def _annotate_material(ctx: Context) -> dict[str, Any]:
 
 
 def _annotate_run(ctx: Context) -> Outcome:
-    from annotate.tasks import load_orders, load_tasks
+    from annotate import load_orders, load_tasks
     from samples.generation import check_generation
 
     check_generation(ctx.layout, "blind")
@@ -445,7 +445,7 @@ def _import_outputs(ctx: Context) -> list[Path]:
 def _import_run(ctx: Context) -> Outcome:
     """Register a labels-only study's units, then import every table the study file names (replacing earlier
     ones): every table checked first, then all published as one generation (a failure changes nothing)."""
-    from annotate.imports import HumanColumns, human_import
+    from annotate import HumanColumns, human_import
     from judges.imports import judge_import
     from samples.imports import (
         MatchColumns,

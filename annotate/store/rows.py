@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from annotate.engines import Connection
-from annotate.records import HumanLabel
+from annotate.records import SIMULATED, HumanLabel
 
 AnnotatorRole = Literal["annotator", "adjudicator"]
 
@@ -17,7 +17,7 @@ AnnotatorRole = Literal["annotator", "adjudicator"]
 ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
 
 
-SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
+SUBMIT_BACKENDS: tuple[str, ...] = ("app", SIMULATED)
 
 
 @dataclass(frozen=True, kw_only=True)

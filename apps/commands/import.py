@@ -161,7 +161,7 @@ def _units(args: argparse.Namespace) -> dict:
 
 
 def _human(args: argparse.Namespace) -> dict:
-    from annotate.imports import HumanColumns, import_human_labels
+    from annotate import HumanColumns, import_human_labels
 
     columns = HumanColumns(annotator=args.annotator_column, label=args.label_column, annotators=args.annotator_columns,
                            first_turn=args.first_turn_column, unsure=args.unsure_column, note=args.note_column,
@@ -210,7 +210,7 @@ def _judge(args: argparse.Namespace) -> dict:
 
 def _table(args: argparse.Namespace) -> dict:
     """Every row checked (units, key, human labels, each judge) before anything is written; then one generation."""
-    from annotate.imports import HumanColumns, human_import
+    from annotate import HumanColumns, human_import
     from judges.imports import judge_import
     from samples.errors import InputError
     from samples.imports import (

@@ -19,9 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.export import check_not_fewer, export_labels
-    from annotate.gold import load_gold, split_labels
-    from annotate.store import Store
+    from annotate import Store, check_not_fewer, export_labels, load_gold, split_labels
     from samples.layout import StudyLayout
 
     store = Store.for_study(args.study)

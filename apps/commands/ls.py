@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from annotate.tasks import load_orders, load_tasks
+    from annotate import load_orders, load_tasks
     from samples.generation import check_generation
     from samples.layout import StudyLayout
 

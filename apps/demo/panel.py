@@ -57,7 +57,7 @@ from samples.records import BlindTask
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
-    from annotate.store import Store
+    from annotate import Store
 
 SIMULATED_NOTICE = (
     "SIMULATED LABELS: these labels were produced by a simulated annotator panel "
