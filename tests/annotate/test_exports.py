@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import pkgutil
 
 import annotate
 from tests.test_layers import REPO, module_files
@@ -15,6 +16,12 @@ SUBPACKAGES = {"annotate.labelstudio"}
 def test_every_exported_name_resolves():
     missing = [name for name in annotate.__all__ if getattr(annotate, name, None) is None]
     assert not missing, missing
+
+
+def test_no_exported_name_is_also_a_module_of_annotate():
+    # Importing annotate.X sets the package's attribute X to that module, hiding an exported X.
+    modules = {info.name for info in pkgutil.iter_modules(annotate.__path__)}
+    assert not modules & set(annotate.__all__), sorted(modules & set(annotate.__all__))
 
 
 def test_other_packages_import_annotate_only_through_its_init():
