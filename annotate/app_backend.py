@@ -343,8 +343,38 @@ class AppBackend:
         that the study is complete instead of a task (``apps.coding_app.labelling_closed``)."""
         return {}
 
+    def panel_store(self) -> Store:
+        return self.store
+
+    @classmethod
+    def labels_digest(cls, layout: StudyLayout) -> str | None:
+        """Labels submitted since the last pull live only in the store: its digest."""
+        return store_labels_digest(layout)
+
+    @classmethod
+    def reports_status(cls, layout: StudyLayout) -> bool:
+        return Store.exists_for_study(layout)  # opening a study's store creates it
+
+    @classmethod
+    def instructions(cls, layout: StudyLayout, missing: Mapping[str, int]) -> list[str]:
+        root = layout.root
+        return ["  1. give each annotator a token (once):  " + "; ".join(
+                    f"accord annotators add {name} --study {root}" for name in sorted(missing)),
+                f"  2. start the coding app:                 accord app --study {root}"]
+
 
 register_backend("app", AppBackend, settings=AppSettings)
+
+
+def store_labels_digest(layout: StudyLayout) -> str | None:
+    """sha256 of the coding-app store's current labels (read only; None before the store exists)."""
+    if not Store.exists_for_study(layout):
+        return None
+    store = Store.for_study(layout)
+    try:
+        return sha256_hex([row.model_dump(mode="json") for row in store.labels()])
+    finally:
+        store.close()
 
 
 class StoreLabelSource:

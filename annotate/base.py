@@ -6,14 +6,18 @@ third-party backend registers the same way the built-ins do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from annotate.records import HumanLabel
+from samples.layout import StudyLayout
 from samples.records import BlindTask
 from samples.registry import Registry
+
+if TYPE_CHECKING:
+    from annotate.store import Store
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,18 +70,46 @@ class AnnotationBackend(Protocol):
         tasks closed. Labels already given are kept."""
         ...
 
+    def panel_store(self) -> Store | None:
+        """The store a simulated panel submits through (``apps.demo.panel``); None when this backend takes none."""
+        ...
+
+
+@runtime_checkable
+class BackendType(Protocol):
+    """A registered backend (its class): builds backends, and answers what callers ask of a study's backend
+    without building one (building the coding app's backend creates its store)."""
+
+    name: str
+
+    def __call__(self, **options: Any) -> AnnotationBackend: ...
+
+    def labels_digest(self, layout: StudyLayout) -> str | None:
+        """What makes the study's labels stale besides the files ``pull`` saves (the coding app: its store's
+        labels, which change between runs); None when those files say it all."""
+        ...
+
+    def reports_status(self, layout: StudyLayout) -> bool:
+        """Whether ``status()`` may be asked now: it reads what exists and creates nothing."""
+        ...
+
+    def instructions(self, layout: StudyLayout, missing: Mapping[str, int]) -> list[str]:
+        """The numbered steps `accord run` prints while it waits for ``missing`` (annotator -> tasks left)."""
+        ...
+
 
 # Built-in backends register themselves on import, like a third-party one would; the registry
 # imports them on first use, which keeps Label Studio's client out of processes that only import this module.
-_BACKENDS: Registry[Callable[..., AnnotationBackend]] = Registry(
+_BACKENDS: Registry[BackendType] = Registry(
     "annotation backend", builtins=("annotate.app_backend", "annotate.labelstudio"))
 # A backend's study-file settings (``[annotation] options``): a pydantic model with
 # ``backend_options() -> dict`` giving the factory's keyword arguments (secrets from the environment).
 _SETTINGS: Registry[type[Any]] = Registry("annotation backend settings")
 
 
-def register_backend(name: str, factory: Callable[..., AnnotationBackend], *, settings: type[Any] | None = None) -> None:
+def register_backend(name: str, factory: BackendType, *, settings: type[Any] | None = None) -> None:
     """Add a backend; ``settings`` validates its ``[annotation] options`` (default: passed to the factory as given)."""
+    check_backend_type(name, factory)
     _BACKENDS.register(name, factory)
     if settings is not None:
         _SETTINGS.register(name, settings)
@@ -98,7 +130,14 @@ def build_backend(name: str, *, study: Any, options: Mapping[str, Any]) -> Annot
     return get_backend(name, study=study, **keywords)
 
 
-def get_backend_factory(name: str) -> Callable[..., AnnotationBackend]:
+def check_backend_type(name: str, factory: object) -> None:
+    """A backend registers with every capability its callers ask for (``BackendType``), or not at all."""
+    if not isinstance(factory, BackendType):
+        raise TypeError(f"annotation backend {name!r}: {factory!r} is no BackendType; expected a class with name, "
+                        "labels_digest(layout), reports_status(layout) and instructions(layout, missing)")
+
+
+def get_backend_factory(name: str) -> BackendType:
     return _BACKENDS.get_one(name)
 
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from samples.label_sources import SIMULATED
+
 LabelRole = Literal["independent", "adjudication"]
 Backend = Literal["app", "labelstudio", "import", "simulated"]
 
@@ -28,3 +30,8 @@ class HumanLabel(BaseModel):
     codebook_sha256: str | None = Field(
         default=None, description="sha256 of the codebook version the label was given under (the codebook file the "
                                   "coding app showed, or the instructions pushed to Label Studio); None when unknown.")
+
+    @property
+    def simulated(self) -> bool:
+        """Given by a simulated panel, not a person."""
+        return self.backend == SIMULATED

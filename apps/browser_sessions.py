@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate.store import Store
+from annotate import Store
 from samples.errors import InputError
 
 COOKIE = "accord_session"

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.app_backend import (
+from annotate import (
     AdjudicatorSession,
     AnnotatorSession,
     PracticeResult,
     PracticeSession,
+    Store,
+    StoreUnavailable,
     sign_in,
 )
-from annotate.engines import StoreUnavailable
-from annotate.store import Store
 from apps.browser_sessions import COOKIE, BrowserSessions, keep_cookie
 from apps.workspace import (
     FormValues,

@@ -44,7 +44,7 @@ class LiveView:
 
 def live_stamp(folder: str | Path) -> tuple[tuple[str, float], ...]:
     """Modification times of every file the live view reads, and the store's data version."""
-    from annotate.store import Store
+    from annotate import Store
 
     layout = StudyLayout.of(folder)
     paths = [layout.key, layout.orders, layout.resolved_study, layout.gold, layout.gold_labels, layout.verdict,
@@ -91,7 +91,7 @@ def anytime_look(folder: str | Path) -> Any:
 
 def _store_orders(layout: StudyLayout) -> dict[str, list[str]]:
     """The coding-app store's orders (gold units placed in them), or {} when the study has no store."""
-    from annotate.store import Store
+    from annotate import Store
 
     if not Store.exists_for_study(layout):
         return {}
@@ -216,7 +216,7 @@ def gold_estimates(layout: StudyLayout, *, level: float,
                    annotators: Sequence[str] = ()) -> dict[str, dict[str, Estimate]] | None:
     """Unit kind -> annotator -> accuracy on the gold units of that kind (``annotate.gold.gold_accuracy``) as
     ``Estimate``s for ``agreement.quality.run_quality``; None when the study has no gold units."""
-    from annotate.gold import study_gold_accuracy
+    from annotate import study_gold_accuracy
 
     by_kind = study_gold_accuracy(layout, level=level, annotators=annotators)
     if by_kind is None:

@@ -297,22 +297,16 @@ def _blind_run(ctx: Context) -> Outcome:
 
 def annotation_backend(ctx: Context) -> Any:
     """The study's annotation backend, built through the registry (``[annotation] backend``)."""
-    from annotate.base import build_backend
+    from annotate import build_backend
 
     return build_backend(ctx.study.annotation.backend, study=ctx.root, options=ctx.study.annotation.options)
 
 
-def store_labels_digest(ctx: Context) -> str | None:
-    """sha256 of the coding-app store's current labels (read only; None before the store exists)."""
-    from annotate.store import Store
+def annotation_backend_type(ctx: Context) -> Any:
+    """The study's registered backend, asked what it can say without being built."""
+    from annotate import get_backend_factory
 
-    if not Store.exists_for_study(ctx.layout):
-        return None
-    store = Store.for_study(ctx.layout)
-    try:
-        return sha256_hex([row.model_dump(mode="json") for row in store.labels()])
-    finally:
-        store.close()
+    return get_backend_factory(ctx.study.annotation.backend)
 
 
 def _annotate_material(ctx: Context) -> dict[str, Any]:
@@ -320,7 +314,7 @@ def _annotate_material(ctx: Context) -> dict[str, Any]:
     return {"tasks": ctx.sha(ctx.layout.tasks), "orders": ctx.sha(ctx.layout.orders), "backend": annotation.backend,
             "simulate": ctx.simulate, "panel": annotation.simulated_panel if ctx.simulate else None,
             "panel_seed": annotation.panel_seed if ctx.simulate else None,
-            "labels": store_labels_digest(ctx) if annotation.backend == "app" else None}
+            "labels": annotation_backend_type(ctx).labels_digest(ctx.layout)}
 
 
 def _annotate_run(ctx: Context) -> Outcome:
@@ -357,13 +351,7 @@ def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
 def _instructions(ctx: Context, missing: dict[str, int]) -> str:
     study, root = ctx.study.path, ctx.root
     lines = ["waiting for human labels: " + ", ".join(f"{name} has {n} task(s) to label" for name, n in sorted(missing.items()))]
-    if ctx.study.annotation.backend == "app":
-        lines += ["  1. give each annotator a token (once):  " + "; ".join(
-                      f"accord annotators add {name} --study {root}" for name in sorted(missing)),
-                  f"  2. start the coding app:                 accord app --study {root}"]
-    else:
-        lines += [f"  1. hand out the logins in {ctx.layout.labelstudio_credentials} (accord ls status --study {root})",
-                  "  2. annotators label their own projects in Label Studio"]
+    lines += annotation_backend_type(ctx).instructions(ctx.layout, missing)
     again = f"accord run {study} --output {root}"  # the folder as this run resolved it (a --output included)
     lines.append(f"  3. when everyone has finished, run again: {again}")
     if ctx.study.annotation.simulated_panel:
@@ -623,11 +611,15 @@ def build_stages(study: StudyFile) -> list[Stage]:
     if not wants_quality(study):
         return stages + _verdict_stages(study)
     stages.append(Stage(name="quality", title="annotator quality (leave-one-out agreement, competence, flags)",
-                        material=lambda ctx: {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
-                                              "gold": [ctx.sha(ctx.layout.gold), ctx.sha(ctx.layout.gold_labels),
-                                                       store_labels_digest(ctx)]},
-                        outputs=lambda ctx: [ctx.layout.quality], run=_quality_run))
+                        material=_quality_material, outputs=lambda ctx: [ctx.layout.quality], run=_quality_run))
     return stages + _verdict_stages(study)
+
+
+def _quality_material(ctx: Context) -> dict[str, Any]:
+    from annotate import store_labels_digest  # gold labels live in the coding app's store, whatever the backend
+
+    return {"tables": _tables(ctx), "policy": file_sha256(ctx.study.gate.policy),
+            "gold": [ctx.sha(ctx.layout.gold), ctx.sha(ctx.layout.gold_labels), store_labels_digest(ctx.layout)]}
 
 
 def _trajectory_stages(study: StudyFile) -> list[Stage]:
@@ -829,8 +821,7 @@ def _count_by(path: Path, field_name: str) -> dict[str, int]:
 
 def _labels_status(ctx: Context) -> dict[str, Any]:
     """Per annotator: tasks assigned and labelled in the study's backend, and which backends their labels came from."""
-    from annotate.records import HumanLabel
-    from annotate.store import Store
+    from annotate import HumanLabel
     from apps.demo.panel import SIMULATED_NOTICE
 
     body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": _count_lines(ctx.layout.key),
@@ -842,7 +833,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
               for table in human_label_tables(ctx.layout) for row in table.rows if row.get("role") != "adjudication"]
     assigned: dict[str, int] = {}
     labelled: dict[str, int] = {}
-    if ctx.layout.tasks.is_file() and (ctx.study.annotation.backend != "app" or Store.exists_for_study(ctx.layout)):
+    if ctx.layout.tasks.is_file() and annotation_backend_type(ctx).reports_status(ctx.layout):
         backend = annotation_backend(ctx)
         try:
             status = backend.status()
@@ -898,6 +889,7 @@ def _sample_status(layout: StudyLayout) -> dict[str, Any]:
 def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
     """Per annotator: tasks assigned (the store's orders, else blind/orders.json) and labelled (every source)."""
     from agreement.study_io import human_label_tables
+    from annotate import SIMULATED
     from apps.demo.panel import SIMULATED_NOTICE
     from apps.live import _store_orders
 

@@ -105,7 +105,7 @@ class Annotation(_Section):
     @field_validator("backend")
     @classmethod
     def _registered(cls, name: str) -> str:
-        from annotate.base import backend_names
+        from annotate import backend_names
 
         if name not in backend_names():
             raise ValueError(f"unknown annotation backend {name!r}; registered: {backend_names()}")
@@ -122,7 +122,7 @@ class Annotation(_Section):
             raise ValueError(str(error)) from None
 
     def model_post_init(self, _: Any) -> None:
-        from annotate.base import backend_settings
+        from annotate import backend_settings
 
         try:
             backend_settings(self.backend, self.options)  # the backend's own settings model checks the options

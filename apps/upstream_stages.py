@@ -499,14 +499,14 @@ class AnnotateStage:
 
     @staticmethod
     def _simulate(backend: Any, settings: AnnotateSettings) -> dict[str, Any]:
-        from annotate.app_backend import AppBackend
         from apps.demo.panel import SIMULATED_NOTICE, SimulatedAnnotator, run_panel
 
-        if not isinstance(backend, AppBackend):
+        store = backend.panel_store()
+        if store is None:
             raise InputError(f"{settings.origin}: the simulated panel labels through the coding app's store; "
                              f"annotation.backend is {backend.name!r}")
         panel = [SimulatedAnnotator(name=n, flip_prob=p) for n, p in (settings.panel or {}).items()]
-        report = run_panel(backend.store, annotators=panel, seed=settings.panel_seed)
+        report = run_panel(store, annotators=panel, seed=settings.panel_seed)
         if settings.say is not None:
             settings.say(SIMULATED_NOTICE)
         return {"simulated": True, "submitted": dict(report.submitted), "notice": SIMULATED_NOTICE}

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.codebook import codebook_html, question
+from annotate import codebook_html, question
 from samples.errors import InputError
 from samples.kinds import first_turn_offered, get_kind
 from samples.records import BlindTask

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from annotate.store import Store
+    from annotate import Store
     from samples.layout import StudyLayout
 
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.store import Store
+    from annotate import Store
     from samples.errors import InputError
     from samples.layout import StudyLayout
 
@@ -73,8 +73,7 @@ def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, i
     store's tasks) is checked before the annotator is created, so a refusal leaves the
     store as it was and a printed token always works.
     """
-    from annotate.store import blinding_seed
-    from annotate.tasks import check_name, load_orders, load_tasks
+    from annotate import blinding_seed, check_name, load_orders, load_tasks
     from samples.errors import InputError
     from samples.generation import check_generation
     from samples.kinds import study_schemes

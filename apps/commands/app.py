@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(STREAMLIT_HINT)
     import json
 
-    from annotate.app_backend import AppBackend
+    from annotate import AppBackend
     from samples.layout import StudyLayout
 
     study = Path(args.study).resolve()

@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.gold import add_gold, add_practice, gold_accuracy, load_gold
-    from annotate.store import Store
+    from annotate import Store, add_gold, add_practice, gold_accuracy, load_gold
     from samples.errors import InputError
     from samples.layout import StudyLayout
 

@@ -22,8 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.engines import check_store_url
-    from annotate.store import Store, copy_store, store_location, with_study_schema
+    from annotate import Store, check_store_url, copy_store, store_location, with_study_schema
     from samples.errors import InputError
     from samples.layout import StudyLayout
 

@@ -58,7 +58,7 @@ from samples.registry import Registry
 from samples.schemes import get_scheme
 
 if TYPE_CHECKING:
-    from annotate.store import Store
+    from annotate import Store
 
 SIMULATED_NOTICE = (
     "SIMULATED LABELS: these labels were produced by a simulated annotator panel "
@@ -253,7 +253,7 @@ def run_panel(store: Store, *, annotators: Sequence[SimulatedAnnotator] = DEFAUL
             given, was_flipped = simulate_label(tasks[task_id], annotator, seed=seed)
             flipped[annotator.name] += int(was_flipped)
             result = store.submit(
-                token, task_id, given.label, first_turn=given.first_turn, note=SIMULATED_NOTE, backend="simulated",
+                token, task_id, given.label, first_turn=given.first_turn, note=SIMULATED_NOTE, backend=SIMULATED,
                 submission_id="sim-" + sha256_hex([seed, annotator.name, task_id])[:32],
             )
             (submitted if result.created else present)[annotator.name] += 1

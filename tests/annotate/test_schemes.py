@@ -210,7 +210,7 @@ def test_a_person_codes_a_response_as_call_tool_in_label_studio(labelstudio_serv
 
 
 def test_imported_human_labels_are_checked_against_the_studys_scheme(tmp_path):
-    from annotate.imports import HumanColumns, import_human_labels
+    from annotate import HumanColumns, import_human_labels
     from samples.imports import MatchColumns
 
     root = decision_study(tmp_path / "study")

@@ -1,287 +1,46 @@
-"""The coding app's store: annotators, blinded tasks, orders and labels.
-
-One store per study, on one of two engines (``annotate.engines``): a SQLite file
-(``STUDY/labels/store.sqlite``, WAL, the embedded default: the Streamlit app, the CLI
-and simulated panels read while one writer commits), or a schema of a PostgreSQL
-database that several app servers share. ``store_location`` says which (the
-``ACCORD_STORE_URL`` environment variable, else the study file's ``[annotation]
-options.store``, else the file). Every submit is one write transaction that appends a
-revision to ``submissions`` (the full history) and upserts the current row of
-``labels`` (the latest revision counts). A submit is idempotent by its submission id: a double click, a browser
-retry or a reload that sends the same id never adds a row. The schema evolves
-only through the append-only, named migrations below.
-
-An annotator added after blinding gets, when the tasks are loaded, the order
-``accord blind`` would have given that name (``samples.blind.annotator_order``
-seeded by the blinding seed and the name): deterministic, no re-blinding, and
-nobody else's order changes.
-"""
+"""``Store``: one study's annotators, blinded tasks and orders, submissions and browser sessions on one engine."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from annotate.engines import Connection, Engine, check_store_url, open_engine, scheme_of
+from annotate.engines import Engine, open_engine
 from annotate.records import HumanLabel
+from annotate.store.access import (
+    _authenticate,
+    _check_access,
+    _check_label,
+    _insert_order,
+    _label_row,
+    _task_row,
+    hash_token,
+    now_iso,
+)
+from annotate.store.rows import (
+    ANNOTATOR_ROLES,
+    SUBMIT_BACKENDS,
+    Annotator,
+    AnnotatorRole,
+    LoadReport,
+    Revision,
+    SubmitResult,
+    TableFingerprint,
+    _human_label,
+    _is_sha256,
+    _revision,
+    _table_fingerprint,
+)
+from annotate.store.schema import MIGRATIONS, TABLES
+from annotate.store.study import store_location
 from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
-from samples.kinds import first_turn_offered, first_turn_problem, scheme_for
+from samples.kinds import scheme_for
 from samples.layout import StudyLayout
 from samples.records import BlindTask
-from samples.schemes import get_scheme
-
-AnnotatorRole = Literal["annotator", "adjudicator"]
-ANNOTATOR_ROLES: tuple[str, ...] = ("annotator", "adjudicator")
-SUBMIT_BACKENDS: tuple[str, ...] = ("app", "simulated")
-
-# Append-only: never edit or reorder an applied migration; add a new named one.
-MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "0001_initial",
-        (
-            """CREATE TABLE annotators (
-                name TEXT PRIMARY KEY,
-                role TEXT NOT NULL CHECK (role IN ('annotator', 'adjudicator')),
-                token_hash TEXT UNIQUE,
-                created_at TEXT NOT NULL,
-                revoked_at TEXT
-            )""",
-            """CREATE TABLE tasks (
-                task_id TEXT PRIMARY KEY,
-                kind TEXT NOT NULL,
-                scheme TEXT NOT NULL,
-                payload TEXT NOT NULL,
-                loaded_at TEXT NOT NULL
-            )""",
-            """CREATE TABLE orders (
-                annotator TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                task_id TEXT NOT NULL REFERENCES tasks (task_id),
-                PRIMARY KEY (annotator, position),
-                UNIQUE (annotator, task_id)
-            )""",
-            """CREATE TABLE submissions (
-                seq {SEQ},
-                submission_id TEXT NOT NULL UNIQUE,
-                task_id TEXT NOT NULL REFERENCES tasks (task_id),
-                annotator TEXT NOT NULL,
-                role TEXT NOT NULL CHECK (role IN ('independent', 'adjudication')),
-                label TEXT NOT NULL,
-                first_turn INTEGER,
-                unsure INTEGER NOT NULL,
-                note TEXT NOT NULL,
-                seconds_spent {FLOAT},
-                backend TEXT NOT NULL,
-                submitted_at TEXT NOT NULL
-            )""",
-            """CREATE TABLE labels (
-                task_id TEXT NOT NULL REFERENCES tasks (task_id),
-                annotator TEXT NOT NULL,
-                role TEXT NOT NULL,
-                label TEXT NOT NULL,
-                first_turn INTEGER,
-                unsure INTEGER NOT NULL,
-                note TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                updated_at TEXT NOT NULL,
-                seconds_spent {FLOAT},
-                backend TEXT NOT NULL,
-                revisions INTEGER NOT NULL,
-                last_seq INTEGER NOT NULL,
-                PRIMARY KEY (task_id, annotator, role)
-            )""",
-            "CREATE INDEX submissions_by_owner ON submissions (annotator, task_id, role, seq)",
-        ),
-    ),
-    (
-        # The codebook version (sha256 of the codebook file shown) each revision was given
-        # under; NULL where unknown (labels given before this migration, simulated panels).
-        "0002_codebook_sha256",
-        (
-            "ALTER TABLE submissions ADD COLUMN codebook_sha256 TEXT",
-            "ALTER TABLE labels ADD COLUMN codebook_sha256 TEXT",
-        ),
-    ),
-    (
-        # The qualification round: answers to practice units (annotate.gold), kept apart from
-        # labels so that no export, progress count or agreement ever reads them.
-        "0003_practice_answers",
-        (
-            """CREATE TABLE practice_answers (
-                seq {SEQ},
-                submission_id TEXT NOT NULL UNIQUE,
-                task_id TEXT NOT NULL,
-                annotator TEXT NOT NULL,
-                label TEXT NOT NULL,
-                first_turn INTEGER,
-                unsure INTEGER NOT NULL,
-                note TEXT NOT NULL,
-                seconds_spent {FLOAT},
-                correct INTEGER NOT NULL,
-                submitted_at TEXT NOT NULL
-            )""",
-            "CREATE INDEX practice_by_owner ON practice_answers (annotator, task_id, seq)",
-        ),
-    ),
-    (
-        # Reload-proof sign-ins (apps.browser_sessions) in the store, so a browser signed in at
-        # one app server stays signed in at another. Only the secret's hash is kept, tied to the
-        # token hash it was opened with: rotating or revoking the token ends its sessions.
-        "0004_browser_sessions",
-        (
-            """CREATE TABLE browser_sessions (
-                secret_hash TEXT PRIMARY KEY,
-                annotator TEXT NOT NULL REFERENCES annotators (name),
-                token_hash TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                expires_at TEXT NOT NULL
-            )""",
-        ),
-    ),
-)
-# The tables a copy moves and checks, each with the key its rows are ordered by (browser
-# sessions are not moved: people sign in again on the new store).
-TABLES: tuple[tuple[str, str], ...] = (
-    ("annotators", "name"), ("tasks", "task_id"), ("orders", "annotator, position"), ("submissions", "seq"),
-    ("labels", "task_id, annotator, role"), ("practice_answers", "seq"),
-)
-STORE_URL_ENV = "ACCORD_STORE_URL"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Annotator:
-    name: str
-    role: AnnotatorRole
-    created_at: str
-    revoked_at: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Revision:
-    """One submit as it was recorded (the history of one label)."""
-
-    submission_id: str
-    task_id: str
-    annotator: str
-    role: str
-    label: str
-    first_turn: int | None
-    unsure: bool
-    note: str
-    seconds_spent: float | None
-    backend: str
-    submitted_at: str
-    number: int
-    codebook_sha256: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SubmitResult:
-    submission_id: str
-    created: bool
-    revision: int
-    label: HumanLabel
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoadReport:
-    n_tasks: int
-    created: int
-    already_present: int
-    annotators: tuple[str, ...]
-    late: tuple[str, ...] = ()
-    """Annotators not named at blind time who were given their seeded order by this load."""
-
-
-def blinding_seed(layout: StudyLayout) -> int | None:
-    """The seed ``accord blind`` recorded in ``blind/audit.json``; None when there is none."""
-    from samples.documents import read_blind_audit
-
-    audit = read_blind_audit(layout)
-    return None if audit is None else audit.seed
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def hash_token(token: str) -> str:
-    """Tokens are 192-bit random strings, so a plain sha256 cannot be brute-forced; no slow KDF needed."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def study_schema(layout: StudyLayout) -> str:
-    """The PostgreSQL schema of a study whose URL names none: ``accord_`` and the study folder's name."""
-    name = re.sub(r"[^a-z0-9_]+", "_", layout.root.resolve().name.lower()).strip("_") or "study"
-    return f"accord_{name}"[:63]
-
-
-def store_location(layout: StudyLayout) -> str | Path:
-    """Where a study's store is: ``ACCORD_STORE_URL``, else the study file's ``[annotation] options.store``
-    (as ``accord run`` resolved it into study.json), else the SQLite file ``labels/store.sqlite``.
-    A PostgreSQL URL without ``schema=`` gets the study's own (``study_schema``)."""
-    url = os.environ.get(STORE_URL_ENV, "").strip()
-    where = STORE_URL_ENV
-    if not url:
-        url, where = configured_store(layout) or "", f"{layout.resolved_study} annotation.options.store"
-    if not url:
-        return layout.store
-    return with_study_schema(check_store_url(url, where=where), layout)
-
-
-def with_study_schema(url: str, layout: StudyLayout) -> str:
-    """A database URL naming the study's schema unless it names one (a SQLite URL as it is)."""
-    if scheme_of(url) != "sqlite" and "schema=" not in url.partition("?")[2]:
-        url += ("&" if "?" in url else "?") + f"schema={study_schema(layout)}"
-    return url
-
-
-def configured_store(layout: StudyLayout) -> str | None:
-    """The store URL the study file named (``[annotation] options.store``), read through the app backend's settings."""
-    if not layout.resolved_study.is_file():
-        return None
-    try:
-        annotation = json.loads(layout.resolved_study.read_text(encoding="utf-8")).get("annotation") or {}
-    except json.JSONDecodeError as error:
-        raise InputError(f"{layout.resolved_study}: not JSON ({error})") from None
-    if annotation.get("backend", "app") != "app":
-        return None
-    return AppSettings.model_validate(annotation.get("options") or {}).store
-
-
-class AppSettings(BaseModel):
-    """The coding app's study-file settings (``[annotation] options`` with ``backend = "app"``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    store: str | None = Field(default=None, description="The store's URL, e.g. postgresql://db.example/accord for "
-                                                        "several app servers (no password: PGPASSWORD or ~/.pgpass); "
-                                                        "default the study's SQLite file. ACCORD_STORE_URL overrides.")
-
-    @field_validator("store")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                check_store_url(value, where="store")
-            except InputError as error:
-                raise ValueError(str(error)) from None
-        return value
-
-    def backend_options(self) -> dict[str, Any]:
-        return {}  # the store is found from the study folder (store_location), by every command alike
-
 
 
 class Store:
@@ -729,119 +488,3 @@ class Store:
         except InputError:
             return False
         return True
-
-
-@dataclass(frozen=True, kw_only=True)
-class TableFingerprint:
-    rows: int
-    sha256: str
-
-
-def _table_fingerprint(conn: Connection, table: str, key: str) -> TableFingerprint:
-    digest = hashlib.sha256()
-    rows = conn.execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
-    for row in rows:
-        digest.update(json.dumps({name: row[name] for name in row.keys()}, sort_keys=True).encode("utf-8") + b"\n")
-    return TableFingerprint(rows=len(rows), sha256=digest.hexdigest())
-
-
-def copy_store(source: Store, target: Store) -> dict[str, TableFingerprint]:
-    """Copy every table of ``source`` into the empty ``target`` in one transaction, then check that each
-    table's row count and content hash match; on any mismatch nothing is kept in ``target``."""
-    before = source.fingerprint()
-    with target._write() as tx:
-        held = {table: int(tx.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table, _ in TABLES}
-        if any(held.values()):
-            busy = ", ".join(f"{table} {n}" for table, n in held.items() if n)
-            raise InputError(f"store {target.location}: not empty ({busy} rows); copy only into an empty store")
-        for table, key in TABLES:
-            rows = source._all(f"SELECT * FROM {table} ORDER BY {key}")
-            if rows:
-                columns = list(rows[0].keys())
-                tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                               [tuple(row) for row in rows])
-        for table in ("submissions", "practice_answers"):
-            target.engine.reset_sequence(tx, table, "seq")
-        after = {table: _table_fingerprint(tx, table, key) for table, key in TABLES}
-        if source.fingerprint() != before:
-            raise InputError(f"store {source.location}: changed during the copy (a server still takes labels?); "
-                             f"stop the app servers and copy again")
-        wrong = [table for table in before if before[table] != after[table]]
-        if wrong:
-            raise InputError(f"store {target.location}: copy check failed for {wrong} (row counts or content hashes "
-                             f"differ); nothing was kept")
-    return after
-
-
-def _insert_order(conn: Connection, annotator: str, order: Sequence[str]) -> None:
-    conn.executemany("INSERT INTO orders (annotator, position, task_id) VALUES (?, ?, ?)",
-                     [(annotator, position, task_id) for position, task_id in enumerate(order)])
-
-
-def _authenticate(conn: Connection, token: str) -> Annotator:
-    """The annotator a credential stands for: their token, or a browser session secret opened with it."""
-    if not isinstance(token, str) or not token.strip():
-        raise InputError("token: empty; paste the token printed by `accord annotators add`")
-    digest = hash_token(token.strip())
-    row = conn.execute("SELECT name, role, created_at, revoked_at FROM annotators WHERE token_hash = ?", (digest,)).fetchone()
-    if row is None:
-        row = conn.execute(
-            """SELECT a.name, a.role, a.created_at, a.revoked_at FROM browser_sessions AS s
-               JOIN annotators AS a ON a.name = s.annotator AND a.token_hash = s.token_hash
-               WHERE s.secret_hash = ? AND s.expires_at > ?""", (digest, now_iso())).fetchone()
-    if row is None:
-        raise InputError("token: not recognised (revoked, rotated or mistyped)")
-    return Annotator(**dict(row))
-
-
-def _task_row(conn: Connection, task_id: str) -> Any:
-    row = conn.execute("SELECT task_id, kind, scheme, payload FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-    if row is None:
-        raise InputError(f"task_id {task_id!r}: not in the store")
-    return row
-
-
-def _check_label(task: Any, label: str, first_turn: int | None) -> None:
-    where = f"task {task['task_id']!r}"
-    get_scheme(task["scheme"]).check(label, where=where)
-    n_turns = len(json.loads(task["payload"]).get("turns") or []) if first_turn_offered(task["kind"]) else 0
-    problem = first_turn_problem(task["kind"], label, first_turn, n_turns, scheme=task["scheme"])
-    if problem:
-        raise InputError(f"{where}: {problem}")
-
-
-def _check_access(conn: Connection, who: Annotator, role: str, task_id: str) -> None:
-    if role == "independent":
-        if not conn.execute("SELECT 1 FROM orders WHERE annotator = ? AND task_id = ?", (who.name, task_id)).fetchone():
-            raise InputError(f"task_id {task_id!r}: not in annotator {who.name!r}'s order")
-        return
-    distinct = conn.execute(
-        "SELECT COUNT(DISTINCT label) FROM labels WHERE task_id = ? AND role = 'independent'", (task_id,)
-    ).fetchone()[0]
-    if distinct < 2:
-        raise InputError(f"task_id {task_id!r}: independent labels do not disagree; nothing to adjudicate")
-
-
-def _label_row(conn: Connection, task_id: str, annotator: str, role: str) -> Any | None:
-    return conn.execute(
-        "SELECT * FROM labels WHERE task_id = ? AND annotator = ? AND role = ?", (task_id, annotator, role)
-    ).fetchone()
-
-
-def _human_label(row: Any) -> HumanLabel:
-    return HumanLabel(
-        task_id=row["task_id"], annotator=row["annotator"], label=row["label"], first_turn=row["first_turn"],
-        unsure=bool(row["unsure"]), note=row["note"], created_at=row["created_at"], updated_at=row["updated_at"],
-        seconds_spent=row["seconds_spent"], backend=row["backend"], role=row["role"],
-        codebook_sha256=row["codebook_sha256"],
-    )
-
-
-def _is_sha256(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-
-
-def _revision(row: Any, number: int) -> Revision:
-    values = dict(row)
-    values["unsure"] = bool(values["unsure"])
-    return Revision(**values, number=number)
