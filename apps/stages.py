@@ -380,7 +380,7 @@ def _import_outputs(ctx: Context) -> list[Path]:
 def _import_run(ctx: Context) -> Outcome:
     """Register a labels-only study's units, then import every table the study file names (replacing earlier
     ones, removing those it no longer names): every table checked first, then all published as one generation."""
-    from annotate.imports import HumanColumns
+    from annotate import HumanColumns
     from apps.drivers import get_stage
     from apps.upstream_stages import HumanImport, ImportSettings, JudgeImport, UnitsImport
     from samples.imports import MatchColumns
@@ -889,7 +889,6 @@ def _sample_status(layout: StudyLayout) -> dict[str, Any]:
 def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
     """Per annotator: tasks assigned (the store's orders, else blind/orders.json) and labelled (every source)."""
     from agreement.study_io import human_label_tables
-    from annotate import SIMULATED
     from apps.demo.panel import SIMULATED_NOTICE
     from apps.live import _store_orders
 

@@ -299,13 +299,13 @@ class UnitsImport:
 
 @dataclass(frozen=True, kw_only=True)
 class HumanImport:
-    """One table of human labels (``annotate.imports.human_import``)."""
+    """One table of human labels (``annotate.imported_labels.human_import``)."""
 
     path: Path
     match: Any
     """``samples.imports.MatchColumns``."""
     columns: Any
-    """``annotate.imports.HumanColumns``."""
+    """``annotate.imported_labels.HumanColumns``."""
     scheme: str | None = None
     format: str | None = None
     name: str | None = None
@@ -366,7 +366,7 @@ class ImportStage:
     def run(self, layout: StudyLayout, settings: ImportSettings) -> StageOutput:
         """Units first (if any), then every table checked against them, then all published as one generation
         (a failure changes nothing). The document is the summary `accord run` records; ``detail`` an ImportResult."""
-        from annotate.imports import human_import
+        from annotate import human_import
         from judges.imports import judge_import
         from samples.imports import UnitMatcher, publish_import, read_table, select, units_from_rows, with_id_groups
 
@@ -469,7 +469,7 @@ class AnnotateStage:
 
     def run(self, layout: StudyLayout, settings: AnnotateSettings) -> StageOutput:
         """The stage summary `accord run` records; ``detail`` an AnnotateResult."""
-        from annotate.tasks import load_orders, load_tasks
+        from annotate import load_orders, load_tasks
         from samples.generation import check_generation
 
         summary: dict[str, Any] = {}

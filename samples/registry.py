@@ -72,7 +72,9 @@ def _entry_points() -> list[EntryPoint]:
         for name in names:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
-            project = re.sub(r"[-_.]+", "_", name.rsplit(".", 1)[0].split("-", 1)[0]).lower()
+            stem = name.rsplit(".", 1)[0]  # name-version.dist-info (the version has no "-"), name[-...].egg-info
+            project = re.sub(r"[-_.]+", "_", stem.rsplit("-", 1)[0] if name.endswith(".dist-info")
+                             else stem.split("-", 1)[0]).lower()
             try:
                 text = (folder / name / "entry_points.txt").read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):

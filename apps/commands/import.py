@@ -165,7 +165,7 @@ def _units(args: argparse.Namespace) -> dict:
 
 
 def _human(args: argparse.Namespace) -> dict:
-    from annotate.imports import HumanColumns
+    from annotate import HumanColumns
     from apps.upstream_stages import HumanImport
 
     columns = HumanColumns(annotator=args.annotator_column, label=args.label_column, annotators=args.annotator_columns,
@@ -215,7 +215,7 @@ def _judge(args: argparse.Namespace) -> dict:
 
 def _table(args: argparse.Namespace) -> dict:
     """Every row checked (units, key, human labels, each judge) before anything is written; then one generation."""
-    from annotate.imports import HumanColumns
+    from annotate import HumanColumns
     from apps.upstream_stages import HumanImport, JudgeImport, UnitsImport
     from samples.errors import InputError
     from samples.imports import MatchColumns, check_columns, label_text, read_table

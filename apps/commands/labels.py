@@ -20,9 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from annotate.export import export_labels
-    from annotate.gold import load_gold, split_labels
-    from annotate.store import Store
+    from annotate import Store, export_labels, load_gold, split_labels
     from samples.layout import StudyLayout
 
     layout = StudyLayout.of(args.study)
@@ -33,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         store = Store.for_study(args.study)
         labels, _ = split_labels(store.labels(role=args.role), load_gold(layout))  # gold labels stay sealed
         if out == layout.app_labels:
-            from annotate.export import check_not_fewer
+            from annotate import check_not_fewer
 
             check_not_fewer(out, len(labels), source=store.location, study=layout.root, allowed=args.store_moved)
         export_labels(labels, out, format=args.format)
@@ -48,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 def _pull(layout: Any, *, store_moved: bool) -> list[Any]:
     """The study's labels file as the annotate stage writes it (``accord run``): the store's labels of sampled
     units, and those of gold units in their own sealed file."""
-    from annotate.app_backend import AppBackend
+    from annotate import AppBackend
     from apps.drivers import get_stage
     from apps.upstream_stages import AnnotateSettings
 
