@@ -107,7 +107,8 @@ def _clean(text: str) -> str:
 def _word_parser(words: dict[str, str]) -> tuple[Callable[..., Parsed], Callable[..., Parsed]]:
     """Strict and lenient parsers for 'Reply with exactly one word: A or B' prompts.
 
-    ``words`` maps the word the prompt asks for (upper case) to the canonical label.
+    ``words`` maps the word the prompt asks for (upper case) to the canonical label. Case is not format:
+    strict reads "Yes" as YES; anything around the word ("YES.") is for lenient, which a strict failure names.
     """
     expected = " or ".join(words)
     token = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")\b", re.IGNORECASE)
@@ -115,10 +116,12 @@ def _word_parser(words: dict[str, str]) -> tuple[Callable[..., Parsed], Callable
     def strict(text: str | None, *, truncated: bool = False) -> Parsed:
         if (early := _precheck(text, truncated=truncated)) is not None:
             return early
-        word = text.strip()
+        word = text.strip().upper()
         if word in words:
             return Parsed(label=words[word])
-        return _fail_reason(text, truncated=truncated, detail=f"expected exactly {expected}")
+        read = lenient(text, truncated=truncated).label
+        hint = f" (the lenient parse reads {read!r})" if read is not None else ""
+        return _fail_reason(text, truncated=truncated, detail=f"expected exactly {expected}{hint}")
 
     def lenient(text: str | None, *, truncated: bool = False) -> Parsed:
         if (early := _precheck(text, truncated=truncated)) is not None:
@@ -285,10 +288,10 @@ _register_builtins()
 def get_output_kind(name: str) -> OutputKind:
     from samples.errors import InputError
 
-    try:
-        return OUTPUT_KINDS[name]
-    except KeyError:
-        raise InputError(f"unknown output kind {name!r}; known: {sorted(OUTPUT_KINDS)}") from None
+    found = [kind for key, kind in OUTPUT_KINDS.items() if key.casefold() == name.strip().casefold()]
+    if len(found) != 1:  # a name is typed on the command line and in study files: its case does not matter
+        raise InputError(f"unknown output kind {name!r}; known: {sorted(OUTPUT_KINDS)}")
+    return found[0]
 
 
 @functools.lru_cache(maxsize=4096)
