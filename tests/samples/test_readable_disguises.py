@@ -179,6 +179,28 @@ def test_harness_speaker_names_become_neutral_roles(tmp_path: Path, capsys) -> N
     assert audit["kept_by_reason"]["study_keep"] == 16
 
 
+def test_who_and_when_through_ingest_sample_blind_shows_no_harness_shape(shared: Path, tmp_path: Path, capsys) -> None:
+    """The real Who&When runs as the README's commands treat them: no harness speaker name, agent-name shape,
+    log mark or stock reply is left in what annotators see (issue #25 found "Verification_Specialist",
+    "Code_runner", "(Coordinator (-> Browser))" and "groupchat/tmp_code_..." paths after blinding)."""
+    import re
+
+    study, repo = tmp_path / "ww", Path(__file__).resolve().parents[2]
+    assert main(["ingest", "--adapter", "who-and-when", str(shared / "data" / "who_and_when"), "--study", str(study),
+                 "--kinds", "identify_turn"]) == 0
+    assert main(["sample", str(study), "--plan", str(repo / "data" / "plans" / "who_and_when_turns.toml")]) == 0
+    assert main(["blind", str(study), "--annotators", "a,b", "--json"]) == 0
+    capsys.readouterr()
+    shown = "\n".join(_shown(study))
+    telltales = re.compile(r"[A-Za-z]_(?:Expert|Specialist|runner|terminal)\b|[a-z](?:Expert|Specialist)\b|\(->|"
+                           r"\(thought\)|Orchestrator|WebSurfer|FileSurfer|ComputerTerminal|TERMINATE|groupchat|tmp_code")
+    assert telltales.findall(shown) == []
+    speakers = set(re.findall(r"\[turn \d+\] \(([^\n]*)\)\n", shown))
+    assert {"Coordinator to Browser", "Browser", "Code runner", "Verification specialist"} <= speakers, speakers
+    audit = json.loads((study / "blind" / "audit.json").read_text())
+    assert audit["masked_by_category"]["role"] > 0 and audit["surviving_identity_strings"] == 0
+
+
 def test_agent_names_of_any_domain_become_plain_phrases() -> None:
     """The rule, not a list: any capitalised identifier ending in an agent word ("_Expert", "_Specialist", glued
     or after "_"; "_runner", "_terminal", ... after "_") reads as words; code and constants stay."""
