@@ -137,9 +137,16 @@ def judge_import(path: str | Path, study: str | Path, *, judge: str, match: Matc
             raise InputError(f"{path}: none of its {outside} row(s) is about a unit of the study; nothing to import")
     fingerprint = sha256_hex(["import", judge, file_sha256(path), format, output_column, output_kind, parse_mode, scheme,
                               dict(sorted((where or {}).items()))])
-    labels = judge_labels_from_rows(rows, matcher, judge=judge, match=match,
-                                    output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
-                                    scheme=scheme, fingerprint=fingerprint)
+    try:
+        labels = judge_labels_from_rows(rows, matcher, judge=judge, match=match,
+                                        output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
+                                        scheme=scheme, fingerprint=fingerprint)
+    except InputError as error:
+        if only_sample or not any("is not a unit of the study" in p or "is not in the sealed key" in p
+                                   for p in error.problems):
+            raise
+        raise InputError(f"{error}; a judge run over more units than the study's (the population): "
+                         "--only-sample skips and counts those rows") from None
     labels.sort(key=lambda r: r.unit_id)
     target = layout.imported_judge_labels_dir / f"{judge}.jsonl"
     unscored: dict[str, int] = {}
