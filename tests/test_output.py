@@ -82,3 +82,21 @@ def test_judge_run_summary_keeps_names_and_values_whole_at_80_columns(tmp_path):
     assert "  cost $: 0.0000" in out
     wide = _accord(*argv, columns=200).stdout  # where the table fits, it is a table
     assert "┃ judge" in wide and all(f"│ {name} " in wide for name in names), wide
+
+
+def test_blind_summary_folds_a_long_key_path_instead_of_cutting_it(tmp_path):
+    """Issue #25 (80 columns): the sealed key's path in `accord blind`'s table ended in '…'."""
+    study = tmp_path / "a_rather_long_folder_name_for_the_study_under_test" / "another_level" / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "all"\nkinds = ["identify_trajectory"]\nstrata = ["kind"]\nallocation = "fixed"\n'
+                    'n_per_stratum = 10\none_per_trajectory = false\n')
+    for argv in (["ingest", str(REPO / "data" / "ise_example.jsonl"), "--adapter", "ise", "--study", str(study)],
+                 ["sample", str(study), "--plan", str(plan)]):
+        assert main(argv) == 0
+    result = _accord("blind", str(study), "--annotators", "annotator_with_a_long_name_1,annotator_with_a_long_name_2")
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout, result.stdout
+    key = str(study / "sealed" / "key.jsonl")
+    value = "".join(line.split("│")[2].strip() for line in result.stdout.splitlines()
+                    if line.count("│") == 3 and line.split("│")[1].strip() in ("sealed key", ""))
+    assert key in value, result.stdout  # folded over lines, whole when read back
