@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="PROMPT@PROVIDER:MODEL or rule:MODEL (repeatable)")
         p.add_argument("--base-url", help="base URL for --judge judges (OpenAI-compatible or Anthropic server)")
         p.add_argument("--api", choices=("openai", "anthropic"), help="wire API for --judge judges of the local provider")
-        p.add_argument("--parse-mode", choices=("strict", "lenient"), help="reported parse mode for --judge judges")
+        p.add_argument("--parse-mode", choices=("strict", "lenient"), type=str.lower,
+                       help="reported parse mode for --judge judges")
         p.add_argument("--samples", type=int, help="self-consistency samples per unit for --judge judges")
         p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="judge parameter for --judge judges, VALUE as JSON (e.g. temperature=0, max_tokens=16)")

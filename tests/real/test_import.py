@@ -67,6 +67,10 @@ def test_labels_and_output_kinds_as_people_type_them(tmp_path, capsys):
                  "item", "--output-column", "out"]) == 0
     rows = [json.loads(line) for line in (study / "judges/imported/canon.jsonl").read_text().splitlines()]
     assert [r["label"] for r in rows] == ["yes", "no", None]
+    assert main(["import", "judge-labels", str(table), "--study", str(study), "--judge", "loose", "--unit-column",
+                 "item", "--output-column", "gpt", "--output-kind", "yes_no", "--parse-mode", "Lenient"]) == 0
+    rows = [json.loads(line) for line in (study / "judges/imported/loose.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in rows] == ["yes", "yes", "no"]  # "YES." under the lenient parse
 
 
 LONG = ("item,rater,label\ni1,a1,yes\ni1,a2,yes\ni1,gpt,yes\ni1,claude,\n"
