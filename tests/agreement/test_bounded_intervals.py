@@ -107,3 +107,19 @@ def test_logit_scale_covers_near_perfect_agreement_where_the_plain_t_did_not():
     coverage, low_miss, outside = tally["logit"] / studies
     assert coverage >= 0.94 - tolerance(studies) and low_miss <= 0.05 and outside == 0.0
     assert tally["plain"][1] / studies > 0.05 and tally["plain"][2] / studies > 0.3
+
+
+def test_the_planner_simulates_the_gates_bounded_lower_bound():
+    """agreement.plan's lower bound of an agreement floor is bounded_t's, inside the range and at its top."""
+    from agreement.plan import _Scale
+    from agreement.quantiles import t_quantile
+
+    scale = object.__new__(_Scale)  # at the simulated size: no carrying to a larger n
+    object.__setattr__(scale, "n", 100)
+    object.__setattr__(scale, "simulated", 100)
+    values, ses = np.array([[0.9, 0.97, 1.0]]), np.array([[0.05, 0.02, 0.0]])
+    tq = np.full((1, 3), t_quantile(0.975, 39))
+    low = scale.lower_bound(values, ses, tq, np.array([0.9]), bounds=(-1.0, 1.0),
+                            at_edge=np.full((1, 3), 0.025 ** (1 / 40)))
+    expected = [bounded_t(v, s, 39, 0.95, (-1.0, 1.0))[0] for v, s in zip(values[0], ses[0], strict=True)]
+    assert low[0] == pytest.approx(expected, abs=1e-12)
