@@ -167,6 +167,9 @@ def ppi_mean(y: np.ndarray, f: np.ndarray, f_unlabeled: np.ndarray, *, weights: 
     theta = float((wu * lam * fu).mean() + (w * (y - lam * f)).mean())
     se = math.sqrt(np.std(wu * lam * fu) ** 2 / fu.size + np.std(w * (y - lam * f)) ** 2 / y.size)
     z = float(stats.norm.ppf(0.5 + level / 2.0))
-    return Estimate(statistic=theta, n=int(fu.size), ci_low=float(theta - z * se), ci_high=float(theta + z * se),
-                    level=level,
+    low, high = theta - z * se, theta + z * se
+    # A rate (every value in [0, 1]) cannot leave [0, 1]: its normal interval is cut there, and says so.
+    if all(((a >= 0) & (a <= 1)).all() for a in (y, f, fu)) and 0.0 <= theta <= 1.0 and (low < 0 or high > 1):
+        low, high, method = max(low, 0.0), min(high, 1.0), method + ", clipped to [0, 1]"
+    return Estimate(statistic=theta, n=int(fu.size), ci_low=float(low), ci_high=float(high), level=level,
                     method=method, details={"lam": float(lam), "se": se, "n_labeled": int(y.size)})

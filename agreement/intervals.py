@@ -41,6 +41,14 @@ MIN_UNITS: dict[str, int] = {
     "human_ceiling": 100,
     "family_contrast": 100,
 }
+# Coefficient -> its natural range (a share; chance-corrected agreement is at most 1 and, for these, at
+# least -1). A t interval (``t_boot``, or the analytic ``t`` without resamples) of one of these is built on
+# the logit scale of its range (``bounded_t``), so no view shows an interval such as [0.825, 1.003].
+RANGE: dict[str, tuple[float, float]] = {
+    "percent_agreement": (0.0, 1.0),
+    **dict.fromkeys(("gwet_ac1", "gwet_ac2", "cohen_kappa", "fleiss_kappa", "scott_pi", "brennan_prediger",
+                     "conger_kappa", "light_kappa"), (-1.0, 1.0)),
+}
 METHOD_NAMES = {"t": "t interval on the analytic (linearised, clustered) SE",
                 "normal": "normal interval on the analytic (linearised, clustered) SE", "percentile": "percentile bootstrap",
                 "bca": "BCa bootstrap", "t_boot": "small-sample t on the bootstrap SE",
@@ -67,12 +75,14 @@ def too_small(statistic: str, n_units: int, *, called: str | None = None) -> str
 
 
 def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, level: float, method: str, *,
-                       df: float = math.nan) -> tuple[float, float]:
+                       df: float = math.nan, bounds: tuple[float, float] | None = None) -> tuple[float, float]:
     """Percentile, BCa or small-sample t interval of any bootstrapped statistic.
 
     NaN draws are undefined resamples, dropped. ``t_boot`` is est +/- t(df) x bootstrap
     SD x sqrt((df + 1) / df), df = resampled clusters (or units) - 1: the bootstrap
-    variance divides by C where the unbiased one divides by C - 1.
+    variance divides by C where the unbiased one divides by C - 1. With ``bounds`` (the
+    statistic's natural range, ``RANGE``) it is that t interval on the logit scale of the
+    range (``bounded_t``). Percentile and BCa bounds are resampled values, inside the range already.
     """
     draws = np.asarray(draws, dtype=float)
     draws = draws[~np.isnan(draws)]
@@ -87,7 +97,10 @@ def bootstrap_interval(statistic: float, draws: np.ndarray, jackknife: Any, leve
     if method == "t_boot":
         if not df >= 1 or draws.size < 2:
             return (math.nan, math.nan)
-        half = t_quantile(1.0 - tail, df) * float(draws.std(ddof=1)) * math.sqrt((df + 1) / df)
+        se = float(draws.std(ddof=1)) * math.sqrt((df + 1) / df)
+        if bounds is not None:
+            return bounded_t(statistic, se, df, level, bounds)
+        half = t_quantile(1.0 - tail, df) * se
         return (statistic - half, statistic + half)
     raise ValueError(f"method={method!r}: expected 'percentile', 'bca' or 't_boot'")
 
@@ -113,6 +126,28 @@ def bca_bounds(estimate: float, draws: np.ndarray, jackknife: Any, tail: float) 
     ]
     low, high = np.quantile(draws, adjusted)
     return (float(low), float(high))
+
+
+def bounded_t(statistic: float, se: float, df: float, level: float, bounds: tuple[float, float]
+              ) -> tuple[float, float]:
+    """t interval of a statistic confined to ``bounds`` = (a, b), built on the logit scale of that range.
+
+    g(x) = log((x - a) / (b - x)) with the delta-method SE se x (b - a) / ((x - a)(b - x)), back-transformed:
+    the interval stays inside (a, b) and is nearly the plain t interval away from the edges (the logit
+    interval survey software uses for proportions; for (-1, 1) it is Fisher's z, 2 atanh x). At an edge
+    the logit scale has no SE, so the interval is Clopper-Pearson on df + 1 independent draws (clusters)
+    mapped onto the range: it keeps a width instead of claiming certainty.
+    """
+    from agreement.estimate import zero_one_interval
+
+    a, b = bounds
+    share = (statistic - a) / (b - a)
+    if share <= 0.0 or share >= 1.0:
+        low, high = zero_one_interval(min(max(share, 0.0), 1.0), df + 1, level)
+        return (a + (b - a) * low, a + (b - a) * high)
+    centre = math.log(share / (1.0 - share))
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * se / ((b - a) * share * (1.0 - share))
+    return (a + (b - a) / (1.0 + math.exp(-(centre - half))), a + (b - a) / (1.0 + math.exp(-(centre + half))))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED
-from agreement.intervals import MIN_UNITS
+from agreement.intervals import MIN_UNITS, RANGE
 from samples.errors import InputError
 
 PLANNED = ("agreement_floor", "human_ceiling", "unscored_share", "beats_baselines", "tracks_input")
@@ -241,13 +241,24 @@ class _Scale:
         """Trajectories of an n-unit study: the simulated count scaled (identity at the simulated size)."""
         return counts if self.n == self.simulated else np.floor(counts * (self.n / self.simulated))
 
-    def lower_bound(self, value: np.ndarray, se: np.ndarray, tq: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    def lower_bound(self, value: np.ndarray, se: np.ndarray, tq: np.ndarray, truth: np.ndarray, *,
+                    bounds: tuple[float, float] | None = None, at_edge: np.ndarray | None = None) -> np.ndarray:
         """value - tq se at the simulated size; above it, the deviation from the truth and the SE shrunk by
-        ``ratio`` (truth: (X,), the population value at each judge accuracy)."""
-        if self.n == self.simulated:
-            return value - tq * se
-        truth = truth[:, None]
-        return truth + (value - truth) * self.ratio - tq * se * self.ratio
+        ``ratio`` (truth: (X,), the population value at each judge accuracy). With ``bounds`` (the
+        coefficient's range, ``agreement.intervals.RANGE``) the gate's interval on the logit scale of that
+        range (``agreement.intervals.bounded_t``); ``at_edge``: its lower bound, as a share of the range,
+        where the estimate is at the top of the range (Clopper-Pearson on the clusters)."""
+        centre, spread = (value, se) if self.n == self.simulated else (
+            truth[:, None] + (value - truth[:, None]) * self.ratio, se * self.ratio)
+        if bounds is None:
+            return centre - tq * spread
+        a, b = bounds
+        share = (centre - a) / (b - a)
+        inside = (share > 0) & (share < 1)
+        s = np.where(inside, share, 0.5)
+        with np.errstate(over="ignore"):
+            low = a + (b - a) / (1 + np.exp(tq * spread / ((b - a) * s * (1 - s)) - np.log(s / (1 - s))))
+        return np.where(inside, low, np.where(share >= 1, a + (b - a) * at_edge, a) if at_edge is not None else np.nan)
 
     def ceiling_truth(self) -> np.ndarray:
         """E[judge's agreement with an annotator - annotators' pairwise agreement] under the model."""
@@ -343,7 +354,8 @@ class Simulator:
         def statistic(*cells):
             return _cells_statistic(coefficient, *cells)
 
-        low = self._lower_bound(statistic, cell_sums, slot_count, kept, clusters, tq, scale)
+        low = self._lower_bound(statistic, cell_sums, slot_count, kept, clusters, tq, scale,
+                                bounds=RANGE.get(coefficient))
         minimum = MIN_UNITS.get(coefficient, 0)
         clears = low > c.threshold if c.strict else low >= c.threshold
         return np.isfinite(low) & clears & (scale.units(kept) >= minimum)
@@ -361,9 +373,10 @@ class Simulator:
                 ok = ok & np.isfinite(low) & (low > c.threshold)
         return ok
 
-    def _lower_bound(self, statistic, cell_sums, slot_count, kept, clusters, tq, scale: _Scale) -> np.ndarray:
+    def _lower_bound(self, statistic, cell_sums, slot_count, kept, clusters, tq, scale: _Scale, *,
+                     bounds: tuple[float, float] | None = None) -> np.ndarray:
         """Lower bound of the t interval on the clustered linearised SE of ``statistic`` (a function of the
-        four judge x majority cell shares), per judge accuracy and study."""
+        four judge x majority cell shares), per judge accuracy and study; on the logit scale of ``bounds``."""
         totals = [s.sum(axis=2) for s in cell_sums]  # (X, S)
         value = statistic(*totals)
         # Linearisation: gradient of the statistic in the cell shares (central differences).
@@ -384,7 +397,8 @@ class Simulator:
             var = clusters / (clusters - 1) * (influence**2).sum(axis=2) / kept**2
             d = self.design
             truth = statistic(*_true_cells(scale.judge_accuracy, d.majority_accuracy, d.positive_rate))
-            return scale.lower_bound(value, np.sqrt(var), tq, truth)
+            at_edge = self.z ** (1 / scale.clusters(clusters)) if bounds is not None else None
+            return scale.lower_bound(value, np.sqrt(var), tq, truth, bounds=bounds, at_edge=at_edge)
 
     def _ceiling(self, c: PlannedCriterion, judge, humans, flat, n, scale: _Scale) -> np.ndarray:
         m = humans.shape[0]

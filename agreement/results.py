@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement.intervals import METHOD_NAMES, bootstrap_interval, method_for
+from agreement.intervals import METHOD_NAMES, RANGE, bootstrap_interval, bounded_t, method_for
 from agreement.quantiles import normal_quantile, t_quantile
 from samples.errors import InputError
 from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
@@ -76,16 +76,22 @@ class AgreementResult:
         the bootstrap SE. ``method`` of the result names the procedure and what it drew.
         """
         level = DEFAULT_LEVEL if level is None else check_level(level)
+        statistic_range = None
         if method is None:
             method = method_for(self.coefficient) if self.bootstrap is not None else "t"
+            # The chosen t interval of a coefficient with a natural range is on that range's logit scale
+            # (``agreement.intervals.bounded_t``): no view shows an interval such as [0.825, 1.003].
+            statistic_range = RANGE.get(self.coefficient) if method in ("t", "t_boot") else None
         if method not in CI_METHODS:
             raise InputError(f"method={method!r}: expected one of {list(CI_METHODS)}")
         over = self.details.get("se_over" if method in ("t", "normal") else "resampling")
-        name = METHOD_NAMES[method] + (f" over {over}" if over else "")
-        low, high = self._bounds(level, method)
+        scale = f" (logit scale of [{statistic_range[0]:g}, {statistic_range[1]:g}])" if statistic_range else ""
+        name = METHOD_NAMES[method] + scale + (f" over {over}" if over else "")
+        low, high = self._bounds(level, method, statistic_range)
         return ConfidenceInterval(low=low, high=high, level=level, method=name)
 
-    def _bounds(self, level: float, method: str) -> tuple[float, float]:
+    def _bounds(self, level: float, method: str, statistic_range: tuple[float, float] | None = None
+                ) -> tuple[float, float]:
         nan = (math.nan, math.nan)
         if not math.isfinite(self.statistic):
             return nan
@@ -93,6 +99,8 @@ class AgreementResult:
         if method in ("t", "normal"):
             if not math.isfinite(self.se):
                 return nan
+            if statistic_range is not None:
+                return bounded_t(self.statistic, self.se, self.df, level, statistic_range) if self.df >= 1 else nan
             if method == "normal":
                 half = normal_quantile(1.0 - tail) * self.se
                 return (self.statistic - half, self.statistic + half)
@@ -105,4 +113,4 @@ class AgreementResult:
                 f"method={method!r}: {self.coefficient} was computed without bootstrap resamples (n_resamples=0)"
             )
         return bootstrap_interval(self.statistic, self.bootstrap, self.details.get("jackknife"), level, method,
-                                  df=self.df)
+                                  df=self.df, bounds=statistic_range)

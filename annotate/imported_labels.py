@@ -79,9 +79,10 @@ def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes:
     from samples.kinds import scheme_for
 
     name = scheme or scheme_for(kind, schemes)
-    if name != ANY_SCHEME:
-        get_scheme(name).check(label, where=where)
-    return label
+    if name == ANY_SCHEME:
+        return label
+    known = get_scheme(name)
+    return known.canonical(label) or known.check(label, where=where)
 
 
 def _time(value: object, where: str, column: str) -> str:

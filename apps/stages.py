@@ -921,8 +921,12 @@ def folder_status(root: Path) -> dict[str, Any]:
     if not layout.root.is_dir():
         raise InputError(f"{root}: study folder not found")
     tables = [("units", layout.units), ("sample", layout.sample), ("blind", layout.tasks), ("sealed key", layout.key)]
+    # `accord import` registers its units straight into the sealed key (inclusion probability 1): there is
+    # nothing to sample, and the units carry no text to blind.
+    imported = layout.key.is_file() and not layout.sample.is_file()
     stale = {}
-    stages = [{"stage": name, "state": "done" if path.is_file() else "pending", "seconds": None,
+    stages = [{"stage": name, "state": "done" if path.is_file() else
+               "not needed" if imported and name in ("sample", "blind") else "pending", "seconds": None,
                "finished_at": None, "summary": None} for name, path in tables]
     for model in DOCUMENTS:  # the stage documents written so far (which ones a study needs, only its file says)
         document = read_document(model, layout)
@@ -939,6 +943,8 @@ def folder_status(root: Path) -> dict[str, Any]:
             "verdict": verdict.verdict, "policy": verdict.policy.name,
             "judges": {j: v.verdict for j, v in verdict.judges.items()}, "simulated": verdict.simulated},
         "stale": stale, "waiting": None,
+        "note": (f"units, labels and verdicts imported with accord import: sample and blind are not needed; next: "
+                 f"accord gate {layout.root} --policy POLICY.toml") if imported and verdict is None else None,
     }
 
 

@@ -55,7 +55,7 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
     from samples.kinds import DEFAULT_SCHEME
 
     if output_kind is not None:
-        get_output_kind(output_kind)
+        output_kind = get_output_kind(output_kind).name
     if parse_mode not in ("strict", "lenient"):
         raise InputError(f"--parse-mode {parse_mode!r}: expected strict or lenient")
 
@@ -71,10 +71,11 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
         if raw is None or not raw.strip():
             return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason="empty")
         name = scheme or DEFAULT_SCHEME[matcher.kinds[unit]]
-        if name != "any" and raw not in get_scheme(name).labels:
+        label = raw if name == "any" else get_scheme(name).canonical(raw)
+        if label is None:
             return JudgeLabel(**base, label=None, parse_status="unscored",
                               unscored_reason=f"wrong_format: {raw!r} is not a {name} label {list(get_scheme(name).labels)}")
-        return JudgeLabel(**base, label=raw, label_strict=raw, label_lenient=raw, parse_status="ok")
+        return JudgeLabel(**base, label=label, label_strict=label, label_lenient=label, parse_status="ok")
 
     labels = collect(rows, convert)
     seen: dict[str, str] = {}
@@ -136,9 +137,16 @@ def judge_import(path: str | Path, study: str | Path, *, judge: str, match: Matc
             raise InputError(f"{path}: none of its {outside} row(s) is about a unit of the study; nothing to import")
     fingerprint = sha256_hex(["import", judge, file_sha256(path), format, output_column, output_kind, parse_mode, scheme,
                               dict(sorted((where or {}).items()))])
-    labels = judge_labels_from_rows(rows, matcher, judge=judge, match=match,
-                                    output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
-                                    scheme=scheme, fingerprint=fingerprint)
+    try:
+        labels = judge_labels_from_rows(rows, matcher, judge=judge, match=match,
+                                        output_column=output_column, output_kind=output_kind, parse_mode=parse_mode,
+                                        scheme=scheme, fingerprint=fingerprint)
+    except InputError as error:
+        if only_sample or not any("is not a unit of the study" in p or "is not in the sealed key" in p
+                                   for p in error.problems):
+            raise
+        raise InputError(f"{error}; a judge run over more units than the study's (the population): "
+                         "--only-sample skips and counts those rows") from None
     labels.sort(key=lambda r: r.unit_id)
     target = layout.imported_judge_labels_dir / f"{judge}.jsonl"
     unscored: dict[str, int] = {}

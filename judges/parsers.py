@@ -109,7 +109,8 @@ def _clean(text: str) -> str:
 def _word_parser(words: dict[str, str]) -> tuple[Callable[..., Parsed], Callable[..., Parsed]]:
     """Strict and lenient parsers for 'Reply with exactly one word: A or B' prompts.
 
-    ``words`` maps the word the prompt asks for (upper case) to the canonical label.
+    ``words`` maps the word the prompt asks for (upper case) to the canonical label. Case is not format:
+    strict reads "Yes" as YES; anything around the word ("YES.") is for lenient, which a strict failure names.
     """
     expected = " or ".join(words)
     token = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")\b", re.IGNORECASE)
@@ -117,10 +118,12 @@ def _word_parser(words: dict[str, str]) -> tuple[Callable[..., Parsed], Callable
     def strict(text: str | None, *, truncated: bool = False) -> Parsed:
         if (early := _precheck(text, truncated=truncated)) is not None:
             return early
-        word = text.strip()
+        word = text.strip().upper()
         if word in words:
             return Parsed(label=words[word])
-        return _fail_reason(text, truncated=truncated, detail=f"expected exactly {expected}")
+        read = lenient(text, truncated=truncated).label
+        hint = f" (the lenient parse reads {read!r})" if read is not None else ""
+        return _fail_reason(text, truncated=truncated, detail=f"expected exactly {expected}{hint}")
 
     def lenient(text: str | None, *, truncated: bool = False) -> Parsed:
         if (early := _precheck(text, truncated=truncated)) is not None:
@@ -312,7 +315,13 @@ _register_builtins()
 
 
 def get_output_kind(name: str) -> OutputKind:
-    return OUTPUT_KINDS.get_one(name)
+    from samples.errors import InputError
+
+    # A name is typed on the command line and in study files: its case does not matter.
+    found = [key for key in OUTPUT_KINDS if key.casefold() == name.strip().casefold()]
+    if len(found) != 1:
+        raise InputError(f"unknown output kind {name!r}; known: {OUTPUT_KINDS.names()}")
+    return OUTPUT_KINDS.get_one(found[0])
 
 
 @functools.lru_cache(maxsize=4096)

@@ -46,7 +46,7 @@ from urllib.parse import unquote
 import ahocorasick
 
 from samples.confusables import fold_table
-from samples.vocabulary import Vocabulary, default_vocabulary
+from samples.vocabulary import AGENT_NAME, Vocabulary, default_vocabulary, neutral_agent_name
 
 _RLO = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: shown reversed
 # The reader's view: what a person reads through between letters.
@@ -154,12 +154,14 @@ class LeakDetector:
         self._role_words: tuple[str, ...] = ()
         if not keep_roles:  # a harness's speaker names, agent-name endings and stock replies
             names = sorted((name.lower() for name, _ in vocab.roles), key=len, reverse=True)
-            ends = [name for name, _ in vocab.role_suffixes]
+            ends = [name for name, _ in [*vocab.role_suffixes, *vocab.role_nouns]]
             stock = [name for name, _ in vocab.boilerplate]
-            self._role_words = (*names, *(w.lower() for w in [*ends, *stock]))
+            self._vocabulary = vocab
+            self._role_words = (*names, *(w.lower() for w in [*ends, *stock]), "))")
             self._role_name = re.compile(rf"(?<![a-z])({'|'.join(map(re.escape, names)) or '(?!)'})(?![a-z])")
-            self._role_mark = re.compile(rf"(?<=[A-Za-z0-9])_?({'|'.join(map(re.escape, ends)) or '(?!)'})(?![A-Za-z0-9])"
-                                         rf"|(?<![A-Za-z])({'|'.join(map(re.escape, stock)) or '(?!)'})(?![A-Za-z])")
+            # a stock reply, or a speaker line's Magentic-One mark ("(Orchestrator (-> WebSurfer))")
+            self._role_mark = re.compile(rf"(?<![A-Za-z])({'|'.join(map(re.escape, stock)) or '(?!)'})(?![A-Za-z])"
+                                         r"|^\s*\[[^\]\n]{1,40}\] \([^()\n]+ \([^()\n]+\)\)", re.MULTILINE)
         study = {_compact(t) for items in (extra or {}).values() for t in items if len(t.strip()) >= 2}
         kept = {_compact(t) for t in keep}
         ordinary = {_compact(t) for t in vocab.ordinary} - study - kept
@@ -281,6 +283,8 @@ class LeakDetector:
             found += [(m.group(0), low[max(0, m.start() - 20):m.end() + 20]) for m in self._role_name.finditer(low)]
             shown = unicodedata.normalize("NFKC", text)
             found += [(m.group(0), shown[max(0, m.start() - 20):m.end() + 20]) for m in self._role_mark.finditer(shown)]
+            found += [(m.group(0), shown[max(0, m.start() - 20):m.end() + 20]) for m in AGENT_NAME.finditer(shown)
+                      if neutral_agent_name(m.group(0), self._vocabulary) is not None]
         if decode and _may_hold_token(text):
             for token in _ENCODED.finditer(text):  # base64 or hex, 8+ characters with a digit
                 raw = token.group(0)

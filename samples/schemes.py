@@ -24,6 +24,12 @@ class LabelScheme:
             raise InputError(f"{where}: label {label!r} is not one of {list(self.labels)} (scheme {self.name!r})")
         return label
 
+    def canonical(self, label: str) -> str | None:
+        """``label`` as this scheme spells it, ignoring case and surrounding space ("Yes " -> "yes"), for what a
+        person typed in a table; None when it is no label of the scheme."""
+        matches = [known for known in self.labels if known.casefold() == label.strip().casefold()]
+        return matches[0] if len(matches) == 1 else None
+
 
 SCHEMES: Registry[LabelScheme] = Registry("label scheme")
 

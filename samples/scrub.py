@@ -55,7 +55,7 @@ import ahocorasick
 from samples.confusables import fold
 from samples.errors import InputError
 from samples.leakcheck import decoded_token
-from samples.vocabulary import Vocabulary, default_vocabulary
+from samples.vocabulary import AGENT_NAME, Vocabulary, default_vocabulary, neutral_agent_name
 
 _ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 _OVERRIDE = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: the reader sees it reversed
@@ -125,6 +125,8 @@ _TOKEN_SHAPE = bytes.maketrans(bytes(range(256)), bytes(
     for b in range(256)))
 # The first word of a turn, and its leading "[turn 3] (role)" line.
 _FIRST_WORD = re.compile(r"\s*(\S+)")
+# A speaker line's nested mark: "[turn 3] (Orchestrator (-> WebSurfer))", "(Orchestrator (thought))".
+_SPEAKER_MARK = re.compile(r"(?m)^(\s*\[[^\]\n]{1,40}\] \([^()\n]+?)( \((?:-> ([^()\n]+)|([^()\n]+))\))\)")
 _PART_HEADER = re.compile(r"\s*\[[^\]\n]{1,40}\](?: \([^\n]*\))?[ \t]*(?:\n|\Z)")
 # A masked name inside an identifier or path becomes a neutral word of its shape ("my_model_tool").
 NEUTRAL = {"model": "model", "vendor": "vendor", "agent": "agent"}
@@ -278,17 +280,15 @@ class Scrubber:
                  keep: Iterable[str] = (), keep_roles: bool = False) -> None:
         vocab = vocabulary or default_vocabulary()
         self.keep_roles = keep_roles
+        self._vocabulary = vocab
         self._role_names = {name.lower(): neutral for name, neutral in vocab.roles}
-        self._role_suffixes = dict(vocab.role_suffixes)
         self._boilerplate = dict(vocab.boilerplate)
-        self._role_words = [*self._role_names, *(w.lower() for w in [*self._role_suffixes, *self._boilerplate])]
+        self._role_words = [*self._role_names, *(w.lower() for w in self._boilerplate),
+                            *(w.lower() for w, _ in [*vocab.role_suffixes, *vocab.role_nouns])]
         names = "|".join(re.escape(n) for n in sorted(self._role_names, key=len, reverse=True)) or "(?!)"
-        suffixes = "|".join(re.escape(n) for n in self._role_suffixes) or "(?!)"
         stock = "|".join(re.escape(n) for n in self._boilerplate) or "(?!)"
-        # a name as a word or at a CamelCase boundary ("WebSurferTool"); a suffix glued to an agent name
-        # ("Verification_Expert", "VerificationExpert"); a stock reply in capitals ("TERMINATE")
-        self._roles = re.compile(rf"(?i:(?<![A-Za-z])(?P<name>{names})(?![a-z]))|(?<=[A-Za-z0-9])(?P<joint>_?)"
-                                 rf"(?P<suffix>{suffixes})(?![A-Za-z0-9])|(?<![A-Za-z])(?P<stock>{stock})(?![A-Za-z])")
+        # a name as a word or at a CamelCase boundary ("WebSurferTool"); a stock reply in capitals ("TERMINATE")
+        self._roles = re.compile(rf"(?i:(?<![A-Za-z])(?P<name>{names})(?![a-z]))|(?<![A-Za-z])(?P<stock>{stock})(?![A-Za-z])")
         extra = {k: [t for t in v if len(t.strip()) >= 2] for k, v in (extra or {}).items()}
         study = {compact(t) for items in extra.values() for t in items}
         self.keep = check_keep(keep, vocab, extra)
@@ -634,27 +634,43 @@ class Scrubber:
         return parts, hits
 
     def _neutral_roles(self, text: str, hits: list[Hit]) -> tuple[str, list[Hit]]:
-        """A harness's speaker and role names replaced by neutral ones of the same shape
-        ("Orchestrator (-> WebSurfer)" -> "Coordinator (-> Browser)"), or kept and counted."""
+        """A harness's speaker and role names replaced by neutral ones ("Orchestrator (-> WebSurfer)" ->
+        "Coordinator to Browser", "Verification_Expert" -> "Verification specialist"), or kept and counted.
+        A speaker line's nested marks ("(-> X)", "(thought)": Magentic-One's log format) become words too."""
         lowered = text.lower()
-        if not any(word in lowered for word in self._role_words):
+        if not any(word in lowered for word in self._role_words) and "))" not in text:
             return text, hits
+
+        def count(name: str, term: str | None = None) -> None:
+            hits.append(Hit(category=ROLE, matched=name, term=compact(term or name),
+                            kept=KEPT_BY_STUDY if self.keep_roles else None))
+
         def neutral(found: re.Match[str]) -> str:
             if found.group("name"):
                 name = found.group("name")
                 new = self._role_names[name.lower()]
                 new = new.upper() if name.isupper() else new if name[0].isupper() else new.lower()
-            elif found.group("suffix"):
-                name = found.group("suffix")
-                new = found.group("joint") + self._role_suffixes[name]
-                name = found.group(0)
             else:
                 name = found.group("stock")
                 new = self._boilerplate[name]
-            hits.append(Hit(category=ROLE, matched=name, term=compact(name), kept=KEPT_BY_STUDY if self.keep_roles else None))
+            count(name)
             return found.group(0) if self.keep_roles else new
 
-        return self._roles.sub(neutral, text), hits
+        def agent(found: re.Match[str]) -> str:
+            new = neutral_agent_name(found.group(0), self._vocabulary)
+            if new is None or found.group(0).lower() in self._role_names:  # a listed name: counted by that pass
+                return found.group(0)
+            count(found.group(0), re.split(r"[_\s]|(?<=[a-z])(?=[A-Z])", found.group(0))[-1])  # the telltale: its ending
+            return found.group(0) if self.keep_roles else new
+
+        def speaker(found: re.Match[str]) -> str:
+            count(found.group(2))
+            if self.keep_roles:
+                return found.group(0)
+            return found.group(1) + (f" to {found.group(3)})" if found.group(3) else f", {found.group(4)})")
+
+        text = AGENT_NAME.sub(agent, self._roles.sub(neutral, text))
+        return _SPEAKER_MARK.sub(speaker, text), hits
 
 
 def _may_encode(text: str) -> bool:

@@ -27,7 +27,8 @@ class Vocabulary:
     ``glued_short`` short terms still masked inside a longer word; ``ordinary_containing``
     ordinary words that contain a term; ``variants`` words that may follow a model name.
     All are lower case. ``roles``, ``role_suffixes`` and ``boilerplate`` map a harness's
-    speaker names, agent-name endings and stock replies to neutral ones (as written).
+    speaker names, agent-name endings and stock replies to neutral ones (as written);
+    ``role_nouns`` are endings read only after "_" (``neutral_agent_name``).
     """
 
     models: tuple[str, ...]
@@ -41,6 +42,7 @@ class Vocabulary:
     variants: tuple[str, ...] = ()
     roles: tuple[tuple[str, str], ...] = ()
     role_suffixes: tuple[tuple[str, str], ...] = ()
+    role_nouns: tuple[tuple[str, str], ...] = ()
     boilerplate: tuple[tuple[str, str], ...] = ()
 
 
@@ -55,8 +57,9 @@ def _neutral(table: dict, key: str, where: str) -> tuple[tuple[str, str], ...]:
     values = table.get(key, {})
     if not isinstance(values, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]+", k)
-            and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]+", v) for k, v in values.items()):
-        raise InputError(f"{where}: field '{key}' must map names to neutral names (letters, digits, '_'; 2+ characters)")
+            and re.fullmatch(r"[A-Za-z][A-Za-z0-9_ ]+", v) for k, v in values.items()):
+        raise InputError(f"{where}: field '{key}' must map names to neutral names (letters, digits, '_', ' '; "
+                         "2+ characters)")
     return tuple(sorted(values.items()))
 
 
@@ -97,7 +100,35 @@ def load_vocabulary(path: str | Path = VOCABULARY_PATH) -> Vocabulary:
                       variants=tuple(t.lower() for t in _terms(matching, "variants", where)),
                       **{field: _neutral(data.get("harness_roles", {}), key, f"{path}: [harness_roles]")
                          for field, key in (("roles", "names"), ("role_suffixes", "suffixes"),
-                                            ("boilerplate", "boilerplate"))})
+                                            ("role_nouns", "nouns"), ("boilerplate", "boilerplate"))})
+
+
+# An identifier starting with a capital (its parts joined by "_" or "-"), not inside a path or a dotted
+# name: a candidate agent name.
+AGENT_NAME = re.compile(r"(?<![A-Za-z0-9_./\\-])[A-Z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*(?![A-Za-z0-9_])")
+_NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def neutral_agent_name(token: str, vocabulary: Vocabulary) -> str | None:
+    """The plain phrase an agent name (``AGENT_NAME``) is shown as, or None when ``token`` is no agent name.
+
+    An agent name ends in a ``role_suffixes`` word, glued or after "_" ("VerificationExpert",
+    "IMDB_Ratings_Specialist"), or in a ``role_nouns`` word after "_" ("Code_runner"); it becomes its words
+    with the neutral ending ("Verification specialist", "IMDB ratings specialist", "Code runner"): the
+    identifier shape a framework gives its agents is gone, the words a reader needs stay.
+    """
+    pieces = token.split("_")
+    words = [part for piece in pieces for part in _NAME_PART.findall(piece)]
+    if len(words) < 2 or token.isupper():  # "QWEN_CODE_RUNNER": a constant or a tool, not an agent
+        return None
+    ending = dict((k.casefold(), v) for k, v in vocabulary.role_suffixes)
+    if len(pieces) > 1:
+        ending |= {k.casefold(): v for k, v in vocabulary.role_nouns}
+    neutral = ending.get(words[-1].casefold())
+    if neutral is None:
+        return None
+    middle = [w if w.isupper() and len(w) > 1 else w.lower() for w in words[1:-1]]
+    return " ".join([words[0], *middle, neutral])
 
 
 @lru_cache(maxsize=1)

@@ -56,3 +56,47 @@ def test_an_unclosed_quote_is_reported_on_the_line_it_opens(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert f"{path}:5: a quoted field is never closed" in err, err  # the quote opens on line 5 of 151
+
+
+def test_judge_run_summary_keeps_names_and_values_whole_at_80_columns(tmp_path):
+    """Issue #25: at 80 columns the run summary squeezed its eleven columns to '…' (costs, unscored reasons)."""
+    from tests.judges.test_rule_judges import response_unit
+
+    texts = ["<answer>\nDECISION: ANSWER\n</answer>", "<answer>\nRESPONSE: DECLINE\n</answer>", "nothing"]
+    units = tmp_path / "units.jsonl"
+    units.write_text("".join(response_unit(f"agg-{i}", t).model_dump_json() + "\n" for i, t in enumerate(texts)))
+    names = ["aggarwal-strict-decision-parser@rule-model", "aggarwal-semantic-decision-parser@rule-model"]
+    config = tmp_path / "judges.toml"
+    config.write_text("".join(f'[[judge]]\nname = "{name}"\nprovider = "rule"\nmodel = "aggarwal"\nparse_mode = '
+                              f'"{mode}"\n\n' for name, mode in zip(names, ("strict", "lenient"), strict=True)))
+    argv = ["judge", "run", "--units", str(units), "--config", str(config), "--study", str(tmp_path / "study")]
+    for extra in (["--dry-run"], []):
+        result = _accord(*argv, *extra)
+        assert result.returncode == 0, result.stderr
+        out = result.stdout
+        assert "…" not in out, out
+        assert all(f"judge {name}" in out.splitlines() for name in names), out
+        assert all(len(line) <= 80 for line in out.splitlines() if not line.startswith(("judge ", "labels: "))), out
+    # the real run: every value readable, the strict parser's two outputs unscored with their reason
+    assert "  calls: 3" in out and "  unscored: 2 (wrong_format 2)" in out and "  unscored: 1 (wrong_format 1)" in out
+    assert "  cost $: 0.0000" in out
+    wide = _accord(*argv, columns=200).stdout  # where the table fits, it is a table
+    assert "┃ judge" in wide and all(f"│ {name} " in wide for name in names), wide
+
+
+def test_blind_summary_folds_a_long_key_path_instead_of_cutting_it(tmp_path):
+    """Issue #25 (80 columns): the sealed key's path in `accord blind`'s table ended in '…'."""
+    study = tmp_path / "a_rather_long_folder_name_for_the_study_under_test" / "another_level" / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "all"\nkinds = ["identify_trajectory"]\nstrata = ["kind"]\nallocation = "fixed"\n'
+                    'n_per_stratum = 10\none_per_trajectory = false\n')
+    for argv in (["ingest", str(REPO / "data" / "ise_example.jsonl"), "--adapter", "ise", "--study", str(study)],
+                 ["sample", str(study), "--plan", str(plan)]):
+        assert main(argv) == 0
+    result = _accord("blind", str(study), "--annotators", "annotator_with_a_long_name_1,annotator_with_a_long_name_2")
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout, result.stdout
+    key = str(study / "sealed" / "key.jsonl")
+    value = "".join(line.split("│")[2].strip() for line in result.stdout.splitlines()
+                    if line.count("│") == 3 and line.split("│")[1].strip() in ("sealed key", ""))
+    assert key in value, result.stdout  # folded over lines, whole when read back

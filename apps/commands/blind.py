@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"accord blind -> {summary['blind_dir']}")
     table.add_column("what")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")  # a path or a name is folded, never cut
     table.add_row("tasks", str(summary["tasks"]))
     table.add_row("annotators", ", ".join(summary["annotators"]))
     table.add_row("tasks with masking", str(summary["tasks_with_masking"]))

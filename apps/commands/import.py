@@ -114,7 +114,8 @@ def _time_option(p: argparse.ArgumentParser) -> None:
 def _judge_options(p: argparse.ArgumentParser, *, scheme: bool = True) -> None:
     p.add_argument("--output-kind", help="parse raw outputs with this output kind (accord judge list); default: "
                                          "the cells are already canonical labels")
-    p.add_argument("--parse-mode", default="strict", choices=("strict", "lenient"), help="reported parse mode")
+    p.add_argument("--parse-mode", default="strict", choices=("strict", "lenient"), type=str.lower,
+                   help="reported parse mode")
     if scheme:
         p.add_argument("--scheme", help="label scheme for canonical labels (default: the unit kind's); 'any'")
 

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="PROMPT@PROVIDER:MODEL or rule:MODEL (repeatable)")
         p.add_argument("--base-url", help="base URL for --judge judges (OpenAI-compatible or Anthropic server)")
         p.add_argument("--api", choices=("openai", "anthropic"), help="wire API for --judge judges of the local provider")
-        p.add_argument("--parse-mode", choices=("strict", "lenient"), help="reported parse mode for --judge judges")
+        p.add_argument("--parse-mode", choices=("strict", "lenient"), type=str.lower,
+                       help="reported parse mode for --judge judges")
         p.add_argument("--samples", type=int, help="self-consistency samples per unit for --judge judges")
         p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="judge parameter for --judge judges, VALUE as JSON (e.g. temperature=0, max_tokens=16)")
@@ -184,19 +185,15 @@ def _context_verdict(summary: Any) -> int:
 
 def _print_summary(summary: Any) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from apps.tables import print_rows
 
     console = Console()
     title = "dry run: calls that would be made" if summary.dry_run else f"judge run {summary.run_id} ({summary.seconds:.1f} s)"
-    from apps.tables import name_column
-
-    table = Table(title=title)
-    name_column(table, "judge", [j.judge for j in summary.judges])
     columns = ["units", "done before", "cache hits", "calls"]
     columns += ["est. input tok", "est. output tok", "est. cost $"] if summary.dry_run else [
         "ok", "unscored", "retries", "failed", "tokens in/out", "cost $"]
-    for column in columns:
-        table.add_column(column)
+    rows = []
     for j in summary.judges:
         cost = f"{j.cost_usd:.4f}" if j.cost_usd is not None else f"undefined ({j.cost_reason})"
         row = [j.judge, str(j.units), str(j.already_done), str(j.cache_hits), str(j.calls)]
@@ -207,8 +204,8 @@ def _print_summary(summary: Any) -> None:
             reasons = ", ".join(f"{k} {v}" for k, v in j.unscored_reasons.items())
             row += [str(j.ok), f"{j.unscored}" + (f" ({reasons})" if reasons else ""), str(j.retries), str(j.failed),
                     f"{j.input_tokens}/{j.output_tokens}", cost]
-        table.add_row(*row)
-    console.print(table)
+        rows.append(row)
+    print_rows(console, title, "judge", columns, rows)
     if not summary.dry_run:
         console.print(f"labels: {summary.labels_path}")
 

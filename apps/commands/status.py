@@ -61,7 +61,7 @@ def _print(status: dict) -> None:
     for column in ("state", "seconds", "finished"):
         stages.add_column(column)
     for row in status["stages"]:
-        colour = {"done": "green", "stale": "yellow", "pending": "red"}[row["state"]]
+        colour = {"done": "green", "stale": "yellow", "pending": "red", "not needed": "dim"}[row["state"]]
         stages.add_row(row["stage"], f"[{colour}]{row['state']}[/]", str(row.get("seconds") or ""), row.get("finished_at") or "")
     console.print(stages)
     sample = status["sample"]
@@ -96,5 +96,7 @@ def _print(status: dict) -> None:
                       + ", ".join(f"{j} {v}" for j, v in verdict["judges"].items()))
     for line in sorted({line for lines in status["stale"].values() for line in lines}):
         console.print(line, style="yellow", soft_wrap=True, markup=False)
+    if status.get("note"):
+        console.print(status["note"], soft_wrap=True, markup=False)
     if status["waiting"]:
         console.print(status["waiting"], style="yellow", soft_wrap=True, markup=False)

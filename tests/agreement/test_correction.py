@@ -66,6 +66,22 @@ def test_ppi_special_cases_by_hand():
     assert plain.details["se"] == pytest.approx(se)
 
 
+def test_ppi_interval_of_a_rare_rate_stays_in_zero_one():
+    # Issue #25. Classical estimate (lam = 0) of a rate from 20 validated 0/1 labels, one positive: 0.05,
+    # SE sqrt(0.05 x 0.95 / 20) = 0.048734 (np.std, ddof 0); normal interval 0.05 -/+ 1.959964 x 0.048734 =
+    # [-0.045517, 0.145517]. A rate below 0 is impossible: the bound is cut at 0 and the method says so.
+    y = np.zeros(20)
+    y[3] = 1.0
+    estimate = ppi_mean(y, y.copy(), np.zeros(200), lam=0.0)
+    assert estimate.statistic == pytest.approx(0.05)
+    assert (estimate.ci_low, estimate.ci_high) == pytest.approx((0.0, 0.145517), abs=1e-6)
+    assert estimate.method.endswith(", clipped to [0, 1]")
+    # Scores that are not rates (here up to 5) keep the normal interval as it is.
+    scores = ppi_mean(y * 5, y * 5, np.zeros(200), lam=0.0)
+    assert scores.ci_low == pytest.approx(0.25 - 1.959964 * np.sqrt(0.05 * 0.95 * 25 / 20), abs=1e-5)
+    assert "clipped" not in scores.method
+
+
 # ppi-python 0.2.3 (isolated venv), ppi_mean_pointestimate / ppi_mean_ci(alpha=0.05) on ppi_case().
 PPI_PYTHON = {
     "unweighted": (0.3218185058817538, 0.23445778879090032, 0.40917922297260734),

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from agreement import RatingData, compute
-from agreement.intervals import METHOD, MIN_UNITS, model_contrast
+from agreement.intervals import METHOD, MIN_UNITS, RANGE, bootstrap_interval, model_contrast
 from agreement.panels import PanelSettings, ceiling_difference
 from agreement.quantiles import t_quantile
 from tests.agreement.test_coverage import agreement_truth
@@ -65,6 +65,10 @@ def t_boot(statistic: float, draws: np.ndarray, clusters: int) -> tuple[float, f
 
 
 def interval(result, method: str, clusters: int) -> tuple[float, float]:
+    """``t_boot`` of a statistic with a natural range is the gate's: on the logit scale of that range."""
+    if method == "t_boot" and result.coefficient in RANGE:
+        return bootstrap_interval(result.statistic, result.bootstrap, None, LEVEL, "t_boot", df=clusters - 1,
+                                  bounds=RANGE[result.coefficient])
     if method == "t_boot":
         return t_boot(result.statistic, result.bootstrap, clusters)
     ci = result.confidence_interval(LEVEL, method)

@@ -143,10 +143,32 @@ def test_adjudicator_page_in_the_browser(running_app):
         expect_text(page, "Disagreement 1 of 2")
         page.get_by_text("generic hedge?").wait_for(timeout=TIMEOUT_MS)
         page.screenshot(path="/tmp/accord-adjudicator.png", full_page=True)
+        # Issue #25: the adjudicator sees each coder's label for the disagreement (blinded as coder 1, 2),
+        # the submit moves to the next disagreement, and an "all done" screen follows the last one.
+        assert coder_labels(page) == {"coder 1": "HEDGE", "coder 2": "ABSTAIN"}
         label_button(page, "ABSTAIN").click()
         wait_chosen(page, "ABSTAIN")
         page.keyboard.press("s")
         expect_text(page, "Saved 'ABSTAIN' (revision 1).")
         page.get_by_text(re.compile(r"· 1 of 2 disagreements adjudicated$")).wait_for(timeout=TIMEOUT_MS)
-    assert raw(store, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication'") == [("t_f6", "judy", "adjudication", "ABSTAIN")]
+        expect_text(page, "Disagreement 2 of 2")
+        page.locator(IDLE).wait_for(timeout=TIMEOUT_MS)
+        assert coder_labels(page) == {"coder 1": "incorrect", "coder 2": "correct"}
+        assert "alice" not in page.content() and "bob" not in page.content()
+        label_button(page, "correct").click()
+        wait_chosen(page, "correct")
+        page.keyboard.press("s")
+        page.get_by_text(re.compile(r"^All 2 disagreements are adjudicated\.")).wait_for(timeout=TIMEOUT_MS)
+        expect_text(page, "Saved 'correct' (revision 1).")
+    assert raw(store, "SELECT task_id, annotator, role, label FROM labels WHERE role='adjudication' ORDER BY task_id") == [
+        ("t_e5", "judy", "adjudication", "correct"), ("t_f6", "judy", "adjudication", "ABSTAIN")]
     assert raw(store, "SELECT annotator, label FROM labels WHERE task_id='t_f6' AND role='independent' ORDER BY annotator") == [("alice", "HEDGE"), ("bob", "ABSTAIN")]
+
+
+def coder_labels(page) -> dict[str, str]:
+    """The independent labels table the adjudicator reads: coder -> label."""
+    table = page.locator("table", has_text="coder 1")
+    table.wait_for(timeout=TIMEOUT_MS)
+    rows = table.locator("tr").all_inner_texts()
+    cells = [row.split("\t") for row in rows[1:]]
+    return {cell[0].strip(): cell[1].strip() for cell in cells}

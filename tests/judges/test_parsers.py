@@ -20,7 +20,10 @@ from judges.parsers import OUTPUT_KINDS, parse_output
         ("correct_incorrect", "INCORRECT", "incorrect", "incorrect"),
         ("correct_incorrect", "The prediction is CORRECT.", None, "correct"),
         ("refusal_claim", "CLAIM", "claim", "claim"),
-        ("refusal_claim", "refusal", None, "refusal"),
+        ("refusal_claim", "refusal", "refusal", "refusal"),  # case is not format (issue #25)
+        ("yes_no", "Yes", "yes", "yes"),
+        ("yes_no", " no\n", "no", "no"),
+        ("yes_no", "YES.", None, "yes"),
         ("ehq4", "CONFIDENT_WRONG", "CONFIDENT_WRONG", "CONFIDENT_WRONG"),
         ("ehq4", "Label: HEDGE", None, "HEDGE"),
     ],
@@ -32,6 +35,22 @@ def test_word_outputs(kind: str, text: str, strict: str | None, lenient: str | N
     assert outcome.label == lenient
     if strict is None:
         assert outcome.strict.reason.startswith("wrong_format")
+
+
+def test_a_strict_failure_names_what_the_lenient_parse_reads() -> None:
+    outcome = parse_output("yes_no", "YES.", mode="strict")
+    assert outcome.label is None
+    assert outcome.reason == "wrong_format: expected exactly YES or NO (the lenient parse reads 'yes')"
+    assert parse_output("yes_no", "perhaps", mode="strict").reason == "wrong_format: expected exactly YES or NO"
+
+
+def test_output_kind_names_are_read_whatever_their_case() -> None:
+    from judges.parsers import get_output_kind
+    from samples.errors import InputError
+
+    assert get_output_kind("YES_NO").name == get_output_kind(" Yes_No ").name == "yes_no"
+    with pytest.raises(InputError, match="unknown output kind 'yes-no'"):
+        get_output_kind("yes-no")
 
 
 def test_incorrect_is_not_read_as_correct() -> None:

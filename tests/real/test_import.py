@@ -45,6 +45,34 @@ def test_one_table_to_a_verdict_in_two_commands(tmp_path, capsys):
     assert {r["backend"] for r in labels} == {"import"} and all(r["source"].startswith("verdicts.csv sha256:") for r in labels)
 
 
+def test_labels_and_output_kinds_as_people_type_them(tmp_path, capsys):
+    """Issue #25: `--output-kind YES_NO` was an unknown kind, and under it (strict, the default) "Yes" and "No"
+    were unscored; a human "Yes" in an escalate table was refused; a judge cell "Yes" without an output kind was
+    unscored. Case is not format: each reads as the scheme's label. "YES." stays for the lenient parse, which
+    the unscored reason names."""
+    table = _write(tmp_path / "typed.csv", "item,a1,a2,gpt\ni1,Yes,yes,Yes\ni2,no,NO,YES.\ni3,yes,No ,no\n")
+    study = tmp_path / "study"
+    assert main(["import", "table", str(table), "--study", str(study), "--unit-column", "item", "--kind",
+                 "escalate_final", "--annotator-columns", "a1,a2", "--judge-columns", "gpt", "--output-kind",
+                 "YES_NO", "--json"]) == 0
+    capsys.readouterr()
+    rows = [json.loads(line) for line in (study / "judges/imported/gpt.jsonl").read_text().splitlines()]
+    assert [(r["raw_output"], r["label"], r["label_lenient"]) for r in rows] == [
+        ("Yes", "yes", "yes"), ("YES.", None, "yes"), ("no", "no", "no")]
+    assert rows[1]["unscored_reason"] == "wrong_format: expected exactly YES or NO (the lenient parse reads 'yes')"
+    labels = [json.loads(line) for line in (study / "labels/imported/typed.jsonl").read_text().splitlines()]
+    assert sorted(r["label"] for r in labels) == ["no", "no", "no", "yes", "yes", "yes"]
+    verdicts = _write(tmp_path / "verdicts.csv", "item,out\ni1,YES\ni2,No\ni3,maybe\n")
+    assert main(["import", "judge-labels", str(verdicts), "--study", str(study), "--judge", "canon", "--unit-column",
+                 "item", "--output-column", "out"]) == 0
+    rows = [json.loads(line) for line in (study / "judges/imported/canon.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in rows] == ["yes", "no", None]
+    assert main(["import", "judge-labels", str(table), "--study", str(study), "--judge", "loose", "--unit-column",
+                 "item", "--output-column", "gpt", "--output-kind", "yes_no", "--parse-mode", "Lenient"]) == 0
+    rows = [json.loads(line) for line in (study / "judges/imported/loose.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in rows] == ["yes", "yes", "no"]  # "YES." under the lenient parse
+
+
 LONG = ("item,rater,label\ni1,a1,yes\ni1,a2,yes\ni1,gpt,yes\ni1,claude,\n"
         "i2,a1,no\ni2,a2,no\ni2,gpt,no\ni2,claude,no\n")
 

@@ -143,7 +143,9 @@ def test_judge_labels_only_sample_takes_a_population_run(tmp_path, capsys):
              "--output-column", "verdict"]
     capsys.readouterr()
     assert main(judge) == 2
-    assert "unit 'u12' is not a unit of the study" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unit 'u12' is not a unit of the study" in err
+    assert err.strip().endswith("--only-sample skips and counts those rows") and err.count("\n") == 1  # the way on
     assert main([*judge, "--only-sample", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["rows"] == 12 and report["outside_study"] == 28

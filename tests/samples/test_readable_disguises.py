@@ -158,22 +158,66 @@ def test_harness_speaker_names_become_neutral_roles(tmp_path: Path, capsys) -> N
     assert main(["blind", str(study), "--annotators", "a,b", "--json"]) == 0
     texts = _shown(study)
     joined = "\n".join(texts)
-    for neutral in ("(Coordinator (-> Browser))", "Browser, please search", "[turn 1] (Browser)",
-                    "(Verification_Specialist)", "Verified: 3. DONE", "(Code_runner)"):
+    # Issue #25: no framework's naming shape is left either ("Verification_Specialist", "Code_runner" and the
+    # "(-> X)" mark of Magentic-One's log were what accord itself showed before).
+    for neutral in ("[turn 0] (Coordinator to Browser)", "Browser, please search", "[turn 1] (Browser)",
+                    "[turn 2] (Verification specialist)", "Verified: 3. DONE", "[turn 3] (Code runner)"):
         assert neutral in joined, neutral
-    for harness in ("Orchestrator", "WebSurfer", "_Expert", "Computer_terminal", "TERMINATE"):
+    for harness in ("Orchestrator", "WebSurfer", "_Expert", "_Specialist", "Computer_terminal", "Code_runner",
+                    "TERMINATE", "(->"):
         assert harness not in joined, harness
     audit = json.loads((study / "blind" / "audit.json").read_text())
-    # by hand, per rendering: turn 0 names Orchestrator and WebSurfer in its line and WebSurfer in its text (3),
-    # turn 1 WebSurfer (1), turn 2 Verification_Expert and TERMINATE (2), turn 3 Computer_terminal (1): 7;
-    # the task shows every turn twice (its text and its turns)
-    assert audit["masked_by_category"]["role"] == 14 and "role" not in audit["kept_by_category"]
+    # by hand, per rendering: turn 0 names Orchestrator and WebSurfer in its line, its "(-> ...)" mark, and
+    # WebSurfer in its text (4), turn 1 WebSurfer (1), turn 2 Verification_Expert and TERMINATE (2), turn 3
+    # Computer_terminal (1): 8; the task shows every turn twice (its text and its turns)
+    assert audit["masked_by_category"]["role"] == 16 and "role" not in audit["kept_by_category"]
     assert main(["blind", str(study), "--annotators", "a,b", "--keep-roles", "--json"]) == 0
     joined = "\n".join(_shown(study))
-    assert "(Orchestrator (-> WebSurfer))" in joined and "TERMINATE" in joined
+    assert "(Orchestrator (-> WebSurfer))" in joined and "(Verification_Expert)" in joined and "TERMINATE" in joined
     audit = json.loads((study / "blind" / "audit.json").read_text())
-    assert audit["kept_by_category"]["role"] == 14 and "role" not in audit["masked_by_category"]
-    assert audit["kept_by_reason"]["study_keep"] == 14
+    assert audit["kept_by_category"]["role"] == 16 and "role" not in audit["masked_by_category"]
+    assert audit["kept_by_reason"]["study_keep"] == 16
+
+
+def test_who_and_when_through_ingest_sample_blind_shows_no_harness_shape(shared: Path, tmp_path: Path, capsys) -> None:
+    """The real Who&When runs as the README's commands treat them: no harness speaker name, agent-name shape,
+    log mark or stock reply is left in what annotators see (issue #25 found "Verification_Specialist",
+    "Code_runner", "(Coordinator (-> Browser))" and "groupchat/tmp_code_..." paths after blinding)."""
+    import re
+
+    study, repo = tmp_path / "ww", Path(__file__).resolve().parents[2]
+    assert main(["ingest", "--adapter", "who-and-when", str(shared / "data" / "who_and_when"), "--study", str(study),
+                 "--kinds", "identify_turn"]) == 0
+    assert main(["sample", str(study), "--plan", str(repo / "data" / "plans" / "who_and_when_turns.toml")]) == 0
+    assert main(["blind", str(study), "--annotators", "a,b", "--json"]) == 0
+    capsys.readouterr()
+    shown = "\n".join(_shown(study))
+    telltales = re.compile(r"[A-Za-z]_(?:Expert|Specialist|runner|terminal)\b|[a-z](?:Expert|Specialist)\b|\(->|"
+                           r"\(thought\)|Orchestrator|WebSurfer|FileSurfer|ComputerTerminal|TERMINATE|groupchat|tmp_code")
+    assert telltales.findall(shown) == []
+    speakers = set(re.findall(r"\[turn \d+\] \(([^\n]*)\)\n", shown))
+    assert {"Coordinator to Browser", "Browser", "Code runner", "Verification specialist"} <= speakers, speakers
+    audit = json.loads((study / "blind" / "audit.json").read_text())
+    assert audit["masked_by_category"]["role"] > 0 and audit["surviving_identity_strings"] == 0
+
+
+def test_agent_names_of_any_domain_become_plain_phrases() -> None:
+    """The rule, not a list: any capitalised identifier ending in an agent word ("_Expert", "_Specialist", glued
+    or after "_"; "_runner", "_terminal", ... after "_") reads as words; code and constants stay."""
+    scrubber = Scrubber()
+    cases = {
+        "(IMDB_Ratings_Specialist)": "(IMDB ratings specialist)", "BingAPI_Expert": "Bing API specialist",
+        "VerificationExpert": "Verification specialist", "Blu-Ray_Expert": "Blu ray specialist",
+        "Paper_Reviewer and Code_runner": "Paper reviewer and Code runner",
+        "[turn 2] (Orchestrator (termination condition))": "[turn 2] (Coordinator, termination condition)",
+        'File "/home/x/groupchat/tmp_code_1f43.py"': 'File "/home/x/workspace/snippet_1f43.py"',
+    }
+    for text, shown in cases.items():
+        assert scrubber.scrub(text)[0] == shown, text
+    for code in ("pool = ThreadPoolExecutor()", "r = TestRunner()", "my_runner = 1", "SEARCH_CODE_RUNNER",
+                 "an Expert opinion", "call (see (a))", "the Data-Driven approach"):
+        assert scrubber.scrub(code)[0] == code, code
+    assert LeakDetector().find("[turn 1] (Data_Analysis_Expert)\nok") != []
 
 
 def _strings(value: object) -> list[str]:
@@ -189,7 +233,7 @@ def _strings(value: object) -> list[str]:
 IDENTITIES = {
     "websurfer", "orchestrator", "expert", "autogen", "computerterminal", "filesurfer", "magenticone", "terminate",
     "gpt4o20240806", "gpt4o20240513", "openai", "captainagent", "azureopenai", "chatgpt", "gpt", "huggingface", "ag2",
-    "metagpt", "chatdev", "hyperagent", "appworld", "google",
+    "metagpt", "chatdev", "hyperagent", "appworld", "google", "groupchat", "tmpcode", "specialist",
 }
 
 
