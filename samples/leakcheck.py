@@ -18,7 +18,7 @@ letters "c l a u d e") and searches the letters for every identity term:
 * listed domains as host names.
 
 It then reads the text as a person does, in a second view where what a reader reads
-through is gone: separators and markup between letters ("C/l/a/u/d/e", "G|P|T",
+through is gone: HTML tags inside a word ("Cl<b></b>aude"), separators and markup between letters ("C/l/a/u/d/e", "G|P|T",
 "**Cl**aude", "Cl'aude", an emoji inside the word), letters spread one per line or
 with double spaces, markdown links between the halves of a word ("[Cl](..)[aude](..)"),
 a hyphen at a line break, quoted pieces of code concatenated (``"clau" + "de"``); and
@@ -28,6 +28,7 @@ a term must stand as a word. Bare version strings of well-known models
 tokens are decoded and read too (tool arguments). ``find_across`` reads the end of one
 turn into the start of the next, for a name split across two turns.
 
+A distinctive name of 5+ letters written backwards counts as a word ("edualc").
 Terms the study keeps are not searched. ``accord blind`` writes no task while this
 finds anything.
 """
@@ -51,6 +52,8 @@ from samples.vocabulary import Vocabulary, default_vocabulary
 _RLO = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: shown reversed
 # The reader's view: what a person reads through between letters.
 _LINK = re.compile(r"\[([^\[\]\n]{1,80})\]\([^()\s]{0,400}\)")
+_TAG_RUN = r"(?:</?[a-z][a-z0-9]{0,20}(?:\s[^<>\n]{0,200})?/?>)+"
+_TAGS = re.compile(rf"{_TAG_RUN}(?=\w)|(?<=\w){_TAG_RUN}")  # HTML tags inside a word or at its edge
 _CONCAT = re.compile(r"(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)")
 _LINE_BREAK = re.compile(r"(?<=\w)-[ \t]*\r?\n\s*(?=\w)")
 _SPREAD = re.compile(r"(?<![^\W_])(?:[^\W_](?P<gap>[\W_]{1,3}))(?:[^\W_](?P=gap))+[^\W_](?![^\W_])")
@@ -86,11 +89,13 @@ _MADE_BY = r"(?:developed|created|trained|built|made|provided|fine-tuned)\s+by\s
 
 @lru_cache(maxsize=1)
 def _reveal_table() -> dict[int, str | None]:
-    """Format characters and combining marks dropped, look-alikes folded to ASCII."""
+    """Format characters, combining marks and blank fillers dropped, look-alikes folded to ASCII."""
     table: dict[int, str | None] = dict(fold_table())
     for code in [*range(0x80, 0x30000), *range(0xE0000, 0xE1000)]:
         if unicodedata.category(chr(code)) in ("Mn", "Me", "Cf"):
             table[code] = None
+    for code in (0x115F, 0x1160, 0x3164, 0xFFA0):  # Hangul fillers: letters (Lo) that show as nothing
+        table[code] = None
     return table
 
 
@@ -123,6 +128,8 @@ def _read_through(low: str) -> str:
     """The revealed text without what a reader reads through between the letters of a word."""
     if "](" in low:
         low = _LINK.sub(r"\1", low)
+    if "<" in low:
+        low = _TAGS.sub("", low)
     if "'" in low or '"' in low or "`" in low:
         low = _CONCAT.sub("", low)
     if "-" in low:
@@ -176,8 +183,17 @@ class LeakDetector:
                     "glued" if term not in whole_words and (sum(c.isalpha() for c in term) >= 4 or term in glued
                                                             or not term.isascii()) else "word")
                 self._automaton.add_word(term, (kind, term))
+        for term in every:  # a name of several words as written ("Open AI", "Hugging Face"): a word in the letters view
+            words = _letters(reveal(term)).split()
+            spaced = " ".join(words)
+            if len(words) > 1 and all(len(w) > 1 for w in words) and "".join(words) not in ordinary | kept \
+                    and spaced not in self._automaton:
+                self._automaton.add_word(spaced, ("word", spaced))
         for word in vocab.ordinary_containing:
             self._automaton.add_word(_compact(word), ("allow", word))
+        for term, (kind, _) in list(self._automaton.items()):  # written backwards, as a word ("edualc")
+            if kind == "glued" and term.isascii() and term.isalpha() and len(term) >= 5 and term[::-1] not in self._automaton:
+                self._automaton.add_word(term[::-1], ("reversed", term))
         self._automaton.make_automaton()
         as_digits: dict[str, list[str]] = {}  # distinctive terms in leetspeak digits: is a reader's view worth building
         for term, (kind, _) in self._automaton.items():
@@ -236,7 +252,7 @@ class LeakDetector:
             bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not letters[last + 1].isalpha())
             if leet_of is not None and (len(term) < 4 or not any(not c.isalpha() for c in leet_of[start:last + 1])):
                 continue  # leetspeak: distinctive terms only, and only where a digit was read as a letter
-            if (kind == "word" and not bounded) or (words_only and (kind != "glued" or (term.isascii() and not bounded))):
+            if (kind in ("word", "reversed") and not bounded) or (words_only and (kind != "glued" or (term.isascii() and not bounded))):
                 continue  # in the reader's views: distinctive terms standing as words
             hits.append((start, last + 1, term))
         return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary
@@ -309,6 +325,8 @@ def _squeezed(low: str) -> str:
     """Every separator gone and leetspeak's letters written as its digits: a cheap look for spread terms."""
     if "](" in low:
         low = _LINK.sub(r"\1", low)
+    if "<" in low:
+        low = _TAGS.sub("", low)
     data = (low if low.isascii() else _NOT_LETTERS.sub("", low)).encode("utf-8", "surrogatepass")
     return data.translate(_DIGIT_LETTERS, _NOT_ALNUM).decode("utf-8", "surrogatepass")
 

@@ -20,7 +20,7 @@ letters spelled out one by one, quoted pieces joined by a code operator, and
 leetspeak digits ("C1aude"); there a distinctive term must stand as a word. Also
 masked: bare version strings ("4o-mini-2024-07-18"), base64 and hex tokens whose text
 names an identity (scrubbed and encoded again), text under a right-to-left override
-(read reversed), names in other scripts (listed in the vocabulary), and, with
+(read reversed), a distinctive name of 5+ letters written backwards as a word ("edualC"), names in other scripts (listed in the vocabulary), and, with
 ``scrub_across``, a name split over two turns. A masked name glued inside an
 identifier or path becomes a neutral word of its shape ("my_model_tool"), so no hole
 shows. A harness's speaker and role names ("Orchestrator (-> WebSurfer)",
@@ -57,7 +57,7 @@ from samples.errors import InputError
 from samples.leakcheck import decoded_token
 from samples.vocabulary import Vocabulary, default_vocabulary
 
-_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_ZERO_WIDTH = re.compile("[\u00ad\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\u3164\ufeff\uffa0]")  # Hangul fillers too
 _OVERRIDE = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: the reader sees it reversed
 _STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
@@ -85,12 +85,14 @@ _BEFORE_AS = re.compile(r"\bas\s+\Z")
 _AFTER_AS = re.compile(r"\s*,\s*i\b")
 # A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
 _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
-# What a reader reads through inside a word, deleted in the reader's view of a text: a markdown
-# link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
+# What a reader reads through inside a word, deleted in the reader's view of a text: HTML tags
+# ("Cl<b></b>aude", "<span>Clau</span><span>de</span>"), a markdown link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
 # ('"clau" + "de"'), a hyphen at a line break, and punctuation, markup or an emoji between
 # letters ("C/l/a/u/d/e", "**Cl**aude", "Cl'aude"); and the separators of letters spelled out
 # one by one ("c l a u d e", "C, l, a", one letter per line).
-_READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
+_TAGS = r"(?:</?[a-z][a-z0-9]{0,20}(?:\s[^<>\n]{0,200})?/?>)+"  # HTML tags, which a rendered page does not show
+_TAGS_BETWEEN = re.compile(rf"{_TAGS}(?=\w)|(?<=\w){_TAGS}")  # inside a word or at its edge
+_READ_THROUGH = re.compile(_TAGS_BETWEEN.pattern + r"|\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
                            r"|(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)|(?<=\w)-[ \t]*\r?\n\s*(?=\w)"
                            r"|(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
 _LINK_TARGET = re.compile(r"\]\([^()\s]{0,400}\)")
@@ -136,6 +138,7 @@ PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AG
                 "model": "[MODEL]"}
 CATEGORIES = ("agent", "vendor", "model")
 GLUE_MIN_LETTERS = 4
+REVERSED_MIN_LETTERS = 5  # shorter names read backwards are ordinary words too ("tpg", "newq")
 KEPT_ORDINARY = "ordinary_word"
 KEPT_BY_STUDY = "study_keep"
 
@@ -323,6 +326,9 @@ class Scrubber:
             automaton.add_word(domain, ("domain", domain))
         for word in self._allow:
             automaton.add_word(word, ("allow", word))
+        for key in self._glue_keys:  # a distinctive name written backwards, as a word ("edualC")
+            if key.isascii() and key.isalpha() and len(key) >= REVERSED_MIN_LETTERS and key[::-1] not in automaton:
+                automaton.add_word(key[::-1], ("reversed", key))
         automaton.make_automaton()
         self._automaton = automaton
         as_digits: dict[str, list[str]] = {}  # distinctive terms alone, in leetspeak digits: a cheap first look
@@ -349,6 +355,10 @@ class Scrubber:
                 plain_glued[key] += 1
             if kind == "allow":
                 allowed.append((start, end))
+            elif kind == "reversed":
+                if (start == 0 or not _word_char(low[start - 1])) and (end == n or not _word_char(low[end])):
+                    term = next(t for t in self._terms[key] if t.glue)
+                    found.append(_Span(start, end, term.category, term.term, PLACEHOLDERS[term.category]))
             elif kind == "domain":
                 if (start == 0 or low[start - 1] == "." or not (_word_char(low[start - 1]) or low[start - 1] == "-")) \
                         and (end == n or not (_word_char(low[end]) or low[end] == "-")):
@@ -404,15 +414,18 @@ class Scrubber:
     def _spread_apart(self, low: str, plain: Counter) -> bool:
         """Whether the text with every separator removed, or its words with digits read as
         leetspeak, hold a distinctive term more often than the plain pass found it."""
-        if "](" in low:
-            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
         if low.isascii():
             data = low.encode("ascii")
             if not data.translate(None, _LETTERS_AND_SPACES):
                 spaced = b" " + data.translate(_AS_LETTERS_AND_SPACES) + b" "
                 if b" a a " not in spaced and b" a  a " not in spaced:
                     return False
-            reading = data.translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
+        if "](" in low:
+            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
+        if "<" in low:
+            low = _TAGS_BETWEEN.sub("", low)  # "Cl<b></b>aude": the tags' letters stand between the letters
+        if low.isascii():
+            reading = low.encode("ascii").translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
         else:
             reading = _SQUEEZE.sub("", low).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES).decode(
                 "utf-8", "surrogatepass")
