@@ -197,7 +197,7 @@ class LeakDetector:
         self._automaton.make_automaton()
         as_digits: dict[str, list[str]] = {}  # distinctive terms in leetspeak digits: is a reader's view worth building
         for term, (kind, _) in self._automaton.items():
-            if kind == "glued":
+            if kind == "glued" or (kind == "ordinary" and len(term) >= 5 and term.isascii()):
                 spelled = term.encode("utf-8", "surrogatepass").translate(_DIGIT_LETTERS).decode("utf-8", "surrogatepass")
                 as_digits.setdefault(spelled, []).append(term)
         self._glued = ahocorasick.Automaton()
@@ -237,25 +237,33 @@ class LeakDetector:
             out += [f"parts {i}/{i + 1}: {term!r} in {' '.join((tail + ' | ' + head).split())!r}" for term in sorted(extra)]
         return out
 
-    def _terms_in(self, letters: str, *, words_only: bool, leet_of: str | None = None) -> tuple[list, bool]:
-        """(start, end, term) of every identity in a letters view, and whether an ordinary-word term occurs."""
-        hits, allowed, ordinary = [], [], False
+    def _terms_in(self, letters: str, *, words_only: bool, leet_of: str | None = None) -> tuple[list, bool, Counter]:
+        """(start, end, term) of every identity in a letters view, whether an ordinary-word term occurs, and
+        the ordinary-word terms of 5+ letters standing as words (in a reader's view, more of them than the
+        plain text has are spelled out or in leetspeak: "M1stral", "M.i.s.t.r.a.l")."""
+        hits, allowed, ordinary, words = [], [], False, Counter()
         n = len(letters)
+        after = leet_of or letters  # leetspeak turns a version's digits into letters: "m1stral7b" -> "mistraltb"
         for last, (kind, term) in self._automaton.iter(letters):
             start = last - len(term) + 1
-            if kind == "ordinary":
-                ordinary = True
-                continue
             if kind == "allow":
                 allowed.append((start, last + 1))
                 continue
-            bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not letters[last + 1].isalpha())
+            bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not after[last + 1].isalpha())
+            if kind == "ordinary":
+                ordinary = True
+                if len(term) < 5 or not term.isascii() or not bounded:
+                    continue
+                if not words_only:
+                    words[term] += 1
+                    continue
             if leet_of is not None and (len(term) < 4 or not any(not c.isalpha() for c in leet_of[start:last + 1])):
                 continue  # leetspeak: distinctive terms only, and only where a digit was read as a letter
-            if (kind in ("word", "reversed") and not bounded) or (words_only and (kind != "glued" or (term.isascii() and not bounded))):
+            if (kind in ("word", "reversed") and not bounded) or (
+                    words_only and (kind not in ("glued", "ordinary") or (term.isascii() and not bounded))):
                 continue  # in the reader's views: distinctive terms standing as words
             hits.append((start, last + 1, term))
-        return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary
+        return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary, words
 
     def _hits(self, text: str, *, decode: bool = True) -> list[tuple[str, str]]:
         low = reveal(text)
@@ -270,8 +278,10 @@ class LeakDetector:
             found.append((match.group(0), low[max(0, match.start() - 20):match.end() + 20]))
         spaced = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low) if _SPACED_HINT.search(" " + low) else low
         letters = _letters(spaced)
-        hits, ordinary = self._terms_in(letters, words_only=False)
-        plain = Counter(term for _, _, term in hits)
+        hits, ordinary, words = self._terms_in(letters, words_only=False)
+        if spaced is not low:  # ordinary words as written, not as joined from letters spelled out ("s.o.n.n.e.t")
+            words = self._terms_in(_letters(low), words_only=False)[2]
+        plain = Counter(term for _, _, term in hits) + words
         found += [(term, letters[max(0, a - 20):b + 20]) for a, b, term in hits]
         views = []
         if _worth_reading_through(low) and Counter(term for _, terms in self._glued.iter(_squeezed(low))
@@ -282,7 +292,7 @@ class LeakDetector:
                 views += [(read.translate(table), read) for table in _LEET]
         reported = Counter(plain)
         for view, leet_of in views:
-            more, _ = self._terms_in(view, words_only=True, leet_of=leet_of)
+            more, _, _ = self._terms_in(view, words_only=True, leet_of=leet_of)
             seen: Counter = Counter()
             for a, b, term in more:
                 seen[term] += 1

@@ -317,6 +317,10 @@ class Scrubber:
                     terms.setdefault(key, []).append(term)
         self._terms = terms
         self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
+        # looked for in a reader's views too: an ordinary-word name spelled out or in leetspeak ("M1stral-7B")
+        # is no ordinary word any more
+        self._spread_keys = self._glue_keys | {key for key, group in terms.items() if key.isalpha() and key.isascii()
+                                               and any(_reads_spread(t) for t in group)}
         self._domains = sorted({d.lower() for d in vocab.domains})
         self._allow = vocab.ordinary_containing
         automaton = ahocorasick.Automaton()
@@ -332,7 +336,7 @@ class Scrubber:
         automaton.make_automaton()
         self._automaton = automaton
         as_digits: dict[str, list[str]] = {}  # distinctive terms alone, in leetspeak digits: a cheap first look
-        for key in self._glue_keys:
+        for key in self._spread_keys:
             if key.replace(" ", "") == key:
                 as_digits.setdefault(key.translate(_AS_DIGITS), []).append(key)
         self._glued = ahocorasick.Automaton()
@@ -351,7 +355,7 @@ class Scrubber:
         plain_glued: Counter = Counter()
         for last, (kind, key) in self._automaton.iter(low):
             start, end = last - len(key) + 1, last + 1
-            if kind == "term" and key in self._glue_keys:
+            if kind == "term" and key in self._spread_keys:
                 plain_glued[key] += 1
             if kind == "allow":
                 allowed.append((start, end))
@@ -467,9 +471,9 @@ class Scrubber:
                 if kind != "term" or (leet_of is not None and not any(not c.isalpha() for c in leet_of[start:last_char + 1])):
                     continue
                 if key.isascii() and not ((start == 0 or not seen[start - 1].isalnum())
-                                          and (last_char + 1 == n or not seen[last_char + 1].isalpha())):
+                                          and (last_char + 1 == n or not (leet_of or seen)[last_char + 1].isalpha())):
                     continue  # in these views a term stands as a word: "src/open/ai" is not read as one
-                term = max((t for t in self._terms[key] if t.glue and t.pattern.match(seen, start)
+                term = max((t for t in self._terms[key] if _reads_spread(t) and t.pattern.match(seen, start)
                             and (leet_of is None or len(t.term) >= GLUE_MIN_LETTERS)), default=None,
                            key=lambda t: len(t.term))
                 if term is None:
@@ -668,6 +672,11 @@ class Scrubber:
             return found.group(0) if self.keep_roles else new
 
         return self._roles.sub(neutral, text), hits
+
+
+def _reads_spread(term: _Term) -> bool:
+    """Whether a term counts in a reader's views: a distinctive one, or an ordinary word of 5+ letters."""
+    return term.glue or (term.ordinary and len(term.term) >= REVERSED_MIN_LETTERS)
 
 
 def _may_encode(text: str) -> bool:

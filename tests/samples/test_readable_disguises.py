@@ -100,6 +100,10 @@ MORE_CASES = [
     ("Open AI in two words *", ["built by Open AI"], ["built by [VENDOR]"]),
     ("Arabic *", ["\u0623\u0646\u0627 \u0643\u0644\u0648\u062f"], ["\u0623\u0646\u0627 [MODEL]"]),
     ("ERNIE with a version *", ["ERNIE 4.0 answered"], ["[MODEL] answered"]),
+    ("leetspeak with a version *", ["C1aude-3 wrote this"], ["Model-3 wrote this"]),  # a name glued to "-3": its shape
+    ("ordinary-word name in leetspeak *", ["M1stral-7B wrote this"], ["Model-7B wrote this"]),
+    ("ordinary-word name in leetspeak, spaced version *", ["L1ama 3 wrote this"], ["[MODEL] 3 wrote this"]),
+    ("ordinary-word name spelled out *", ["M.i.s.t.r.a.l wrote this"], ["[MODEL] wrote this"]),
     ("ERNIE Bot in Chinese *", ["\u6587\u5fc3\u4e00\u8a00\u56de\u7b54"], ["[MODEL]\u56de\u7b54"]),
 ]
 CASES += MORE_CASES
@@ -155,7 +159,7 @@ def test_a_readable_disguise_is_masked_through_the_cli(tmp_path: Path, capsys, c
 
 
 def test_the_table_covers_the_issue_disguises() -> None:
-    assert len(CASES) >= 30 + 27
+    assert len(CASES) >= 30 + 31
 
 
 @pytest.mark.parametrize(("case", "steps"), [c[:2] for c in MORE_CASES], ids=[c[0] for c in MORE_CASES])
