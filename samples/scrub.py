@@ -17,7 +17,8 @@ What a reader reads straight through is masked too, in a reader's view of the te
 that deletes it and maps back to the text: separators and markup between letters
 ("C/l/a/u/d/e", "**Cl**aude", "[Cl](..)[aude](..)", "Clau-" + newline + "de"),
 letters spelled out one by one, quoted pieces joined by a code operator, and
-leetspeak digits ("C1aude"); there a distinctive term must stand as a word. Also
+leetspeak digits ("C1aude"); there a distinctive term, or an ordinary-word name of 5+
+letters ("M1stral", "M.i.s.t.r.a.l"), must stand as a word. Also
 masked: bare version strings ("4o-mini-2024-07-18"), base64 and hex tokens whose text
 names an identity (scrubbed and encoded again), text under a right-to-left override
 (read reversed), a distinctive name of 5+ letters written backwards as a word ("edualC"), names in other scripts (listed in the vocabulary), and, with
