@@ -39,7 +39,7 @@ from judges.providers.base import (
 )
 from judges.spec import JudgeSpec
 from samples.errors import InputError
-from samples.jsonl import atomic_writer
+from samples.jsonl import atomic_writer, json_objects
 from samples.records import Unit
 
 # One request line per documented batch format (ProviderKind.batch_format): OpenAI's Batch API, Anthropic's Message Batches.
@@ -92,19 +92,11 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of a batch file; read through samples.jsonl, which refuses special files
+    by type, bad UTF-8 and bad JSON naming file:line."""
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputError(f"{path}:{number}: not JSON ({error.msg})") from None
-        if not isinstance(row, dict) or "custom_id" not in row:
+    for number, row in json_objects(path):
+        if "custom_id" not in row:
             raise InputError(f"{path}:{number}: expected an object with custom_id")
         rows.append((number, row))
     return rows

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from judges.records import JudgeLabel
 from samples.errors import InputError
-from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes
+from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes, regular_file
 from samples.records import SampledUnit, Unit
 
 LabelKey = tuple[str, str, int]
@@ -53,6 +53,8 @@ def read_units(path: str | Path) -> list[Unit]:
     path = Path(path)
     units: list[Unit] = []
     problems: list[str] = []
+    if path.exists():
+        regular_file(path, "units file")  # by type first: a FIFO would block, /dev/zero fill memory
     try:
         handle = path.open("rb")
     except FileNotFoundError:

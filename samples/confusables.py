@@ -5,7 +5,8 @@ the ``confusable_homoglyphs`` package: every non-ASCII character that Unicode li
 as confusable with one ASCII letter, digit, hyphen, low line, dot or slash maps to it (Cyrillic 'а' -> 'a', Greek
 'ο' -> 'o', Cyrillic 'С' -> 'C'); Latin letters with diacritics map to their base
 letter ('á' -> 'a'); enclosed letters that NFKC leaves alone (negative squared and
-negative circled letters, regional indicator symbols: '🅲🅻🅰🆄🅳🅴') map to their letter.
+negative circled letters, regional indicator symbols: '🅲🅻🅰🆄🅳🅴') map to their letter, and
+so do small capitals ('ᴄʟᴀᴜᴅᴇ', which NFKC leaves alone too).
 One character becomes one character, so a folded text keeps the positions of the
 original and a match can be masked in place.
 """
@@ -21,6 +22,8 @@ from importlib import resources
 _JOINERS = "-_./"  # look-alike hyphens, low lines, dots and slashes join identifiers too
 _LATIN_RANGES = (range(0x00C0, 0x0250), range(0x1E00, 0x1F00))
 _ENCLOSED_RANGES = (range(0x2460, 0x2500), range(0x1F100, 0x1F200))
+_SMALL_CAPITAL_RANGES = (range(0x0250, 0x02B0), range(0x1D00, 0x1D80), range(0xA720, 0xA800))
+_SMALL_CAPITAL = re.compile(r"^LATIN LETTER SMALL CAPITAL ([A-Z])$")
 _ENCLOSED_LETTER = re.compile(r"\b(?:LATIN (CAPITAL|SMALL) LETTER|REGIONAL INDICATOR SYMBOL LETTER) ([A-Z])$")
 
 
@@ -56,6 +59,11 @@ def fold_table() -> dict[int, str]:
             found = _ENCLOSED_LETTER.search(unicodedata.name(chr(code), ""))
             if found and code not in table:
                 table[code] = found.group(2) if found.group(1) != "SMALL" else found.group(2).lower()
+    for block in _SMALL_CAPITAL_RANGES:
+        for code in block:
+            found = _SMALL_CAPITAL.search(unicodedata.name(chr(code), ""))
+            if found and code not in table:
+                table[code] = found.group(1).lower()
     return table
 
 

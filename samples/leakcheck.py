@@ -18,7 +18,7 @@ letters "c l a u d e") and searches the letters for every identity term:
 * listed domains as host names.
 
 It then reads the text as a person does, in a second view where what a reader reads
-through is gone: separators and markup between letters ("C/l/a/u/d/e", "G|P|T",
+through is gone: HTML tags inside a word ("Cl<b></b>aude"), separators and markup between letters ("C/l/a/u/d/e", "G|P|T",
 "**Cl**aude", "Cl'aude", an emoji inside the word), letters spread one per line or
 with double spaces, markdown links between the halves of a word ("[Cl](..)[aude](..)"),
 a hyphen at a line break, quoted pieces of code concatenated (``"clau" + "de"``); and
@@ -28,6 +28,7 @@ a term must stand as a word. Bare version strings of well-known models
 tokens are decoded and read too (tool arguments). ``find_across`` reads the end of one
 turn into the start of the next, for a name split across two turns.
 
+A distinctive name of 5+ letters written backwards counts as a word ("edualc").
 Terms the study keeps are not searched. ``accord blind`` writes no task while this
 finds anything.
 """
@@ -51,6 +52,8 @@ from samples.vocabulary import AGENT_NAME, Vocabulary, default_vocabulary, neutr
 _RLO = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: shown reversed
 # The reader's view: what a person reads through between letters.
 _LINK = re.compile(r"\[([^\[\]\n]{1,80})\]\([^()\s]{0,400}\)")
+_TAG_RUN = r"(?:</?[a-z][a-z0-9]{0,20}(?:\s[^<>\n]{0,200})?/?>)+"
+_TAGS = re.compile(rf"{_TAG_RUN}(?=\w)|(?<=\w){_TAG_RUN}")  # HTML tags inside a word or at its edge
 _CONCAT = re.compile(r"(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)")
 _LINE_BREAK = re.compile(r"(?<=\w)-[ \t]*\r?\n\s*(?=\w)")
 _SPREAD = re.compile(r"(?<![^\W_])(?:[^\W_](?P<gap>[\W_]{1,3}))(?:[^\W_](?P=gap))+[^\W_](?![^\W_])")
@@ -86,11 +89,13 @@ _MADE_BY = r"(?:developed|created|trained|built|made|provided|fine-tuned)\s+by\s
 
 @lru_cache(maxsize=1)
 def _reveal_table() -> dict[int, str | None]:
-    """Format characters and combining marks dropped, look-alikes folded to ASCII."""
+    """Format characters, combining marks and blank fillers dropped, look-alikes folded to ASCII."""
     table: dict[int, str | None] = dict(fold_table())
     for code in [*range(0x80, 0x30000), *range(0xE0000, 0xE1000)]:
         if unicodedata.category(chr(code)) in ("Mn", "Me", "Cf"):
             table[code] = None
+    for code in (0x115F, 0x1160, 0x3164, 0xFFA0):  # Hangul fillers: letters (Lo) that show as nothing
+        table[code] = None
     return table
 
 
@@ -123,6 +128,8 @@ def _read_through(low: str) -> str:
     """The revealed text without what a reader reads through between the letters of a word."""
     if "](" in low:
         low = _LINK.sub(r"\1", low)
+    if "<" in low:
+        low = _TAGS.sub("", low)
     if "'" in low or '"' in low or "`" in low:
         low = _CONCAT.sub("", low)
     if "-" in low:
@@ -178,12 +185,21 @@ class LeakDetector:
                     "glued" if term not in whole_words and (sum(c.isalpha() for c in term) >= 4 or term in glued
                                                             or not term.isascii()) else "word")
                 self._automaton.add_word(term, (kind, term))
+        for term in every:  # a name of several words as written ("Open AI", "Hugging Face"): a word in the letters view
+            words = _letters(reveal(term)).split()
+            spaced = " ".join(words)
+            if len(words) > 1 and all(len(w) > 1 for w in words) and "".join(words) not in ordinary | kept \
+                    and spaced not in self._automaton:
+                self._automaton.add_word(spaced, ("word", spaced))
         for word in vocab.ordinary_containing:
             self._automaton.add_word(_compact(word), ("allow", word))
+        for term, (kind, _) in list(self._automaton.items()):  # written backwards, as a word ("edualc")
+            if kind == "glued" and term.isascii() and term.isalpha() and len(term) >= 5 and term[::-1] not in self._automaton:
+                self._automaton.add_word(term[::-1], ("reversed", term))
         self._automaton.make_automaton()
         as_digits: dict[str, list[str]] = {}  # distinctive terms in leetspeak digits: is a reader's view worth building
         for term, (kind, _) in self._automaton.items():
-            if kind == "glued":
+            if kind == "glued" or (kind == "ordinary" and len(term) >= 5 and term.isascii()):
                 spelled = term.encode("utf-8", "surrogatepass").translate(_DIGIT_LETTERS).decode("utf-8", "surrogatepass")
                 as_digits.setdefault(spelled, []).append(term)
         self._glued = ahocorasick.Automaton()
@@ -223,25 +239,33 @@ class LeakDetector:
             out += [f"parts {i}/{i + 1}: {term!r} in {' '.join((tail + ' | ' + head).split())!r}" for term in sorted(extra)]
         return out
 
-    def _terms_in(self, letters: str, *, words_only: bool, leet_of: str | None = None) -> tuple[list, bool]:
-        """(start, end, term) of every identity in a letters view, and whether an ordinary-word term occurs."""
-        hits, allowed, ordinary = [], [], False
+    def _terms_in(self, letters: str, *, words_only: bool, leet_of: str | None = None) -> tuple[list, bool, Counter]:
+        """(start, end, term) of every identity in a letters view, whether an ordinary-word term occurs, and
+        the ordinary-word terms of 5+ letters standing as words (in a reader's view, more of them than the
+        plain text has are spelled out or in leetspeak: "M1stral", "M.i.s.t.r.a.l")."""
+        hits, allowed, ordinary, words = [], [], False, Counter()
         n = len(letters)
+        after = leet_of or letters  # leetspeak turns a version's digits into letters: "m1stral7b" -> "mistraltb"
         for last, (kind, term) in self._automaton.iter(letters):
             start = last - len(term) + 1
-            if kind == "ordinary":
-                ordinary = True
-                continue
             if kind == "allow":
                 allowed.append((start, last + 1))
                 continue
-            bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not letters[last + 1].isalpha())
+            bounded = (start == 0 or not letters[start - 1].isalnum()) and (last + 1 == n or not after[last + 1].isalpha())
+            if kind == "ordinary":
+                ordinary = True
+                if len(term) < 5 or not term.isascii() or not bounded:
+                    continue
+                if not words_only:
+                    words[term] += 1
+                    continue
             if leet_of is not None and (len(term) < 4 or not any(not c.isalpha() for c in leet_of[start:last + 1])):
                 continue  # leetspeak: distinctive terms only, and only where a digit was read as a letter
-            if (kind == "word" and not bounded) or (words_only and (kind != "glued" or (term.isascii() and not bounded))):
+            if (kind in ("word", "reversed") and not bounded) or (
+                    words_only and (kind not in ("glued", "ordinary") or (term.isascii() and not bounded))):
                 continue  # in the reader's views: distinctive terms standing as words
             hits.append((start, last + 1, term))
-        return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary
+        return [h for h in hits if not any(a <= h[0] and h[1] <= b for a, b in allowed)], ordinary, words
 
     def _hits(self, text: str, *, decode: bool = True) -> list[tuple[str, str]]:
         low = reveal(text)
@@ -256,8 +280,10 @@ class LeakDetector:
             found.append((match.group(0), low[max(0, match.start() - 20):match.end() + 20]))
         spaced = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), low) if _SPACED_HINT.search(" " + low) else low
         letters = _letters(spaced)
-        hits, ordinary = self._terms_in(letters, words_only=False)
-        plain = Counter(term for _, _, term in hits)
+        hits, ordinary, words = self._terms_in(letters, words_only=False)
+        if spaced is not low:  # ordinary words as written, not as joined from letters spelled out ("s.o.n.n.e.t")
+            words = self._terms_in(_letters(low), words_only=False)[2]
+        plain = Counter(term for _, _, term in hits) + words
         found += [(term, letters[max(0, a - 20):b + 20]) for a, b, term in hits]
         views = []
         if _worth_reading_through(low) and Counter(term for _, terms in self._glued.iter(_squeezed(low))
@@ -268,7 +294,7 @@ class LeakDetector:
                 views += [(read.translate(table), read) for table in _LEET]
         reported = Counter(plain)
         for view, leet_of in views:
-            more, _ = self._terms_in(view, words_only=True, leet_of=leet_of)
+            more, _, _ = self._terms_in(view, words_only=True, leet_of=leet_of)
             seen: Counter = Counter()
             for a, b, term in more:
                 seen[term] += 1
@@ -313,6 +339,8 @@ def _squeezed(low: str) -> str:
     """Every separator gone and leetspeak's letters written as its digits: a cheap look for spread terms."""
     if "](" in low:
         low = _LINK.sub(r"\1", low)
+    if "<" in low:
+        low = _TAGS.sub("", low)
     data = (low if low.isascii() else _NOT_LETTERS.sub("", low)).encode("utf-8", "surrogatepass")
     return data.translate(_DIGIT_LETTERS, _NOT_ALNUM).decode("utf-8", "surrogatepass")
 

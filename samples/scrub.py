@@ -17,10 +17,11 @@ What a reader reads straight through is masked too, in a reader's view of the te
 that deletes it and maps back to the text: separators and markup between letters
 ("C/l/a/u/d/e", "**Cl**aude", "[Cl](..)[aude](..)", "Clau-" + newline + "de"),
 letters spelled out one by one, quoted pieces joined by a code operator, and
-leetspeak digits ("C1aude"); there a distinctive term must stand as a word. Also
+leetspeak digits ("C1aude"); there a distinctive term, or an ordinary-word name of 5+
+letters ("M1stral", "M.i.s.t.r.a.l"), must stand as a word. Also
 masked: bare version strings ("4o-mini-2024-07-18"), base64 and hex tokens whose text
 names an identity (scrubbed and encoded again), text under a right-to-left override
-(read reversed), names in other scripts (listed in the vocabulary), and, with
+(read reversed), a distinctive name of 5+ letters written backwards as a word ("edualC"), names in other scripts (listed in the vocabulary), and, with
 ``scrub_across``, a name split over two turns. A masked name glued inside an
 identifier or path becomes a neutral word of its shape ("my_model_tool"), so no hole
 shows. A harness's speaker and role names ("Orchestrator (-> WebSurfer)",
@@ -57,7 +58,7 @@ from samples.errors import InputError
 from samples.leakcheck import decoded_token
 from samples.vocabulary import AGENT_NAME, Vocabulary, default_vocabulary, neutral_agent_name
 
-_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_ZERO_WIDTH = re.compile("[\u00ad\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\u3164\ufeff\uffa0]")  # Hangul fillers too
 _OVERRIDE = re.compile("\u202e([^\u202a-\u202e\u2066-\u2069\n]*)")  # right-to-left override: the reader sees it reversed
 _STRAY_MARKS = re.compile("(?<=[A-Za-z])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
@@ -85,12 +86,14 @@ _BEFORE_AS = re.compile(r"\bas\s+\Z")
 _AFTER_AS = re.compile(r"\s*,\s*i\b")
 # A word split by joiners ("deep-seek", "Open_AI", "Clau-de") or spelled out ("c l a u d e").
 _JOINED_WORD = re.compile(r"[a-z0-9]+(?:[\-_]+[a-z0-9]+)+")
-# What a reader reads through inside a word, deleted in the reader's view of a text: a markdown
-# link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
+# What a reader reads through inside a word, deleted in the reader's view of a text: HTML tags
+# ("Cl<b></b>aude", "<span>Clau</span><span>de</span>"), a markdown link's brackets and target ("[Cl](..)[aude](..)"), quotes joined by a code operator
 # ('"clau" + "de"'), a hyphen at a line break, and punctuation, markup or an emoji between
 # letters ("C/l/a/u/d/e", "**Cl**aude", "Cl'aude"); and the separators of letters spelled out
 # one by one ("c l a u d e", "C, l, a", one letter per line).
-_READ_THROUGH = re.compile(r"\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
+_TAGS = r"(?:</?[a-z][a-z0-9]{0,20}(?:\s[^<>\n]{0,200})?/?>)+"  # HTML tags, which a rendered page does not show
+_TAGS_BETWEEN = re.compile(rf"{_TAGS}(?=\w)|(?<=\w){_TAGS}")  # inside a word or at its edge
+_READ_THROUGH = re.compile(_TAGS_BETWEEN.pattern + r"|\[(?=[^\[\]\n]{1,80}\]\([^()\s]{0,400}\))|\]\([^()\s]{0,400}\)"
                            r"|(?<=\w)([\"'`])\s*(?:\+|\.\.?|\|\||&)?\s*\1(?=\w)|(?<=\w)-[ \t]*\r?\n\s*(?=\w)"
                            r"|(?<=[^\W_])(?:[^\w\s]|_)+(?=[^\W_])")
 _LINK_TARGET = re.compile(r"\]\([^()\s]{0,400}\)")
@@ -138,6 +141,7 @@ PLACEHOLDERS = {"url": "[URL]", "self_identification": "[VENDOR]", "agent": "[AG
                 "model": "[MODEL]"}
 CATEGORIES = ("agent", "vendor", "model")
 GLUE_MIN_LETTERS = 4
+REVERSED_MIN_LETTERS = 5  # shorter names read backwards are ordinary words too ("tpg", "newq")
 KEPT_ORDINARY = "ordinary_word"
 KEPT_BY_STUDY = "study_keep"
 
@@ -314,6 +318,10 @@ class Scrubber:
                     terms.setdefault(key, []).append(term)
         self._terms = terms
         self._glue_keys = {key for key, group in terms.items() if any(t.glue for t in group)}
+        # looked for in a reader's views too: an ordinary-word name spelled out or in leetspeak ("M1stral-7B")
+        # is no ordinary word any more
+        self._spread_keys = self._glue_keys | {key for key, group in terms.items() if key.isalpha() and key.isascii()
+                                               and any(_reads_spread(t) for t in group)}
         self._domains = sorted({d.lower() for d in vocab.domains})
         self._allow = vocab.ordinary_containing
         automaton = ahocorasick.Automaton()
@@ -323,10 +331,13 @@ class Scrubber:
             automaton.add_word(domain, ("domain", domain))
         for word in self._allow:
             automaton.add_word(word, ("allow", word))
+        for key in self._glue_keys:  # a distinctive name written backwards, as a word ("edualC")
+            if key.isascii() and key.isalpha() and len(key) >= REVERSED_MIN_LETTERS and key[::-1] not in automaton:
+                automaton.add_word(key[::-1], ("reversed", key))
         automaton.make_automaton()
         self._automaton = automaton
         as_digits: dict[str, list[str]] = {}  # distinctive terms alone, in leetspeak digits: a cheap first look
-        for key in self._glue_keys:
+        for key in self._spread_keys:
             if key.replace(" ", "") == key:
                 as_digits.setdefault(key.translate(_AS_DIGITS), []).append(key)
         self._glued = ahocorasick.Automaton()
@@ -345,10 +356,14 @@ class Scrubber:
         plain_glued: Counter = Counter()
         for last, (kind, key) in self._automaton.iter(low):
             start, end = last - len(key) + 1, last + 1
-            if kind == "term" and key in self._glue_keys:
+            if kind == "term" and key in self._spread_keys:
                 plain_glued[key] += 1
             if kind == "allow":
                 allowed.append((start, end))
+            elif kind == "reversed":
+                if (start == 0 or not _word_char(low[start - 1])) and (end == n or not _word_char(low[end])):
+                    term = next(t for t in self._terms[key] if t.glue)
+                    found.append(_Span(start, end, term.category, term.term, PLACEHOLDERS[term.category]))
             elif kind == "domain":
                 if (start == 0 or low[start - 1] == "." or not (_word_char(low[start - 1]) or low[start - 1] == "-")) \
                         and (end == n or not (_word_char(low[end]) or low[end] == "-")):
@@ -404,15 +419,18 @@ class Scrubber:
     def _spread_apart(self, low: str, plain: Counter) -> bool:
         """Whether the text with every separator removed, or its words with digits read as
         leetspeak, hold a distinctive term more often than the plain pass found it."""
-        if "](" in low:
-            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
         if low.isascii():
             data = low.encode("ascii")
             if not data.translate(None, _LETTERS_AND_SPACES):
                 spaced = b" " + data.translate(_AS_LETTERS_AND_SPACES) + b" "
                 if b" a a " not in spaced and b" a  a " not in spaced:
                     return False
-            reading = data.translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
+        if "](" in low:
+            low = _LINK_TARGET.sub("", low)  # "[Cl](..)[aude](..)": the targets stand between the letters
+        if "<" in low:
+            low = _TAGS_BETWEEN.sub("", low)  # "Cl<b></b>aude": the tags' letters stand between the letters
+        if low.isascii():
+            reading = low.encode("ascii").translate(_AS_DIGITS_BYTES, _NOT_ALNUM_BYTES).decode("ascii")
         else:
             reading = _SQUEEZE.sub("", low).encode("utf-8", "surrogatepass").translate(_AS_DIGITS_BYTES).decode(
                 "utf-8", "surrogatepass")
@@ -454,9 +472,9 @@ class Scrubber:
                 if kind != "term" or (leet_of is not None and not any(not c.isalpha() for c in leet_of[start:last_char + 1])):
                     continue
                 if key.isascii() and not ((start == 0 or not seen[start - 1].isalnum())
-                                          and (last_char + 1 == n or not seen[last_char + 1].isalpha())):
+                                          and (last_char + 1 == n or not (leet_of or seen)[last_char + 1].isalpha())):
                     continue  # in these views a term stands as a word: "src/open/ai" is not read as one
-                term = max((t for t in self._terms[key] if t.glue and t.pattern.match(seen, start)
+                term = max((t for t in self._terms[key] if _reads_spread(t) and t.pattern.match(seen, start)
                             and (leet_of is None or len(t.term) >= GLUE_MIN_LETTERS)), default=None,
                            key=lambda t: len(t.term))
                 if term is None:
@@ -671,6 +689,11 @@ class Scrubber:
 
         text = AGENT_NAME.sub(agent, self._roles.sub(neutral, text))
         return _SPEAKER_MARK.sub(speaker, text), hits
+
+
+def _reads_spread(term: _Term) -> bool:
+    """Whether a term counts in a reader's views: a distinctive one, or an ordinary word of 5+ letters."""
+    return term.glue or (term.ordinary and len(term.term) >= REVERSED_MIN_LETTERS)
 
 
 def _may_encode(text: str) -> bool:

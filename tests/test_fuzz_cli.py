@@ -414,6 +414,16 @@ CASES += [
     Case("app-address-not-this-machine", ("app", "--study", "{study}", "--address", "192.0.2.1")),
     Case("agree-bootstrap-huge", ("agree", "{root}/t.csv", "--bootstrap", HUGE),
          _write("t.csv", "unit,rater,label\nu1,r1,yes\nu1,r2,no\nu2,r1,no\nu2,r2,no\n")),
+    # found re-probing issue #23: judge run --units and batch-import --requests read the file whole
+    Case("judge-units-dev-zero", ("judge", "run", "--study", "{study}", "--units", "/dev/zero", "--judge", "rule:ehq")),
+    Case("judge-units-fifo", ("judge", "run", "--study", "{study}", "--units", "{root}/u.jsonl", "--judge", "rule:ehq"),
+         _fifo("u.jsonl")),
+    Case("batch-import-requests-dev-zero", ("judge", "batch-import", "{root}/plan.toml", "--requests", "/dev/zero",
+                                            "--study", "{study}")),
+    Case("batch-import-requests-fifo", ("judge", "batch-import", "{root}/plan.toml", "--requests", "{root}/r.jsonl",
+                                        "--study", "{study}"), _fifo("r.jsonl")),
+    Case("batch-import-requests-non-utf8", ("judge", "batch-import", "{root}/plan.toml", "--requests", "{root}/r.jsonl",
+                                            "--study", "{study}"), _write("r.jsonl", b'{"custom_id": "\xff"}\n')),
 ]
 CASES += [Case(c.id, c.argv, c.setup, "full", c.xfail) for c in [
     Case("gate-policy-dev-zero", ("gate", FULL, "--policy", "/dev/zero")),

@@ -71,6 +71,43 @@ CASES = [
     ("split across two turns", ["I am Clau", "de, your assistant"], ["I am [MODEL]", "[MODEL], your assistant"]),
 ]
 
+# More disguises, from an independent audit of issue #23: the ones marked * leaked before it (neither the
+# scrubber nor the detector saw them); the others held and stay as regressions.
+MORE_CASES = [
+    ("zero-width joiner", ["Cl\u200daude wrote this"], ["[MODEL] wrote this"]),
+    ("full-width letters", ["\uff23\uff4c\uff41\uff55\uff44\uff45 wrote this"], ["[MODEL] wrote this"]),
+    ("Greek look-alikes", ["G\u03a1\u03a4-4 wrote this"], ["[MODEL] wrote this"]),
+    ("Cyrillic P in GPT", ["G\u0420T-4 wrote this"], ["[MODEL] wrote this"]),
+    ("hyphens between letters", ["c-l-a-u-d-e wrote this"], ["[MODEL] wrote this"]),
+    ("HTML entity", ["&#67;laude wrote this"], ["[MODEL] wrote this"]),
+    ("URL-encoding", ["%43laude wrote this"], ["[MODEL] wrote this"]),
+    ("reversed *", ["edualC wrote this"], ["[MODEL] wrote this"]),
+    ("reversed Gemini *", ["inimeG wrote this"], ["[MODEL] wrote this"]),
+    ("tool-call JSON key", {"claude_key": "x"}, ['{"model_key": "x"}']),
+    ("file path", ["open /home/claude/notes.txt"], ["open /home/model/notes.txt"]),
+    ("Qwen leetspeak", ["Qw3n wrote this"], ["[MODEL] wrote this"]),
+    ("Qwen spelled out", ["Q w e n wrote this"], ["[MODEL] wrote this"]),
+    ("Mixtral", ["Mixtral 8x7B wrote this"], ["[MODEL] wrote this"]),
+    ("DeepSeek leetspeak", ["D33pS33k wrote this"], ["[VENDOR] wrote this"]),
+    ("Gemini in Japanese", ["\u30b8\u30a7\u30df\u30cb\u304c\u66f8\u3044\u305f"], ["[MODEL]\u304c\u66f8\u3044\u305f"]),
+    ("LLaMA with a version", ["LLaMA-3-70B wrote this"], ["[MODEL] wrote this"]),
+    ("Llama in Russian *", ["\u044d\u0442\u043e \u041b\u043b\u0430\u043c\u0430 3"], ["\u044d\u0442\u043e [MODEL]"]),  # was "это Л[MODEL]"
+    ("small capitals *", ["\u1d04\u029f\u1d00\u1d1c\u1d05\u1d07 wrote this"], ["[MODEL] wrote this"]),
+    ("Hangul filler inside *", ["Clau\u3164de wrote this"], ["[MODEL] wrote this"]),
+    ("HTML tags inside *", ["Cl<b></b>aude wrote this"], ["[MODEL] wrote this"]),
+    ("HTML spans *", ["<span>Clau</span><span>de</span> wrote"], ["<span>[MODEL]</span> wrote"]),
+    ("OpenRouter slug *", ["routed to x-ai/grok-4"], ["routed to vendor/model"]),
+    ("Open AI in two words *", ["built by Open AI"], ["built by [VENDOR]"]),
+    ("Arabic *", ["\u0623\u0646\u0627 \u0643\u0644\u0648\u062f"], ["\u0623\u0646\u0627 [MODEL]"]),
+    ("ERNIE with a version *", ["ERNIE 4.0 answered"], ["[MODEL] answered"]),
+    ("leetspeak with a version *", ["C1aude-3 wrote this"], ["Model-3 wrote this"]),  # a name glued to "-3": its shape
+    ("ordinary-word name in leetspeak *", ["M1stral-7B wrote this"], ["Model-7B wrote this"]),
+    ("ordinary-word name in leetspeak, spaced version *", ["L1ama 3 wrote this"], ["[MODEL] 3 wrote this"]),
+    ("ordinary-word name spelled out *", ["M.i.s.t.r.a.l wrote this"], ["[MODEL] wrote this"]),
+    ("ERNIE Bot in Chinese *", ["\u6587\u5fc3\u4e00\u8a00\u56de\u7b54"], ["[MODEL]\u56de\u7b54"]),
+]
+CASES += MORE_CASES
+
 
 def _run(steps: list[str] | dict) -> dict:
     if isinstance(steps, dict):
@@ -122,7 +159,14 @@ def test_a_readable_disguise_is_masked_through_the_cli(tmp_path: Path, capsys, c
 
 
 def test_the_table_covers_the_issue_disguises() -> None:
-    assert len(CASES) >= 30
+    assert len(CASES) >= 30 + 31
+
+
+@pytest.mark.parametrize(("case", "steps"), [c[:2] for c in MORE_CASES], ids=[c[0] for c in MORE_CASES])
+def test_the_detector_sees_each_disguise_on_its_own(case: str, steps) -> None:
+    """The detector is independent of the scrubber: it must find the raw disguise without it."""
+    texts = [json.dumps(steps, ensure_ascii=False)] if isinstance(steps, dict) else steps
+    assert all(LeakDetector().find(text) for text in texts), case
 
 
 def test_what_cannot_be_masked_makes_blind_refuse_and_name_where(tmp_path: Path, capsys, monkeypatch) -> None:
