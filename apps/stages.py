@@ -103,8 +103,8 @@ class Context:
             if state is not None:
                 self.base_url = state["base_url"]
             elif not self.start_server:
-                raise InputError(f"{self.study.path}: its local models need llama-server "
-                                 f"({settings.server_name}), which studies run side by side do not start: start it "
+                raise InputError(f"{self.study.path}: its local models need a running llama-server (instance "
+                                 f"{settings.server_name!r}), which studies run side by side do not start: start it "
                                  f"first (accord judges serve), pass --base-url, or run this study with --jobs 1")
             else:
                 with self.console.status(f"starting llama-server ({settings.server_name}) ..."):
