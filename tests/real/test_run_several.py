@@ -80,3 +80,12 @@ def test_the_script_says_once_that_the_shared_folder_is_absent(tmp_path):
     assert lines[1].startswith("real studies: skipped")
     after = sorted((REPO / "studies").rglob("*")) if (REPO / "studies").exists() else []
     assert after == before
+
+
+def test_a_quiet_run_judging_with_rules_prints_nothing_while_it_waits_for_people(shared, tmp_path):
+    """The ASA study judges 40 units with a rule judge, then waits for coders: with --quiet it has nothing to say.
+    The judges' progress bar used to leave a blank line on stdout (seen among the real studies' verdict lines)."""
+    run = _accord("run", str(STUDIES / "asa" / "study.toml"), "--output", str(tmp_path / "asa"), "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "asa" / "judges" / "labels.jsonl").is_file()
+    assert run.stdout == "" and run.stderr == ""
