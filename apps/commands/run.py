@@ -51,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
                          "(each writes to its study file's `output`)")
     # Every study file is read and checked before any folder is made: a bad one is one line and nothing runs.
     studies = [_prepare(path, args) for path in args.study]
+    folders: dict[Any, Any] = {}
+    for study, _ in studies:
+        if study.output in folders:
+            raise InputError(f"{study.path} and {folders[study.output]} both write to {study.output}; expected one "
+                             "study folder per study file")
+        folders[study.output] = study.path
     from samples.jsonl import writable_folder
 
     for study, _ in studies:

@@ -48,13 +48,16 @@ def test_a_bad_study_file_among_several_is_one_line_and_nothing_runs(tmp_path, c
     assert not (tmp_path / "imported").exists()  # the good study's folder was not even made
 
 
-def test_several_studies_take_no_output_folder_and_at_least_one_job(tmp_path, capsys):
+def test_several_studies_take_no_output_folder_one_folder_each_and_at_least_one_job(tmp_path, capsys):
     first, second = _write(tmp_path, "a.toml", IMPORTED), _write(tmp_path, "b.toml", IMPORTED)
     code, _, err = accord(capsys, "run", first, second, "--output", str(tmp_path / "out"))
     assert code == 2 and err == ("accord run: error: --output names one study folder; 2 study files were given "
                                  "(each writes to its study file's `output`)\n")
     code, _, err = accord(capsys, "run", first, "--jobs", "0")
     assert code == 2 and err == "accord run: error: --jobs: expected a number of worker processes >= 1, got 0\n"
+    code, _, err = accord(capsys, "run", first, second, "--jobs", "2")  # both name the folder "imported"
+    assert code == 2 and err == (f"accord run: error: {second} and {first} both write to {tmp_path / 'imported'}; "
+                                 "expected one study folder per study file\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.toml", "b.toml"]
 
 
