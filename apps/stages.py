@@ -76,6 +76,8 @@ class Context:
     simulate: bool = False
     store_moved: bool = False
     """``--store-moved``: the store's location changed on purpose; fewer labels there may replace labels/human.jsonl."""
+    start_server: bool = True
+    """Whether a llama-server may be started here (not in `accord run --jobs` workers, which would race for it)."""
     _server: Any = None
 
     @property
@@ -102,6 +104,10 @@ class Context:
             state = read_state(settings.server_name)
             if state is not None:
                 self.base_url = state["base_url"]
+            elif not self.start_server:
+                raise InputError(f"{self.study.path}: its local models need a running llama-server (instance "
+                                 f"{settings.server_name!r}), which studies run side by side do not start: start it "
+                                 f"first (accord judges serve), pass --base-url, or run this study with --jobs 1")
             else:
                 with self.console.status(f"starting llama-server ({settings.server_name}) ..."):
                     self._server = LlamaServer(name=settings.server_name, parallel=settings.parallel,

@@ -493,10 +493,14 @@ def _endpoint(spec: JudgeSpec) -> tuple[str, str | None, str, str | None]:
 
 
 def _progress(total: int):
+    """A transient bar on stderr, drawn only on a terminal: elsewhere (a pipe, `accord run --quiet` in a script)
+    it would leave a blank line among the verdict lines on stdout."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    console = Console(stderr=True)
     bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   transient=True)
+                   console=console, transient=True, disable=not console.is_terminal)
     return bar, bar.add_task("judging", total=total)
 
 
