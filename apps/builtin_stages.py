@@ -17,18 +17,10 @@ from typing import Any
 
 from apps.drivers import StageOutput, register_stage
 from samples.errors import InputError
+from samples.intervals import DEFAULT_LEVEL, check_level
 from samples.layout import StudyLayout
+from samples.resampling import check_resamples
 from samples.seed import DEFAULT_SEED
-
-
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise InputError(f"--level {level}: expected a confidence level between 0 and 1")
-
-
-def _check_resamples(name: str, value: int) -> None:
-    if value < 100:
-        raise InputError(f"--{name.replace('_', '-')} {value}: expected at least 100")
 
 
 def _write(model: Any, path: Path, body: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +124,7 @@ class ValidateSettings:
     weighted: bool = False
     n_resamples: int = 10_000
     seed: int = DEFAULT_SEED
-    level: float = 0.95
+    level: float = DEFAULT_LEVEL
     by_codebook: bool = False
     notes: tuple[str, ...] = ()
     """Lines added to the document's notes (a study file value the gate policy replaced)."""
@@ -140,8 +132,8 @@ class ValidateSettings:
     """Judge -> model family (the study file's); a judge of an evaluated agent's family is flagged in the notes."""
 
     def __post_init__(self) -> None:
-        _check_level(self.level)
-        _check_resamples("n_resamples", self.n_resamples)
+        check_level(self.level)
+        check_resamples(self.n_resamples, parameter="n_resamples")
 
 
 @dataclass(frozen=True)
@@ -227,15 +219,15 @@ class AuditSettings:
     n_resamples: int = 10_000
     n_permutations: int = 20_000
     seed: int = DEFAULT_SEED
-    level: float = 0.95
+    level: float = DEFAULT_LEVEL
     cluster: str = "trajectory"
 
     def __post_init__(self) -> None:
         if not self.positive:
             raise InputError("--positive: expected at least one label the audited score counts")
-        _check_level(self.level)
-        _check_resamples("n_resamples", self.n_resamples)
-        _check_resamples("n_permutations", self.n_permutations)
+        check_level(self.level)
+        check_resamples(self.n_resamples, parameter="n_resamples")
+        check_resamples(self.n_permutations, parameter="n_permutations")
 
 
 def _study_model_families(study: Any, model_field: str) -> dict[str, str]:
@@ -438,11 +430,11 @@ class ScoreSettings:
     reference: str = "resolved"
     n_resamples: int = 10_000
     seed: int = DEFAULT_SEED
-    level: float = 0.95
+    level: float = DEFAULT_LEVEL
 
     def __post_init__(self) -> None:
-        _check_resamples("n_resamples", self.n_resamples)
-        _check_level(self.level)
+        check_resamples(self.n_resamples, parameter="n_resamples")
+        check_level(self.level)
 
 
 @dataclass(frozen=True)

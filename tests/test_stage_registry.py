@@ -66,9 +66,9 @@ def test_settings_are_validated_where_they_are_built() -> None:
     from apps.builtin_stages import AuditSettings, ValidateSettings
     from samples.errors import InputError
 
-    with pytest.raises(InputError, match="--level 1.5: expected a confidence level between 0 and 1"):
+    with pytest.raises(InputError, match="level=1.5: expected a confidence level strictly between 0 and 1"):
         ValidateSettings(level=1.5)
-    with pytest.raises(InputError, match="--n-permutations 50: expected at least 100"):
+    with pytest.raises(InputError, match="n_permutations=50: expected an integer from 100 to 1000000"):
         AuditSettings(positive=("yes",), n_permutations=50)
     with pytest.raises(InputError, match="--positive"):
         AuditSettings(positive=())

@@ -221,7 +221,7 @@ def _units_with_nan(study, units_file) -> str:
 def _units_a_folder(study, units_file) -> str:
     units_file.unlink()
     units_file.mkdir()
-    return "units.jsonl: cannot read the units file: Is a directory"
+    return "units.jsonl: is a folder; expected a file"
 
 
 def _study_is_a_file(study, units_file) -> str:
