@@ -84,6 +84,10 @@ class RayCluster:
         """How many live processes below the worker node's ``ray start`` have ``name`` in their command line."""
         return sum(name in cmdline for cmdline in _descendants(self.worker.pid).values())
 
+    def drivers(self) -> int:
+        """How many drivers have joined the cluster: Ray writes a core-driver log per job on this machine."""
+        return len(list((self.temp_dir / "session_latest" / "logs").glob("python-core-driver-*.log")))
+
     def wait_nodes(self, count: int, process: subprocess.Popen, timeout_s: float = 180.0) -> None:
         """Until ``count`` nodes are alive (from a fresh driver process, as a judge run sees them)."""
         probe = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
