@@ -44,10 +44,12 @@ services-deps: venv system
 # Two tiers, nothing skipped, one after the other: the in-process tests on every core (pytest-xdist; whole
 # modules per worker, so a module's fixtures are built once), then every test that starts a real service
 # (marker `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
-# derives it from the fixtures a test uses) on workers of their own, the tests of one costly service in one
-# xdist group so it starts once. Side by side the tiers took 21 minutes and starved the browser tests of
-# CPU on 2 cores (dashboard pages past their timeouts); in turn they take 20.6 (6.1 + 13.3 + set-up). Both run even
-# when one fails; each prints its slowest 25 tests.
+# derives it from the fixtures a test uses) on workers of their own, the tests of one costly session service
+# (llama-server and the demo, Ray) in one xdist group so it starts once, every other module in its own (Label
+# Studio: one server per module). Side by side the tiers took 21 minutes and starved the browser tests of
+# CPU on 2 cores (dashboard pages past their timeouts); in turn they took 20.6 (6.1 + 13.3 + set-up) before
+# the Ray, Label Studio and cluster-stop savings the README lists (not yet re-measured in a clean clone).
+# Both run even when one fails; each prints its slowest 25 tests.
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
 test: services-deps
@@ -57,7 +59,7 @@ test: services-deps
 	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup; services=$$?; \
 	test $$fast = 0 && test $$services = 0
 
-# The in-process tests without the long simulations (marker `slow`): minutes, no service started.
+# The in-process tests without the `slow` ones (9 s or more each): 318 CPU-seconds, about 2.7 minutes on 2 idle cores.
 test-fast: venv
 	$(PY) -m pytest -m "not services and not slow" -n $(PYTEST_WORKERS) --dist loadscope
 

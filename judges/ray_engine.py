@@ -136,6 +136,29 @@ def _reachable(address: str, timeout_s: float = 10.0) -> None:
                          "(start it with `ray start --head`, or check --ray-address)") from None
 
 
+def _cluster_address(judges: Sequence[JudgeSpec]) -> str:
+    """The one cluster address of a run's Ray judges."""
+    addresses = {_address(spec.engine_options or RayOptions()) for spec in judges}
+    if None in addresses:
+        raise InputError("the ray engine needs a cluster address: --ray-address ADDR, address in [judge.ray], "
+                         "or $RAY_ADDRESS")
+    if len(addresses) > 1:
+        raise InputError(f"the Ray judges of one run must use one cluster; got addresses {sorted(addresses)}")
+    return str(addresses.pop())
+
+
+def _join(ray: Any, address: str) -> None:
+    """Join the cluster at ``address`` as its driver, once per run (``call_all`` leaves it at the end)."""
+    if ray.is_initialized():
+        return
+    logging.getLogger("ray").setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    except Exception as error:  # ConnectionError, a version mismatch, a bad address
+        raise InputError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+
+
 def cluster_gpus(ray: Any) -> float:
     return float(ray.cluster_resources().get("GPU", 0.0))
 
@@ -156,12 +179,7 @@ class RayEngine:
     def check(self, judges: Sequence[JudgeSpec]) -> None:
         """Ray importable, one reachable cluster for every Ray judge, each judge's processor usable there."""
         ray = _import_ray()
-        addresses = {_address(spec.engine_options or RayOptions()) for spec in judges}
-        if None in addresses:
-            raise InputError("the ray engine needs a cluster address: --ray-address ADDR, address in [judge.ray], "
-                             "or $RAY_ADDRESS")
-        if len(addresses) > 1:
-            raise InputError(f"the Ray judges of one run must use one cluster; got addresses {sorted(addresses)}")
+        address = _cluster_address(judges)
         for spec in judges:
             options: RayOptions = spec.engine_options or RayOptions()
             if spec.requests_per_minute or spec.tokens_per_minute:
@@ -171,19 +189,15 @@ class RayEngine:
                                                     and spec.connection.api == OPENAI_API):
                 raise InputError(f"judge {spec.name!r}: the ray http processor posts OpenAI chat requests; "
                                  f"provider {spec.provider!r} with api {spec.connection.api!r} is not one")
-        address = addresses.pop()
         _reachable(address)
-        if not ray.is_initialized():
-            logging.getLogger("ray").setLevel(logging.WARNING)
-            try:
-                with contextlib.redirect_stdout(sys.stderr):
-                    ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-            except Exception as error:  # ConnectionError, a version mismatch, a bad address
-                raise InputError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+        vllm = [spec for spec in judges if (spec.engine_options or RayOptions()).processor == "vllm"]
+        if not vllm:  # call_all joins, and only when the cache leaves calls to make: a rerun never joins
+            return
+        _join(ray, address)
         gpus = cluster_gpus(ray)
-        for spec in judges:
+        for spec in vllm:
             options = spec.engine_options
-            if options.processor == "vllm" and gpus < options.tensor_parallel_size:
+            if gpus < options.tensor_parallel_size:
                 raise InputError(f"judge {spec.name!r}: the vllm processor needs {options.tensor_parallel_size} GPU(s) "
                                  f"per engine; the Ray cluster at {address} has {gpus:g}")
 
@@ -195,6 +209,7 @@ class RayEngine:
 
     def _call_all(self, pending: Sequence[tuple[_Task, str]], run: RunContext) -> None:
         ray = _import_ray()  # ray.data comes with ray.data.llm
+        _join(ray, _cluster_address([task.spec for task, _ in pending]))
         # The row functions travel to the workers by value: the nodes need Ray, not accord.
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
         context = ray.data.DataContext.get_current()

@@ -30,9 +30,10 @@ SERVICE_MARKERS = ("postgres", "labelstudio", "llama", "browser", "demo", "ray")
 # Under `--dist loadgroup` (make test's service tier on several workers) the tests of one costly
 # session service share an xdist group, so one worker runs them all and the service starts once;
 # the first marker that matches names the group (the demo's llama-server serves the other llama
-# tests). The other service tests (a PostgreSQL cluster, a browser) are grouped by module, as
-# `--dist loadscope` would, so a module's fixtures are built once.
-SERVICE_GROUPS = (("demo", "llama"), ("ray", "ray"), ("llama", "llama"), ("labelstudio", "labelstudio"))
+# tests). The other service tests (a PostgreSQL cluster, a browser, Label Studio: one server per
+# module) are grouped by module, as `--dist loadscope` would, so a module's fixtures are built once
+# and the modules spread over the workers.
+SERVICE_GROUPS = (("demo", "llama"), ("ray", "ray"), ("llama", "llama"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -33,13 +33,13 @@ def test_every_collected_test_that_reaches_a_service_is_marked(request: pytest.F
 
 def test_the_tests_of_one_costly_service_share_one_xdist_group(request: pytest.FixtureRequest) -> None:
     """Under `--dist loadgroup` a group runs on one worker: every demo/llama test in `llama`, every Ray
-    test in `ray` (even the ones that also reach llama-server), every other Label Studio test in
-    `labelstudio`, so each of these services starts once per service-tier run; the other service
-    tests by module (as `--dist loadscope` would); the in-process tests in none."""
-    expected = {"demo": "llama", "ray": "ray", "llama": "llama", "labelstudio": "labelstudio"}
+    test in `ray` (even the ones that also reach llama-server), so each of these services starts once
+    per service-tier run; the other service tests (Label Studio among them: one server per module) by
+    module (as `--dist loadscope` would); the in-process tests in none."""
+    expected = {"demo": "llama", "ray": "ray", "llama": "llama"}
     wrong = []
     for item in request.session.items:
-        uses = [m for m in ("demo", "ray", "llama", "labelstudio") if item.get_closest_marker(m)]
+        uses = [m for m in ("demo", "ray", "llama") if item.get_closest_marker(m)]
         groups = [mark.args[0] for mark in item.iter_markers("xdist_group")]
         if uses and groups != [expected[uses[0]]]:
             wrong.append(f"{item.nodeid}: {uses} in {groups}")
@@ -83,4 +83,4 @@ def test_loadgroup_keeps_each_service_group_on_one_worker(tmp_path) -> None:
     workers = {name: {w for w, test, _ in ran if test == name} for name in ("test_llama", "test_ls")}
     assert all(len(on) == 1 for on in workers.values()), workers
     assert {test: suffix for _, test, suffix in ran if test != "test_free"} == {"test_llama": "@llama",
-                                                                                 "test_ls": "@labelstudio"}
+                                                                                 "test_ls": "@test_groups"}

@@ -79,6 +79,7 @@ def _table(app, header: str) -> list[dict]:
     return frames[0].to_dict("records")
 
 
+@pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_live_view_follows_the_store_without_restarting(labelling, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -79,6 +79,7 @@ def test_report_without_results_is_an_input_error(tmp_path, capsys):
     assert "run `accord validate" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 24 s on 2 idle cores: make test runs it, make test-fast does not
 def test_dashboard_shows_the_report(finished, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

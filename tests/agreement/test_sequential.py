@@ -262,6 +262,7 @@ def test_anytime_gate_continues_while_planned_labels_are_missing(imported, repo,
     assert code == 1 and body["verdict"] == sequential["outcome"]
 
 
+@pytest.mark.slow  # 16 s on 2 idle cores: make test runs it, make test-fast does not
 def test_plan_sequential_reports_units_to_a_decision_beside_the_fixed_design(repo, capsys):
     """Screening policy, AC1 floor 0.3, with its built-in baselines, labelling stopped at 300 units; the fixed-n
     answer stands beside it."""

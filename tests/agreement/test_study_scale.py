@@ -25,6 +25,9 @@ import pytest
 
 from benchmarks.bench_study import POLICY, REPO, write_study
 
+# The module fixture runs validate and gate through the CLI on two copies (15 s on 2 idle cores).
+pytestmark = pytest.mark.slow
+
 DOCUMENTS = ("validation/validation.json", "gate/verdict.json", "gate/history.jsonl")
 ANNOTATORS = ("ann_1", "ann_2", "ann_3")
 

@@ -33,6 +33,7 @@ def cluster():
         pytest.fail(str(error))
 
 
+@pytest.mark.slow  # 12 s on 2 idle cores: make test runs it, make test-fast does not
 def test_the_coding_app_waits_for_the_database_and_loses_nothing(cluster, tmp_path: Path, monkeypatch, capsys):
     url = cluster.create_database("down")
     monkeypatch.setenv(STORE_URL_ENV, url)

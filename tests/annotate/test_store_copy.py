@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from annotate.app_backend import AppBackend
 from annotate.store import STORE_URL_ENV, Store
 from apps.cli import main
@@ -79,6 +81,7 @@ def test_copy_refuses_a_password_in_the_url_and_a_missing_target(tmp_path, monke
     assert code == 2 and "unknown engine 'mysql'" in err
 
 
+@pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_an_unreachable_database_is_one_line(tmp_path, monkeypatch, capsys):
     root = write_study(tmp_path / "study")
     monkeypatch.setenv(STORE_URL_ENV, "postgresql://nobody@127.0.0.1:1/accord?connect_timeout=2")

@@ -88,6 +88,7 @@ def test_another_programs_database_is_refused_before_anything_is_written(tmp_pat
     db.close()
 
 
+@pytest.mark.slow  # 11 s on 2 idle cores: make test runs it, make test-fast does not
 def test_processes_opening_a_new_cache_at_once_all_open_it_and_migrate_once(tmp_path) -> None:
     """Two judge runs on a fresh study open its cache together: neither may meet "database is locked"
     (SQLite refuses a concurrent switch to WAL without waiting) and each migration is applied once."""

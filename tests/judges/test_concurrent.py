@@ -76,6 +76,7 @@ def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_s
     assert sum(j["already_done"] + j["cache_hits"] + j["calls"] for j in stats.values()) == N_UNITS * len(cli_runs.JUDGES)
 
 
+@pytest.mark.slow  # 17 s on 2 idle cores: make test runs it, make test-fast does not
 def test_runs_started_at_once_lose_and_double_nothing(fault_server, tmp_path, capsys) -> None:
     """ROUNDS times, two runs launched together on a fresh study."""
     fault_server.delay_s = 0.15

@@ -8,6 +8,8 @@ import sqlite3
 import subprocess
 from collections import Counter
 
+import pytest
+
 from judges.tables import read_label_rows, read_labels, read_run_log
 from samples.layout import StudyLayout
 from tests.judges import cli_runs
@@ -71,6 +73,7 @@ def test_sigkill_then_resume(fault_server, tmp_path) -> None:
     assert runs[0]["judges"]["ise-escalate@openai:judge-m"]["fingerprint"] == runs[1]["judges"]["ise-escalate@openai:judge-m"]["fingerprint"]
 
 
+@pytest.mark.slow  # 16 s on 2 idle cores: make test runs it, make test-fast does not
 def test_repeated_kills_under_faults_then_resume(fault_server, tmp_path, capsys) -> None:
     """Two judges, every fault the server has, KILLS kill -9s at different points, then a resume."""
     fault_server.delay_s = 0.05

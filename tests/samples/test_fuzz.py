@@ -144,6 +144,7 @@ def test_all_bad_records_reported_at_once_and_nothing_written(tmp_path: Path) ->
     assert manifest["bad_records"]["count"] == 4 and manifest["bad_records"]["skipped"][0].startswith(f"{source}:2:")
 
 
+@pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_a_50_mb_line(tmp_path: Path) -> None:
     source = tmp_path / "big.jsonl"
     huge = "x" * (50 * 1024 * 1024)

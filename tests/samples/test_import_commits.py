@@ -153,6 +153,7 @@ def test_judge_labels_only_sample_takes_a_population_run(tmp_path, capsys):
     assert "skipped 28 row(s) about units the study does not have" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # 9 s on 2 idle cores: make test runs it, make test-fast does not
 def test_killed_import_table_leaves_nothing_or_everything(tmp_path):
     """SIGKILL at random points of `accord import table` (6,000 units): the visible files are all absent
     or all of a finished run; after a reader the generation checks and no temporary file is left; a

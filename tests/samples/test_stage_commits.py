@@ -167,6 +167,7 @@ def _kill_loop(stage: str, template: Path, argv: list[str], inputs: Path, tmp_pa
     assert figures["workers_alive"] == 0
 
 
+@pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_killed_ingest_leaves_old_or_new(big_input: Path, tmp_path: Path) -> None:
     template = tmp_path / "template"
     _run("ingest", "old.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.study.helpers import REPO, accord
 
 POLICY = REPO / "data" / "policies" / "screening.toml"  # n_resamples 2000, seed 20261129, level 0.95, exclude
@@ -73,6 +75,7 @@ def _table(path: Path, n: int = 120) -> Path:
     return path
 
 
+@pytest.mark.slow  # 13 s on 2 idle cores: make test runs it, make test-fast does not
 def test_stage_commands_and_run_write_the_same_documents(tmp_path, capsys) -> None:
     table = _table(tmp_path / "labels.csv")
     by_run, by_cli = tmp_path / "by_run", tmp_path / "by_cli"

@@ -104,6 +104,7 @@ def _label_as_people(root: Path, *, edit: bool = False) -> None:
         store.close()
 
 
+@pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_run_waits_for_people_then_completes_and_skips_what_is_done(study_file, capsys) -> None:
     study = load_study_file(study_file)
     root = study.output

@@ -8,8 +8,8 @@ with ``keep_data=True``) it starts that server again on the same port and data.
 ``hardened=False`` starts Label Studio's stock settings instead of accord's
 (``scripts/labelstudio_hardening``). ``database_url`` (a libpq URL) puts Label
 Studio's tables in that PostgreSQL database instead of SQLite in the data dir.
-``labelstudio_server`` is the session fixture over it; one server serves every
-test module of the session.
+``labelstudio_server`` is the module fixture over it: each test module gets a fresh
+server copied from the migrated template.
 """
 
 from __future__ import annotations
@@ -75,18 +75,13 @@ def running_server(
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
-_RUNNING: list[LabelStudioServer] = []
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def labelstudio_server() -> Iterator[LabelStudioServer]:
-    """One server per test session, shared by every module that imports this fixture."""
-    if _RUNNING:
-        yield _RUNNING[0]
-        return
+    """A fresh server per test module, started from the migrated template (seconds).
+
+    Not one per session: every push seals the study's organisations against every other
+    account on the server (one /admin/ form post per user and organisation), so on a
+    server shared by the whole session each push costs more than the one before.
+    """
     with running_server() as server:
-        _RUNNING.append(server)
-        try:
-            yield server
-        finally:
-            _RUNNING.clear()
+        yield server

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from judges.local_server import stop_process_group
 from tests.support.servers import free_port, worker_tag
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,6 +83,10 @@ class RayCluster:
         """How many live processes below the worker node's ``ray start`` have ``name`` in their command line."""
         return sum(name in cmdline for cmdline in _descendants(self.worker.pid).values())
 
+    def drivers(self) -> int:
+        """How many drivers have joined the cluster: Ray writes a core-driver log per job on this machine."""
+        return len(list((self.temp_dir / "session_latest" / "logs").glob("python-core-driver-*.log")))
+
     def wait_nodes(self, count: int, process: subprocess.Popen, timeout_s: float = 180.0) -> None:
         """Until ``count`` nodes are alive (from a fresh driver process, as a judge run sees them)."""
         probe = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
@@ -103,13 +106,13 @@ class RayCluster:
         raise RuntimeError(f"the Ray cluster did not reach {count} node(s) in {timeout_s:g} s; see {self.temp_dir}")
 
     def stop(self) -> None:
+        """SIGKILL both nodes and everything below them. A TERMed ``ray start --block`` winds its
+        node down for longer than a 20 s grace (so the session waited for it twice), and this
+        cluster's state is thrown away with its temp dir anyway."""
         for role, process in (("worker", self.worker), ("head", self.head)):
             if process is not None and process.poll() is None:
-                below = _descendants(process.pid)
-                stop_process_group(process.pid, grace_s=20.0)
+                _kill(process.pid)
                 process.wait()
-                for pid in below:  # a worker process its raylet did not take down
-                    _kill(pid)
             (REPO / ".run" / f"ray-{role}-tests{worker_tag()}.pid").unlink(missing_ok=True)
 
 
