@@ -49,6 +49,11 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         _suffix_groups(items)
+        # Longest group first: xdist hands out groups in collection order, so the demo's llama group (the
+        # longest, minutes of model calls) starts at once on one worker while the other takes the rest.
+        first = {group: rank for rank, (_, group) in enumerate(SERVICE_GROUPS)}
+        items.sort(key=lambda item: min((first.get(str(mark.args[0]), len(first))
+                                         for mark in item.iter_markers("xdist_group") if mark.args), default=len(first)))
 
 
 def _suffix_groups(items) -> None:
