@@ -56,7 +56,7 @@ test: services-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope; fast=$$?; \
-	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup; services=$$?; \
+	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup --no-loadscope-reorder; services=$$?; \
 	test $$fast = 0 && test $$services = 0
 
 # The in-process tests without the `slow` ones (9 s or more each): 318 CPU-seconds, about 2.7 minutes on 2 idle cores.
