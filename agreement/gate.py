@@ -848,6 +848,9 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
     if positive is None:
         return {"undefined_reason": "the planner models binary labels only"}
     rate = float(np.mean(codes == list(report.categories).index(positive)))
+    if not 0 < rate < 1:  # the planner simulates both labels: one label everywhere leaves no curve to read
+        return {"undefined_reason": f"the human majority gives every unit the same label ({positive!r} on "
+                                    f"{rate:.0%} of {codes.size} units): the planner needs both labels"}
     clusters = evidence.table.loc[evidence.table["source"] == "human"].drop_duplicates("unit")["cluster"].nunique()
     unscored, total = evidence.unscored()
     return operating_point(policy, units=int(estimate.n), annotators=len(report.humans), positive_rate=rate,
