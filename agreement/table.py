@@ -621,9 +621,9 @@ def load_labels(
     if type(source).__module__.startswith("pandas"):
         table = _read_frame(source, names, "DataFrame")
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise InputError(f"{path}: no such file")
+        from samples.jsonl import regular_file
+
+        path = regular_file(source, "ratings table")  # by type first: a FIFO would block, /dev/zero fill memory
         suffix = path.suffix.lower()
         if suffix == ".csv":
             table = _read_csv(path, names)

@@ -40,7 +40,7 @@ from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.intervals import ConfidenceInterval, check_level
-from samples.jsonl import iter_jsonl_lines, json_objects_noting, write_json
+from samples.jsonl import iter_jsonl_lines, json_objects_noting, regular_file, write_json
 from samples.kinds import is_kind, kinds, study_schemes
 from samples.layout import StudyLayout
 from samples.records import BlindTask
@@ -104,9 +104,7 @@ def read_gold_table(path: str | Path, schemes: Mapping[str, str] | None = None) 
     checked against the scheme the study codes each kind under (``schemes``: ``[annotation] schemes``)."""
     from samples.kinds import first_turn_problem, scheme_for
 
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: gold table not found")
+    path = regular_file(path, "gold table")  # by type first: a FIFO would block, /dev/zero fill memory
     rows, problems, seen = [], [], {}
     for number, row in json_objects_noting(path, problems):
         where = f"{path}:{number}"

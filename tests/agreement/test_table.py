@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -168,8 +169,17 @@ def test_inconsistent_cluster_and_bad_weight(tmp_path):
         load_labels(write_csv(tmp_path / "w.csv", rows), weight="weight")
 
 
+def test_special_files_are_refused_by_type_not_called_missing(tmp_path):
+    # Issue #23 re-probe: /dev/zero and a FIFO were reported as "no such file" (one line, but wrong).
+    with pytest.raises(InputError, match="is a character device, not a regular file"):
+        load_labels("/dev/zero")
+    os.mkfifo(tmp_path / "pipe.csv")
+    with pytest.raises(InputError, match="is a named pipe"):
+        load_labels(tmp_path / "pipe.csv")
+
+
 def test_unsupported_file_type_and_missing_file(tmp_path):
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="file not found"):
         load_labels(tmp_path / "absent.csv")
     other = tmp_path / "labels.txt"
     other.write_text("x")
