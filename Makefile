@@ -47,8 +47,8 @@ services-deps: venv system
 # derives it from the fixtures a test uses) on workers of their own, the tests of one costly session service
 # (llama-server and the demo, Ray) in one xdist group so it starts once, every other module in its own (Label
 # Studio: one server per module). Side by side the tiers took 21 minutes and starved the browser tests of
-# CPU on 2 cores (dashboard pages past their timeouts); in turn they took 20.6 (6.1 + 13.3 + set-up) before
-# the Ray, Label Studio and cluster-stop savings the README lists (not yet re-measured in a clean clone).
+# CPU on 2 cores (dashboard pages past their timeouts); in turn they take 18.6 minutes in a clean clone
+# (5.6 + 11.7 + set-up; README "Running the tests").
 # Both run even when one fails; each prints its slowest 25 tests.
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
