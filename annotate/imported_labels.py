@@ -18,23 +18,21 @@ from pathlib import Path
 from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.imports import (
+    ANY_SCHEME,
     MatchColumns,
     TableRow,
     UnitMatcher,
     check_columns,
     check_label_types,
     collect,
+    import_rows,
     label_text,
-    read_table,
-    select,
     table_source,
 )
 from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name
 from samples.schemes import get_scheme
-
-ANY_SCHEME = "any"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,11 +183,7 @@ def human_import(path: str | Path, study: str | Path, *, match: MatchColumns, co
     published, for ``accord import table``)."""
     path, layout = Path(path), StudyLayout.of(study)
     name = _name(name or path.stem, "--name")
-    if scheme not in (None, ANY_SCHEME):
-        get_scheme(scheme)  # an unknown scheme is one line, before any row is read
-    rows = select(read_table(path, format=format) if rows is None else rows, where)
-    if not rows:
-        raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    rows = import_rows(path, format=format, rows=rows, where=where, scheme=scheme)
     check_columns(rows, {"--unit-column": [match.unit], "--task-column": [match.task],
                          "--trajectory-column": [match.trajectory], "--kind-column": [match.kind],
                          "--turn-column": [match.turn], "--annotator-column": [columns.annotator],

@@ -21,7 +21,16 @@ from typing import Any
 from judges.records import JudgeLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
-from samples.imports import MatchColumns, TableRow, UnitMatcher, check_columns, collect, label_text, read_table, select
+from samples.imports import (
+    ANY_SCHEME,
+    MatchColumns,
+    TableRow,
+    UnitMatcher,
+    check_columns,
+    collect,
+    import_rows,
+    label_text,
+)
 from samples.layout import StudyLayout
 from samples.schemes import get_scheme
 
@@ -71,7 +80,7 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
         if raw is None or not raw.strip():
             return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason="empty")
         name = scheme or DEFAULT_SCHEME[matcher.kinds[unit]]
-        label = raw if name == "any" else get_scheme(name).canonical(raw)
+        label = raw if name == ANY_SCHEME else get_scheme(name).canonical(raw)
         if label is None:
             return JudgeLabel(**base, label=None, parse_status="unscored",
                               unscored_reason=f"wrong_format: {raw!r} is not a {name} label {list(get_scheme(name).labels)}")
@@ -119,11 +128,7 @@ def judge_import(path: str | Path, study: str | Path, *, judge: str, match: Matc
     if not re.match(JUDGE_NAME, judge):
         raise InputError(f"--judge {judge!r}: expected letters, digits and _ . @ : + - (starting with a letter or digit)")
     path, layout = Path(path), StudyLayout.of(study)
-    if scheme not in (None, "any"):
-        get_scheme(scheme)  # an unknown scheme is one line, before any row is read
-    rows = select(read_table(path, format=format) if rows is None else rows, where)
-    if not rows:
-        raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    rows = import_rows(path, format=format, rows=rows, where=where, scheme=scheme)
     check_columns(rows, {"--unit-column": [match.unit], "--trajectory-column": [match.trajectory],
                          "--kind-column": [match.kind], "--turn-column": [match.turn],
                          "--output-column": [output_column]}, source=path)

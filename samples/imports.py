@@ -179,6 +179,24 @@ def select(rows: Sequence[TableRow], where: Mapping[str, str] | None) -> list[Ta
     return [row for row in rows if all(label_text(row.values.get(k)) == v for k, v in where.items())]
 
 
+ANY_SCHEME = "any"
+"""``scheme = "any"`` on an import: labels are taken as written, no scheme checks them."""
+
+
+def import_rows(path: str | Path, *, format: str | None, rows: Sequence[TableRow] | None,
+                where: Mapping[str, str] | None, scheme: str | None) -> list[TableRow]:
+    """The rows a label import reads (the table, or rows already read), kept by ``where``. An unknown
+    scheme or no row left is one line, before any row is checked."""
+    from samples.schemes import get_scheme
+
+    if scheme not in (None, ANY_SCHEME):
+        get_scheme(scheme)
+    selected = select(read_table(path, format=format) if rows is None else rows, where)
+    if not selected:
+        raise InputError(f"{path}: no rows" + (f" with {where}" if where else "") + "; nothing to import")
+    return selected
+
+
 def check_columns(rows: Sequence[TableRow], named: Mapping[str, Iterable[str | None]], *, source: str | Path) -> None:
     """Every column an option names exists in the table: one line naming the option, the missing
     column(s) and the columns that do exist (a typo must not import an annotator or judge with no labels)."""
