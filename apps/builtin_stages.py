@@ -244,6 +244,22 @@ def _study_model_families(study: Any, model_field: str) -> dict[str, str]:
     return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
 
 
+def _study_judge_families(layout: StudyLayout) -> dict[str, str]:
+    """The judge families of the study file ``accord run`` resolved into the folder (``StudyFile.judge_families``),
+    so ``accord audit STUDY`` crosses the same families as ``accord run``; none for a folder without one."""
+    from pydantic import ValidationError
+
+    from apps.study import StudyFile
+
+    if not layout.resolved_study.is_file():
+        return {}
+    try:
+        study_file = StudyFile.model_validate(json.loads(layout.resolved_study.read_text(encoding="utf-8")))
+        return study_file.judge_families()
+    except (ValidationError, InputError, json.JSONDecodeError):  # written by another version: families stay unknown
+        return {}
+
+
 @dataclass(frozen=True)
 class AuditStage:
     name: str = "audit"
@@ -268,7 +284,7 @@ class AuditStage:
                                    reference=settings.reference, model_families=models or None,
                                    n_resamples=settings.n_resamples, n_permutations=settings.n_permutations,
                                    seed=settings.seed, level=settings.level,
-                                   judge_families=settings.judge_families or None)
+                                   judge_families=settings.judge_families or _study_judge_families(layout) or None)
         return StageOutput(document=_write(AuditDocument, layout.audit, body), detail=result)
 
 

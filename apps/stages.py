@@ -452,18 +452,6 @@ def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
     return settings, notes
 
 
-def judge_families(study_file: StudyFile) -> dict[str, str]:
-    """Each judge's model family ([audit] / [preference] judge_families, else inferred from the judge's model id;
-    imported judges from their name): the validate and gate drivers flag a judge of an evaluated agent's family."""
-    from samples.vocabulary import infer_family
-
-    declared = {**(study_file.preference.judge_families if study_file.preference else {}),
-                **(study_file.audit.judge_families if study_file.audit else {})}
-    models = {spec.name: spec.model for spec in study_file.judge_specs()}
-    models.update({j.name: j.name for j in study_file.imported_judges()})
-    return {name: declared.get(name) or infer_family(model) for name, model in models.items()}
-
-
 def _validate_run(ctx: Context) -> Outcome:
     from apps.builtin_stages import ValidateSettings
     from apps.drivers import get_stage
@@ -472,7 +460,7 @@ def _validate_run(ctx: Context) -> Outcome:
     for note in notes:
         ctx.console.print(f"  note: {note}")
     settings = ValidateSettings(cluster=ctx.study.validation.cluster, notes=tuple(notes),
-                                judge_families=judge_families(ctx.study), **values)
+                                judge_families=ctx.study.judge_families(), **values)
     with ctx.console.status(f"  validating ({settings.n_resamples} cluster-bootstrap resamples) ..."):
         result, _ = get_stage("validate").run(ctx.layout, settings).detail
     return Outcome(summary={"sections": [s.kind for s in result.sections], "judges": list(result.judges),
@@ -500,7 +488,7 @@ def _audit_run(ctx: Context) -> Outcome:
 
     a = ctx.study.audit
     settings = AuditSettings(judge=a.judge, positive=tuple(a.positive), tie_policy=a.tie_policy,
-                             model_field=a.model_field, judge_families=a.judge_families or None,
+                             model_field=a.model_field, judge_families=ctx.study.judge_families() or None,
                              n_resamples=a.n_resamples, n_permutations=a.n_permutations, seed=a.seed, level=a.level,
                              cluster=ctx.study.validation.cluster)
     with ctx.console.status("  auditing (cluster bootstrap and permutations) ..."):
@@ -553,7 +541,7 @@ def _gate_run(ctx: Context) -> Outcome:
     from apps.drivers import get_stage
 
     settings = GateSettings(policy=ctx.study.gate.policy, judges=tuple(ctx.study.gate.judges) or None,
-                            cluster=ctx.study.validation.cluster, judge_families=judge_families(ctx.study))
+                            cluster=ctx.study.validation.cluster, judge_families=ctx.study.judge_families())
     with ctx.console.status(f"  gating under {ctx.study.gate.policy.name} ..."):
         document = get_stage("gate").run(ctx.layout, settings).document
     for note in document["notes"]:

@@ -376,6 +376,18 @@ class StudyFile(_Section):
         """The ``[[judge]]`` tables whose verdicts are imported from a table."""
         return [JudgeImport.model_validate(t) for t in self.judge if t.get("provider") == "import"]
 
+    def judge_families(self) -> dict[str, str]:
+        """Each judge's model family (``[audit]`` / ``[preference]`` judge_families, else inferred from the judge's
+        model id; imported judges from their name): validate and gate flag a judge of an evaluated agent's family,
+        and the audit's error matrix crosses it with the response families."""
+        from samples.vocabulary import infer_family
+
+        declared = {**(self.preference.judge_families if self.preference else {}),
+                    **(self.audit.judge_families if self.audit else {})}
+        models = {spec.name: spec.model for spec in self.judge_specs()}
+        models.update({j.name: j.name for j in self.imported_judges()})
+        return {name: declared.get(name) or infer_family(model) for name, model in models.items()}
+
     def judge_specs(self) -> list[Any]:
         """The judges that are called (judges.spec.JudgeSpec), prompt files resolved against the study folder."""
         from judges.spec import build_judge

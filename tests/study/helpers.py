@@ -43,11 +43,11 @@ def recompute_matches(root: Path, study) -> None:
     from agreement.identity import evaluated_families, self_family_notes
     from agreement.study_io import jsonable, labels_table, load_study
     from agreement.validation import codebook_versions, validate_study
-    from apps.stages import judge_families, validation_settings
+    from apps.stages import validation_settings
 
     settings, notes = validation_settings(study)  # the gate policy's: one interval per statistic
     loaded = load_study(root, cluster=study.validation.cluster)
-    flags = self_family_notes(judge_families(study), evaluated_families(loaded))
+    flags = self_family_notes(study.judge_families(), evaluated_families(loaded))
     result = validate_study(loaded, **settings)
     body = result.to_dict()
     body["notes"] = [*body["notes"], *notes, *flags]

@@ -115,3 +115,23 @@ def test_stage_commands_and_run_write_the_same_documents(tmp_path, capsys) -> No
         if name.startswith(".locks/"):
             continue
         assert (by_run / name).read_bytes() == (by_cli / name).read_bytes(), name
+
+
+def test_audit_of_a_study_folder_crosses_the_study_files_judge_families(tmp_path, capsys) -> None:
+    # Walkthrough 3 met every judge's family as "unknown" in `accord audit STUDY` without --judge-family, while
+    # `accord run` (and validate and gate) used the study file's: the audit driver now reads them from the folder.
+    import json
+
+    table = _table(tmp_path / "labels.csv")
+    study = tmp_path / "study"
+    text = STUDY.format(output=study, table=table, policy=POLICY).replace("annotator_quality = true",
+                                                                          "annotator_quality = false")
+    (tmp_path / "study.toml").write_text(text)
+    code, _, err = accord(capsys, "run", str(tmp_path / "study.toml"), "--quiet")
+    assert code in (0, 1), err
+    by_run = json.loads((study / "audit" / "audit.json").read_text())
+    assert accord(capsys, "audit", str(study), "--judge", "judge", "--positive", "yes", "--model-field", "model",
+                  "--n-resamples", "200", "--n-permutations", "200")[0] == 0
+    by_cli = json.loads((study / "audit" / "audit.json").read_text())
+    assert {cell["judge_family"] for cell in by_cli["error_matrix"]} == {"gpt"}  # [audit] judge_families
+    assert by_cli["error_matrix"] == by_run["error_matrix"]
