@@ -230,34 +230,31 @@ class AuditSettings:
         check_resamples(self.n_permutations, parameter="n_permutations")
 
 
-def _study_model_families(study: Any, model_field: str) -> dict[str, str]:
-    """The ``[preference] model_families`` of the study file ``accord run`` resolved into the folder (if any),
-    for the models the units name (the compared models of pairwise units may be others)."""
-    from agreement.study_io import strata_columns
-
-    path = StudyLayout.of(study.root).resolved_study
-    if not path.is_file():
-        return {}
-    preference = json.loads(path.read_text(encoding="utf-8")).get("preference") or {}
-    strata = strata_columns(study.key)
-    present = set(strata[model_field]) if model_field in strata else set()
-    return {m: f for m, f in (preference.get("model_families") or {}).items() if m in present}
-
-
-def _study_judge_families(layout: StudyLayout) -> dict[str, str]:
-    """The judge families of the study file ``accord run`` resolved into the folder (``StudyFile.judge_families``),
-    so ``accord audit STUDY`` crosses the same families as ``accord run``; none for a folder without one."""
+def _resolved_study_file(layout: StudyLayout) -> Any:
+    """The study file ``accord run`` resolved into the folder (``apps.study.StudyFile``), or None for a folder
+    without one (or one another version wrote), so ``accord audit STUDY`` reads the settings ``accord run`` used."""
     from pydantic import ValidationError
 
     from apps.study import StudyFile
 
     if not layout.resolved_study.is_file():
-        return {}
+        return None
     try:
-        study_file = StudyFile.model_validate(json.loads(layout.resolved_study.read_text(encoding="utf-8")))
-        return study_file.judge_families()
-    except (ValidationError, InputError, json.JSONDecodeError):  # written by another version: families stay unknown
+        return StudyFile.model_validate(json.loads(layout.resolved_study.read_text(encoding="utf-8")))
+    except (ValidationError, InputError, json.JSONDecodeError):
+        return None
+
+
+def _study_model_families(study: Any, study_file: Any, model_field: str) -> dict[str, str]:
+    """The study file's ``[preference] model_families`` for the models the units name (the compared models of
+    pairwise units may be others)."""
+    from agreement.study_io import strata_columns
+
+    if study_file is None or study_file.preference is None:
         return {}
+    strata = strata_columns(study.key)
+    present = set(strata[model_field]) if model_field in strata else set()
+    return {m: f for m, f in study_file.preference.model_families.items() if m in present}
 
 
 @dataclass(frozen=True)
@@ -278,13 +275,15 @@ class AuditStage:
         from agreement.study_io import load_study
 
         study = load_study(layout.root, cluster=settings.cluster)
-        models = settings.model_families or _study_model_families(study, settings.model_field)
+        study_file = _resolved_study_file(layout)
+        models = settings.model_families or _study_model_families(study, study_file, settings.model_field)
         result, body = audit_study(study, judge=settings.judge, positive=list(settings.positive),
                                    tie_policy=settings.tie_policy, model_field=settings.model_field,
                                    reference=settings.reference, model_families=models or None,
                                    n_resamples=settings.n_resamples, n_permutations=settings.n_permutations,
                                    seed=settings.seed, level=settings.level,
-                                   judge_families=settings.judge_families or _study_judge_families(layout) or None)
+                                   judge_families=settings.judge_families
+                                   or (study_file.judge_families() if study_file is not None else None) or None)
         return StageOutput(document=_write(AuditDocument, layout.audit, body), detail=result)
 
 
