@@ -14,8 +14,8 @@ from annotate.labelstudio.state import LabelStudioState, ProjectState
 from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.jsonl import read_models
-from samples.kinds import first_turn_problem, get_kind
-from samples.records import UNIT_KINDS, BlindTask
+from samples.kinds import first_turn_problem, get_kind, is_kind, kinds
+from samples.records import BlindTask
 from samples.schemes import get_scheme
 
 # Names of the controls in labelstudio_configs/*.xml; pull reads results by these.
@@ -24,8 +24,8 @@ _LABEL, _FIRST_TURN, _UNSURE, _NOTE = "label", "first_turn", "unsure", "note"
 
 def labeling_config(kind: str, scheme: str) -> str:
     """The Label Studio labeling config of a unit kind, offering the labels of ``scheme``."""
-    if kind not in UNIT_KINDS:
-        raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(UNIT_KINDS)}")
+    if not is_kind(kind):  # any registered kind, a plugin's included
+        raise InputError(f"kind {kind!r} is not a unit kind; expected one of {list(kinds())}")
     template = resources.files("annotate.labelstudio_configs").joinpath(f"{get_kind(kind).labelstudio_config}.xml").read_text(encoding="utf-8")
     choices = "\n".join(f'    <Choice value="{html.escape(label, quote=True)}"/>' for label in get_scheme(scheme).labels)
     return template.replace("{choices}", choices)
