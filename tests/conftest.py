@@ -51,7 +51,9 @@ def pytest_collection_modifyitems(config, items) -> None:
         _suffix_groups(items)
         # Longest group first: xdist hands out groups in collection order, so the demo's llama group (the
         # longest, minutes of model calls) starts at once on one worker while the other takes the rest.
-        first = {group: rank for rank, (_, group) in enumerate(SERVICE_GROUPS)}
+        first: dict[str, int] = {}
+        for _, group in SERVICE_GROUPS:  # a group's first listing ranks it ("llama" is listed twice)
+            first.setdefault(group, len(first))
         items.sort(key=lambda item: min((first.get(str(mark.args[0]), len(first))
                                          for mark in item.iter_markers("xdist_group") if mark.args), default=len(first)))
 

@@ -67,20 +67,34 @@ def test_loadgroup_keeps_each_service_group_on_one_worker(tmp_path) -> None:
 
     from tests.conftest import REPO
 
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    llama\n    labelstudio\n    services\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    demo\n    llama\n    ray\n    labelstudio\n    services\n")
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
     (tmp_path / "test_groups.py").write_text(
         "import time\nimport pytest\n\n"
+        "@pytest.mark.parametrize('i', range(4))\ndef test_free(i):\n    time.sleep(0.2)\n\n"
+        "@pytest.mark.labelstudio\n@pytest.mark.parametrize('i', range(4))\ndef test_ls(i):\n    time.sleep(0.2)\n\n")
+    for name in "abcd":  # service modules collected before the costly groups, as tests/annotate is before tests/study
+        (tmp_path / f"test_{name}_module.py").write_text(
+            "import time\nimport pytest\n\n"
+            "@pytest.mark.labelstudio\n@pytest.mark.parametrize('i', range(2))\ndef test_module(i):\n    time.sleep(0.2)\n")
+    (tmp_path / "test_z_costly.py").write_text(
+        "import time\nimport pytest\n\n"
+        "@pytest.mark.ray\n@pytest.mark.parametrize('i', range(4))\ndef test_ray(i):\n    time.sleep(0.2)\n\n"
         "@pytest.mark.llama\n@pytest.mark.parametrize('i', range(4))\ndef test_llama(i):\n    time.sleep(0.2)\n\n"
-        "@pytest.mark.labelstudio\n@pytest.mark.parametrize('i', range(4))\ndef test_ls(i):\n    time.sleep(0.2)\n\n"
-        "@pytest.mark.parametrize('i', range(4))\ndef test_free(i):\n    time.sleep(0.2)\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+        "@pytest.mark.demo\n@pytest.mark.parametrize('i', range(4))\ndef test_demo(i):\n    time.sleep(0.2)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder", "-v",
+                           "-p", "no:cacheprovider"],  # as make test runs the service tier
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
-    ran = re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED test_groups\.py::(test_\w+)\[\d\](@\w+)?", done.stdout)
-    assert len(ran) == 12, done.stdout[-2000:]
-    workers = {name: {w for w, test, _ in ran if test == name} for name in ("test_llama", "test_ls")}
+    ran = re.findall(r"\[(gw\d)\] \[ *\d+%\] PASSED test_\w+\.py::(test_\w+)\[\d\](@\w+)?", done.stdout)
+    assert len(ran) == 28, done.stdout[-2000:]
+    workers = {name: {w for w, test, _ in ran if test == name} for name in ("test_llama", "test_demo", "test_ray", "test_ls")}
     assert all(len(on) == 1 for on in workers.values()), workers
-    assert {test: suffix for _, test, suffix in ran if test != "test_free"} == {"test_llama": "@llama",
-                                                                                 "test_ls": "@test_groups"}
+    assert workers["test_llama"] == workers["test_demo"], workers  # the demo's llama-server serves the llama tests
+    assert {test: suffix for _, test, suffix in ran if test not in ("test_free", "test_module")} == {
+        "test_llama": "@llama", "test_demo": "@llama", "test_ray": "@ray", "test_ls": "@test_groups"}
+    # The two costly groups are handed out first, one to each worker, although the file lists them last: the
+    # longest chain (the demo's minutes of model calls) starts at once instead of after every other module.
+    first_on = {worker: next(test for w, test, _ in ran if w == worker) for worker in ("gw0", "gw1")}
+    assert sorted(first_on.values()) in (["test_demo", "test_ray"], ["test_llama", "test_ray"]), first_on
