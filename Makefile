@@ -41,22 +41,27 @@ services-deps: venv system
 	bash scripts/ppi_venv.sh
 	bash scripts/confseq_venv.sh
 
-# Two tiers, nothing skipped, one after the other: the in-process tests on every core (pytest-xdist; whole
-# modules per worker, so a module's fixtures are built once), then every test that starts a real service
-# (marker `services`: PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py
-# derives it from the fixtures a test uses) on workers of their own, the tests of one costly session service
-# (llama-server and the demo, Ray) in one xdist group so it starts once, every other module in its own (Label
-# Studio: one server per module). Side by side the tiers took 21 minutes and starved the browser tests of
-# CPU on 2 cores (dashboard pages past their timeouts); in turn they take 18.6 minutes in a clean clone
-# (5.6 + 11.7 + set-up; README "Running the tests").
-# Both run even when one fails; each prints its slowest 25 tests.
+# Two tiers, nothing skipped, side by side: every test that starts a real service (marker `services`:
+# PostgreSQL, Label Studio, llama-server, chromium, Ray, the demo; tests/conftest.py derives it from the fixtures
+# a test uses) on two workers at normal priority, the tests of one costly session service (the demo and
+# llama-server, Ray) in one xdist group each, handed out first so each starts at once and once, every other
+# module in its own (Label Studio: one server per module); beside them, at the lowest CPU priority (nice 19),
+# mypy and the in-process tests on every core (pytest-xdist, whole modules per worker). The service tier waits
+# on servers, browsers and model calls for much of its run; the in-process tier takes only that idle CPU, so
+# the browser tests keep their pace (side by side at equal priority two dashboard pages missed their
+# timeouts). The in-process tier's output follows the service tier's; both run even when one fails, each
+# prints its slowest 25 tests. README "Running the tests" has the timings.
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
+IN_PROCESS_LOG := .run/tests-in-process.log
 test: services-deps
 	$(PY) -m ruff check .
-	$(PY) -m mypy
-	$(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope; fast=$$?; \
+	@mkdir -p .run; echo "in-process tier (mypy, then pytest -m 'not services') at nice 19 -> $(IN_PROCESS_LOG)"
+	(nice -n 19 $(PY) -m mypy && nice -n 19 $(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope) \
+	  > $(IN_PROCESS_LOG) 2>&1 & fast=$$!; \
 	$(PY) -m pytest -m services -n $(SERVICE_WORKERS) --dist loadgroup --no-loadscope-reorder; services=$$?; \
+	wait $$fast; fast=$$?; \
+	echo "===== in-process tier ($(IN_PROCESS_LOG)) ====="; cat $(IN_PROCESS_LOG); \
 	test $$fast = 0 && test $$services = 0
 
 # The in-process tests without the `slow` ones (9 s or more each): 318 CPU-seconds, about 2.7 minutes on 2 idle cores.
