@@ -47,7 +47,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 import numpy as np
 
@@ -208,7 +208,14 @@ def _unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
         raise InputError(f"{where}: unknown parameter(s) {extra}; allowed: {sorted(known)}")
 
 
-_share = dict(check=lambda v: 0.0 <= v <= 1.0, allowed="a number in [0, 1]")
+class _Rule(TypedDict):
+    """A parameter's check and the words naming what it allows (``_param``'s keywords)."""
+
+    check: Callable[[Any], bool]
+    allowed: str
+
+
+_share: _Rule = {"check": lambda v: 0.0 <= v <= 1.0, "allowed": "a number in [0, 1]"}
 _number = (int, float)
 
 
@@ -246,7 +253,7 @@ class AgreementFloor:
         return AgreementBound(coefficient=self.coefficient, reference=self.reference, bound=self.floor)
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        return _lower_bound(evidence, name=self.name, type_name=self.type_name, coefficient=self.coefficient,
+        return _lower_bound(evidence, name=self.name, type_name="agreement_floor", coefficient=self.coefficient,
                             reference=self.reference, bound=self.floor, strict=False)
 
     def plan(self) -> PlanCheck:
@@ -584,8 +591,8 @@ class MinUnitsPerStratum:
         return "a design count: plan the strata's units directly"
 
 
-_REFERENCE = dict(check=lambda v: v in ("human_majority", "resolved"),
-                  allowed="'human_majority' or 'resolved' (the adjudicated label, else the majority)")
+_REFERENCE: _Rule = {"check": lambda v: v in ("human_majority", "resolved"),
+                     "allowed": "'human_majority' or 'resolved' (the adjudicated label, else the majority)"}
 
 
 @register_criterion("beats_baselines")
@@ -705,7 +712,7 @@ class TracksInput:
                                       f"{self.bound})")
 
     def evaluate(self, evidence: Evidence) -> CriterionResult:
-        return _lower_bound(evidence, name=self.name, type_name=self.type_name, coefficient="cohen_kappa",
+        return _lower_bound(evidence, name=self.name, type_name="tracks_input", coefficient="cohen_kappa",
                             reference=self.reference, bound=self.bound, strict=True)
 
     def plan(self) -> PlanCheck:

@@ -564,7 +564,7 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
     if any(not c.planned for c in criteria):
         notes.append("P(ACCEPT) counts only the planned criteria; the others must pass too")
     return Plan(policy=policy.name, design=design, level=level, power=power, studies=studies, units_needed=needed,
-                not_planned={c.name: c.reason for c in criteria if not c.planned}, oc_units=oc_units,
+                not_planned={c.name: c.reason for c in criteria if c.reason is not None}, oc_units=oc_units,
                 oc_agreement=tuple(float(x) for x in xs), oc_accept={k: tuple(float(v) for v in vals)
                                                                       for k, vals in oc.items()},
                 floors=tuple(floors(criteria, design.coefficient)),
