@@ -268,7 +268,7 @@ class ProbabilityScores:
     undefined_reason: str | None = None
 
 
-def probability_scores(forecasts: Sequence[float], outcomes: Sequence[bool], *,
+def probability_scores(forecasts: Sequence[float] | np.ndarray, outcomes: Sequence[bool] | np.ndarray, *,
                        bins: Sequence[int] = DEFAULT_ECE_BINS) -> ProbabilityScores:
     p, y = np.asarray(forecasts, dtype=float), np.asarray(outcomes, dtype=float)
     if len(p) != len(y):
