@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
@@ -794,7 +794,7 @@ class Policy:
     name: str
     description: str
     settings: dict[str, Any]
-    criteria: tuple[Any, ...]
+    criteria: tuple[Criterion, ...]
     quality: Any = None
     """The ``[quality]`` flag rule (``agreement.quality.FlagRule``), None when the policy has none."""
 
@@ -853,21 +853,21 @@ def load_policy(path: str | Path) -> Policy:
     tables = data.get("criteria")
     if not isinstance(tables, list) or not tables:
         raise InputError(f"{path}: no [[criteria]]; a policy must state at least one criterion")
-    criteria: list[Criterion | None] = []
+    built: dict[int, Criterion] = {}  # by position in the policy
     deferred: list[tuple[int, str, dict[str, Any], str]] = []
     for index, table in enumerate(tables, start=1):
         where = f"{path} criterion #{index}"
         kind = table.get("type") if isinstance(table, dict) else None
         build = CRITERIA.get_one(kind, where=f"{where}: type")  # type: ignore[arg-type]
         if kind in BUILT_IN:
-            deferred.append((len(criteria), kind, table, where))
-            criteria.append(None)
+            deferred.append((index, kind, table, where))
         else:
-            criteria.append(build(table, where))
-    floors = [c.agreement_bound for c in criteria if c is not None and c.agreement_bound is not None]
-    for position, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
+            built[index] = build(table, where)
+    floors = [c.agreement_bound for c in built.values() if c.agreement_bound is not None]
+    for index, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
         built_in = _built_in(kind)
-        criteria[position] = built_in(built_in.built_in_table(table, floors, where), where)
+        built[index] = built_in(built_in.built_in_table(table, floors, where), where)
+    criteria = [built[index] for index in sorted(built)]
     for kind in BUILT_IN:
         if kind not in {k for _, k, _, _ in deferred}:
             where = f"{path} built-in {kind}"
@@ -882,7 +882,7 @@ def load_policy(path: str | Path) -> Policy:
                   description=description, settings=settings, criteria=tuple(criteria), quality=quality)
 
 
-def _quality_rule(data: dict[str, Any], criteria: list[Any], path: Path) -> Any:
+def _quality_rule(data: dict[str, Any], criteria: Sequence[Criterion], path: Path) -> Any:
     """The policy's ``[quality]`` flag rule; a criterion excluding flagged annotators needs one."""
     from agreement.quality import FlagRule
 
@@ -893,7 +893,7 @@ def _quality_rule(data: dict[str, Any], criteria: list[Any], path: Path) -> Any:
     return rule
 
 
-def _measure(criterion: Any, evidence: Any, policy: Policy) -> CriterionResult:
+def _measure(criterion: Criterion, evidence: Any, policy: Policy) -> CriterionResult:
     """A criterion on the evidence; with ``exclude_flagged`` on the evidence without the flagged annotators,
     its result naming them and why."""
     if not criterion.exclude_flagged:
