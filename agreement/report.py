@@ -669,16 +669,17 @@ def bias_figure(doc: AuditDocument) -> Figure | None:
 
 
 def scatter_figure(doc: ScoreDocument) -> Figure | None:
-    rows = [r for r in doc.rows if r.key["split"] == "conflict" and r.accuracy.statistic is not None]
+    rows = [(r, accuracy) for r in doc.rows
+            if r.key["split"] == "conflict" and (accuracy := r.accuracy.statistic) is not None]
     if not rows:
         return None
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharex=True)
     for ax, (metric, title) in zip(axes, (("identify_f1", "Identify F1"), ("solve", "Solve"),
                                           ("escalate", "Escalate"))):
-        for r in rows:
-            value, accuracy = getattr(r, metric).statistic, r.accuracy.statistic
-            if value is None or accuracy is None:  # a cell without both has no point
+        for r, accuracy in rows:
+            value = getattr(r, metric).statistic
+            if value is None:
                 continue
             ax.plot(100 * accuracy, 100 * value, "o")
             ax.annotate(r.key["agent"][:14], (100 * accuracy, 100 * value), fontsize=7)
