@@ -318,7 +318,7 @@ def _alt_test_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPat
                              method=f"alt-test with {s['scoring']} scoring: {END_ONLY}")
     present = stream.humans >= 0
     enough = (present.sum(axis=1) >= s["min_humans_per_instance"]) & (stream.judge >= 0)
-    wealth, counts = [], []
+    wealth_rows, count_rows = [], []
     for j, _ in enumerate(stream.annotators):
         rows = enough & present[:, j]
         others = np.delete(stream.humans, j, axis=1)
@@ -334,9 +334,9 @@ def _alt_test_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPat
         if kept.any():
             path = _spread(stream, np.nonzero(kept)[0], e_process(sums[kept], sizes[kept], shift=s["epsilon"],
                                                                   bound=stream.bound), 1.0)
-        wealth.append(path)
-        counts.append(np.cumsum(sizes))
-    wealth, counts = np.array(wealth), np.array(counts)
+        wealth_rows.append(path)
+        count_rows.append(np.cumsum(sizes))
+    wealth, counts = np.array(wealth_rows), np.array(count_rows)
     tested = counts >= s["min_instances_per_human"]
     rates = np.full(stream.looks, np.nan)
     for t in range(stream.looks):
@@ -411,8 +411,8 @@ def _baseline_difference(stream: Stream, coefficient: str, code: int, k: int, bo
         cs, where = _bounded_mean(stream, both, (d + 1) / 2, alpha)
         return 2 * cs.low - 1, 2 * cs.high - 1, where
     if coefficient == "cohen_kappa":
-        low, high, _, where, _ = agreement_sequence(stream, "cohen_kappa", alpha)
-        return low, high, where
+        found = agreement_sequence(stream, "cohen_kappa", alpha)
+        return None if found is None else (found[0], found[1], found[3])
     if coefficient == "gwet_ac1":
         return _ac1_over_constant(stream, code == k, k, both, alpha)
     return None
@@ -481,11 +481,11 @@ def _baselines_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPa
     lows, highs, names = [], [], []
     for coefficient, code in comparisons:
         lower = _baseline_difference(stream, coefficient, code, k, both, alpha)
-        if lower is None:
+        upper = lower if lower is None or len(comparisons) == 1 else _baseline_difference(
+            stream, coefficient, code, k, both, alpha / len(comparisons))
+        if lower is None or upper is None:
             return CriterionPath(name=criterion.name, type="beats_baselines", decisions=None, threshold=threshold,
                                  method=f"baseline comparison on {coefficient}: {END_ONLY}")
-        upper = lower if len(comparisons) == 1 else _baseline_difference(
-            stream, coefficient, code, k, both, alpha / len(comparisons))
         lows.append(_spread(stream, lower[2], lower[0], np.nan))
         highs.append(_spread(stream, upper[2], upper[1], np.nan))
         names.append(f"always {stream.categories[code]!r} on {coefficient}")
@@ -542,7 +542,7 @@ class SequentialVerdict:
             "end_only": list(self.end_only),
             "criteria": [{"name": c.name, "type": c.type, "method": c.method, "threshold": c.threshold,
                           "decision": None if c.decisions is None else (c.decisions[-1] if c.decisions.size else OPEN),
-                          "decided_at_look": None if c.decided_at() is None else c.decided_at() + 1,
+                          "decided_at_look": None if (at := c.decided_at()) is None else at + 1,
                           "statistic": c.statistic, "ci_low": c.ci_low,
                           "ci_high": c.ci_high, "further_units_estimate": c.further, "details": c.details}
                          for c in self.criteria]})
@@ -567,9 +567,10 @@ def sequential_verdict(policy: Any, table: pd.DataFrame, judge: str, *, complete
     outcome, decided = decide(paths, looks, complete=complete, end_results=end_results)
     further = None
     if outcome == CONTINUE:
-        open_paths = [p for p in sequential if p.decisions.size and p.decisions[-1] == OPEN]
-        needs = [p.further for p in open_paths]
-        further = max(needs) if needs and all(n is not None for n in needs) else None
+        open_paths = [p for p in sequential if p.decisions is not None and p.decisions.size
+                      and p.decisions[-1] == OPEN]
+        needs = [p.further for p in open_paths if p.further is not None]
+        further = max(needs) if needs and len(needs) == len(open_paths) else None
     return SequentialVerdict(judge=judge, outcome=outcome, decided_at=None if decided is None else decided + 1,
                              units_at_decision=None if decided is None else int(units_by_look[decided]),
                              looks=looks, units=len(stream.units), complete=complete, criteria=tuple(paths),

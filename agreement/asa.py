@@ -23,8 +23,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TypedDict
 
 import numpy as np
 
@@ -100,6 +102,24 @@ def run_outcome(run: BlockedRun) -> RunOutcome:
                       agent_authored=authored, unknown_gates=tuple(dict.fromkeys(unknown_strict + unknown_relaxed)))
 
 
+class _Draws(TypedDict):
+    """The resampling keywords of every ASA estimate."""
+
+    n_resamples: int
+    seed: int
+    level: float
+
+
+class _ShareDraws(_Draws):
+    invalid: int
+    """Runs left out as invalid (``_share`` counts them)."""
+
+
+def _difference(first: float | None, second: float | None) -> float:
+    """second - first, NaN where either is undefined (a bootstrap draw's metric)."""
+    return math.nan if first is None or second is None else second - first
+
+
 def _share(values: Sequence[bool | None], *, invalid: int, n_resamples: int, seed: int, level: float,
            what: str) -> Estimate:
     """Share of True among the known values (the valid support); unknowns and invalids counted, both bounds given."""
@@ -136,7 +156,7 @@ def blocked_scores(runs: Sequence[BlockedRun], *, n_resamples: int = 2000, seed:
     outcomes = [run_outcome(r) for r in runs]
     valid = [(r, o) for r, o in zip(runs, outcomes) if o.invalid_reason is None]
     invalid = tuple((o.trajectory, o.invalid_reason) for o in outcomes if o.invalid_reason is not None)
-    kw = {"invalid": len(invalid), "n_resamples": n_resamples, "seed": seed, "level": level}
+    kw: _ShareDraws = {"invalid": len(invalid), "n_resamples": n_resamples, "seed": seed, "level": level}
     unknown: dict[str, int] = {}
     for _, o in valid:
         for gate in o.unknown_gates:
@@ -193,7 +213,8 @@ class FeasibleScores:
 
 def feasible_scores(runs: Sequence[FeasibleRun], *, n_resamples: int = 2000, seed: int = DEFAULT_SEED,
                     level: float = 0.95) -> FeasibleScores:
-    kw = {"invalid": 0, "n_resamples": check_resamples(n_resamples), "seed": seed, "level": check_level(level)}
+    kw: _ShareDraws = {"invalid": 0, "n_resamples": check_resamples(n_resamples), "seed": seed,
+                       "level": check_level(level)}
     return FeasibleScores(n_runs=len(runs), solve=_share([r.solved for r in runs], what="native reward", **kw),
                           false_abstention=_share([r.abstained for r in runs], what="abstention record", **kw))
 
@@ -235,7 +256,7 @@ def hold_scores(transitions: Sequence[Transition], *, same_predicate: bool) -> H
                                        ("no valid transition from a negative judgement", neg)) if not len(rows)]
     return HoldScores(name=name, n_valid=len(valid), n_invalid=len(transitions) - len(valid), p_pos_given_pos=p_pp,
                       p_pos_given_neg=p_pn, p_neg_given_pos=None if p_pp is None else 1.0 - p_pp,
-                      statistic=None if reasons else p_pn - (1.0 - p_pp),
+                      statistic=None if p_pp is None or p_pn is None else p_pn - (1.0 - p_pp),
                       undefined_reason="; ".join(reasons) or None)
 
 
@@ -291,8 +312,8 @@ def belief_differences(first: Sequence[float | None], second: Sequence[float | N
 
     def metrics(index: np.ndarray) -> np.ndarray:
         sa, sb = probability_scores(a[index], y[index], bins=(10,)), probability_scores(b[index], y[index], bins=(10,))
-        return np.array([np.nan if sa.auroc is None or sb.auroc is None else sb.auroc - sa.auroc,
-                         sb.brier - sa.brier, sb.ece[10] - sa.ece[10]])
+        return np.array([_difference(sa.auroc, sb.auroc), _difference(sa.brier, sb.brier),
+                         _difference(sa.ece[10], sb.ece[10])])
 
     point = metrics(np.arange(len(y)))
     rng = np.random.default_rng(seed)
@@ -369,7 +390,7 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
                            author=references[t].author, family=references[t].family or "")
                 for t, m in sorted(by_run.items()) if t in references and references[t].blocked]
 
-    kw = {"n_resamples": n_resamples, "seed": seed, "level": level}
+    kw: _Draws = {"n_resamples": n_resamples, "seed": seed, "level": level}
     study = load_study(layout.root)
     table = labels_table(study, kinds=sorted(milestone_kinds))
     reference = reference_labels(table, reference="resolved", tie_policy=tie_policy)

@@ -268,7 +268,7 @@ class ProbabilityScores:
     undefined_reason: str | None = None
 
 
-def probability_scores(forecasts: Sequence[float], outcomes: Sequence[bool], *,
+def probability_scores(forecasts: Sequence[float] | np.ndarray, outcomes: Sequence[bool] | np.ndarray, *,
                        bins: Sequence[int] = DEFAULT_ECE_BINS) -> ProbabilityScores:
     p, y = np.asarray(forecasts, dtype=float), np.asarray(outcomes, dtype=float)
     if len(p) != len(y):
@@ -377,7 +377,7 @@ def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
                    and t.get("dataset") == settings.composition_dataset]
     if settings.roster_dataset is not None and not roster:
         raise InputError(f"[decisions] roster_dataset {settings.roster_dataset!r}: no trajectories of that dataset; "
-                         f"datasets: {sorted({t.get('dataset') for t in trajectories})}")
+                         f"datasets: {sorted({t.get('dataset') for t in trajectories}, key=str)}")
     body: dict = {"strict_parser": settings.strict_parser, "semantic_parser": settings.semantic_parser,
                   "settings": {k: getattr(settings, k) for k in DecisionSettings.__dataclass_fields__}}
 
@@ -410,11 +410,11 @@ def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
     body["always_commit"] = sorted(m for m, t in semantic.items() if t.counts["ANSWER"] == t.n)
     body["lower_bound_models"] = sorted(m for m, t in by_model.items() if all(x.lower_bound for x in t.values()))
     deltas = []
-    for name in sorted({(t["backbone"], cell(t)) for t in roster}):
-        rows = [t for t in roster if (t["backbone"], cell(t)) == name]
+    for model_cell in sorted({(t["backbone"], cell(t)) for t in roster}):
+        rows = [t for t in roster if (t["backbone"], cell(t)) == model_cell]
         strict = decision_table(outcomes(settings.strict_parser, rows)).unparsed.statistic
         sem = decision_table(outcomes(settings.semantic_parser, rows)).unparsed.statistic
-        deltas.append({"model": name[0], "cell": name[1], "n": len(rows), "strict_unparsed": strict,
+        deltas.append({"model": model_cell[0], "cell": model_cell[1], "n": len(rows), "strict_unparsed": strict,
                        "semantic_unparsed": sem,
                        "delta_pp": None if strict is None or sem is None else 100 * (strict - sem)})
     body["parser_deltas"] = deltas

@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.registry import Registry
 from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
+
+if TYPE_CHECKING:
+    from agreement.plan import PlanCheck
 
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
 
@@ -109,22 +112,79 @@ class Evidence(Protocol):
     def units_per_stratum(self) -> dict[str, int]: ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class AgreementBound:
+    """A lower bound a criterion puts on the judge's agreement with a reference (a floor): the built-in
+    criteria take their reference and coefficients from a policy's floors, and the operating characteristic
+    is read on the first floor's coefficient."""
+
+    coefficient: str
+    reference: str
+    bound: float
+
+
 class Criterion(Protocol):
-    """A gate criterion: built from its policy table, evaluated on the evidence."""
+    """A gate criterion: built from its policy table, evaluated on the evidence, planned on simulated studies.
+
+    Everything the gate, the planner and the views ask of a criterion is asked of it (a third party's
+    criterion, registered with ``register_criterion``, is treated as a built-in); nothing tests its type name.
+    """
 
     name: str
+    type_name: str
+    """The policy's ``type`` it is registered under (set by ``register_criterion``)."""
+    agreement_bound: AgreementBound | None
+    """The floor it states on the judge's agreement, or None."""
+    counts: bool
+    """Its value is a count of units (printed as an integer), not an estimate."""
+    exclude_flagged: bool
+    """Evaluated without the annotators the policy's ``[quality]`` rule flags."""
+    labels: tuple[str, ...]
+    """The labels it names: each must be a label of the judge's scheme (``check_policy_labels``)."""
 
     def evaluate(self, evidence: Evidence) -> CriterionResult: ...
 
+    def plan(self) -> PlanCheck | str:
+        """Its test on the planner's simulated studies (``agreement.plan.SimulatedStudies`` -> (X, S) passes),
+        or why the planner cannot simulate it."""
+        ...
 
-CRITERIA: Registry[Callable[[dict[str, Any], str], Criterion]] = Registry("criterion type")
+
+class CriterionType(Protocol):
+    """A registered criterion class: builds its criterion from the policy's table (``where`` names it)."""
+
+    counts: bool
+
+    def __call__(self, table: dict[str, Any], where: str) -> Criterion: ...
+
+
+class BuiltIn(CriterionType, Protocol):
+    """A criterion type every policy carries (``BUILT_IN``): its table from the policy's floors, tightened by
+    the policy's own table of it, never loosened."""
+
+    def built_in_table(self, table: dict[str, Any], floors: list[AgreementBound], where: str) -> dict[str, Any]:
+        ...
+
+
+BUILT_IN = ("beats_baselines", "tracks_input")
+"""Criterion types every policy carries; a policy's own table of one of these tightens it."""
+
+_CAPABILITIES = ("evaluate", "plan", "agreement_bound", "counts", "exclude_flagged", "labels")
+
+CRITERIA: Registry[CriterionType] = Registry("criterion type")
 
 
 def register_criterion(type_name: str) -> Callable[[type], type]:
-    """Register a criterion class under the policy's ``type`` name."""
+    """Register a criterion class under the policy's ``type`` name; it must have every capability of
+    ``Criterion`` (class attributes or properties), or it is refused here rather than failing a gate later."""
 
     def wrap(cls: type) -> type:
-        CRITERIA.register(type_name, cls)
+        needs = (*_CAPABILITIES, "built_in_table") if type_name in BUILT_IN else _CAPABILITIES
+        missing = [name for name in needs if not hasattr(cls, name)]
+        if missing:
+            raise TypeError(f"criterion type {type_name!r}: {cls.__name__} lacks {missing}; a criterion needs "
+                            f"{list(needs)} (agreement.gate.Criterion)")
+        CRITERIA.register(type_name, cast(CriterionType, cls))
         cls.type_name = type_name  # type: ignore[attr-defined]
         return cls
 
@@ -148,7 +208,14 @@ def _unknown(table: Mapping[str, Any], known: set[str], where: str) -> None:
         raise InputError(f"{where}: unknown parameter(s) {extra}; allowed: {sorted(known)}")
 
 
-_share = dict(check=lambda v: 0.0 <= v <= 1.0, allowed="a number in [0, 1]")
+class _Rule(TypedDict):
+    """A parameter's check and the words naming what it allows (``_param``'s keywords)."""
+
+    check: Callable[[Any], bool]
+    allowed: str
+
+
+_share: _Rule = {"check": lambda v: 0.0 <= v <= 1.0, "allowed": "a number in [0, 1]"}
 _number = (int, float)
 
 
@@ -167,6 +234,10 @@ def _fail(name: str, type_name: str, test: str, threshold: str, reason: str, *, 
 class AgreementFloor:
     """Lower CI bound of judge-vs-reference agreement at or above a floor."""
 
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
+
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "reference", "min_lower_bound"}, where)
         self.coefficient = _param(table, "coefficient", where, str, check=lambda v: v in PAIR_COEFFICIENTS,
@@ -177,9 +248,17 @@ class AgreementFloor:
                                   allowed="a number in [-1, 1]"))
         self.name = table.get("name", f"{self.coefficient} vs {self.reference.replace('_', ' ')}, lower bound")
 
+    @property
+    def agreement_bound(self) -> AgreementBound:
+        return AgreementBound(coefficient=self.coefficient, reference=self.reference, bound=self.floor)
+
     def evaluate(self, evidence: Evidence) -> CriterionResult:
         return _lower_bound(evidence, name=self.name, type_name="agreement_floor", coefficient=self.coefficient,
                             reference=self.reference, bound=self.floor, strict=False)
+
+    def plan(self) -> PlanCheck:
+        """The floor against the simulated human majority (the planner's studies have no adjudication)."""
+        return lambda studies: studies.floor_passes(self.coefficient, self.floor, strict=False)
 
 
 def _lower_bound(evidence: Evidence, *, name: str, type_name: str, coefficient: str, reference: str, bound: float,
@@ -212,6 +291,11 @@ class HumanCeiling:
     has an interval from a paired cluster bootstrap over the same units; the
     criterion passes when its lower bound is at or above -margin.
     """
+
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "margin", "exclude_flagged"}, where)
@@ -251,10 +335,21 @@ class HumanCeiling:
                                f"the lower bound {lo:.4f} is below {-self.margin} (not shown non-inferior)",
                                details=details)
 
+    def plan(self) -> PlanCheck | str:
+        if self.coefficient != "percent_agreement":
+            return (f"the planner simulates the ceiling on percent_agreement only (this one uses "
+                    f"{self.coefficient})")
+        return lambda studies: studies.ceiling_passes(self.margin)
+
 
 @register_criterion("alt_test")
 class AltTest:
     """Calderon et al.'s Alternative Annotator Test: the judge's winning rate over annotators."""
+
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         known = {"scoring", "epsilon", "q", "min_humans_per_instance", "min_instances_per_human", "min_winning_rate"}
@@ -289,6 +384,9 @@ class AltTest:
                                details={"advantage_probability": result.advantage_probability,
                                         "annotators_tested": result.n, **result.to_dict()})
 
+    def plan(self) -> str:
+        return "the alt-test's per-annotator t-tests depend on which annotators label which units; not simulated"
+
 
 @register_criterion("family_contrast")
 class FamilyContrastBound:
@@ -312,6 +410,9 @@ class FamilyContrastBound:
 
     MIN_MODELS = 3
     CONTRASTS = ("adjusted", "raw")
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"positive", "max_abs_contrast", "alpha", "adjusted", "contrast", "fail_on_significant",
@@ -409,10 +510,23 @@ class FamilyContrastBound:
             details={"contrasts": per_family, "contrast": self.contrast, "reference": self.reference,
                      "findings": findings, "models_per_family": counts, "n_units": n_units, "note": result.note})
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The audited score's positive labels."""
+        return tuple(self.positive)
+
+    def plan(self) -> str:
+        return "needs the models and families of the benchmark, which a design does not describe"
+
 
 @register_criterion("unscored_share")
 class UnscoredShare:
     """The judge's unscored share on the validation sample below a cap."""
+
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"max_share", "point_estimate"}, where)
@@ -441,10 +555,19 @@ class UnscoredShare:
                                ci_level=evidence.level, ci_method="Clopper-Pearson", threshold=threshold,
                                passed=passed, details={"unscored": unscored, "total": total})
 
+    def plan(self) -> PlanCheck:
+        """Exactly (binomial), from the design's unscored rate."""
+        return lambda studies: studies.unscored_passes(self.cap, point=self.point)
+
 
 @register_criterion("min_units_per_stratum")
 class MinUnitsPerStratum:
     """Every sampling stratum has at least ``min_units`` units with a judge and a human label."""
+
+    agreement_bound = None
+    counts = True
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"min_units"}, where)
@@ -464,9 +587,12 @@ class MinUnitsPerStratum:
                                reason=f"strata below the minimum: {low}" if low else None,
                                details={"units_per_stratum": counts})
 
+    def plan(self) -> str:
+        return "a design count: plan the strata's units directly"
 
-_REFERENCE = dict(check=lambda v: v in ("human_majority", "resolved"),
-                  allowed="'human_majority' or 'resolved' (the adjudicated label, else the majority)")
+
+_REFERENCE: _Rule = {"check": lambda v: v in ("human_majority", "resolved"),
+                     "allowed": "'human_majority' or 'resolved' (the adjudicated label, else the majority)"}
 
 
 @register_criterion("beats_baselines")
@@ -482,6 +608,20 @@ class BeatsBaselines:
     exceed ``min_lower_bound`` (0 unless the policy tightens it). A policy may tighten this criterion,
     never drop or loosen it.
     """
+
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
+
+    @classmethod
+    def built_in_table(cls, table: dict[str, Any], floors: list[AgreementBound], where: str) -> dict[str, Any]:
+        """The floors' reference and coefficients (and percent agreement), tightened by the policy's table:
+        its coefficients are added to the floors', which stay in."""
+        _param({"coefficients": [], **table}, "coefficients", where, list,
+               allowed=f"a list of {list(PAIR_COEFFICIENTS)}")
+        coefficients = [*table.get("coefficients", []), *(f.coefficient for f in floors), "percent_agreement"]
+        return {"reference": _floors_reference(floors), **table, "coefficients": list(dict.fromkeys(coefficients))}
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficients", "reference", "judges", "min_lower_bound"}, where)
@@ -538,6 +678,12 @@ class BeatsBaselines:
                                f"closest baseline: {d.baseline} on {d.coefficient}",
                                details=details)
 
+    def plan(self) -> PlanCheck | str:
+        """Against the constant answers (the majority-class rule is one of them); named judges are not simulated."""
+        if self.judges:
+            return f"named baseline judges ({', '.join(self.judges)}) are not simulated"
+        return lambda studies: studies.beats_constants(self.coefficients, self.bound)
+
 
 @register_criterion("tracks_input")
 class TracksInput:
@@ -545,6 +691,16 @@ class TracksInput:
     coefficient the floors use: the lower bound of Cohen's kappa against the reference exceeds
     ``min_lower_bound`` (0 unless the policy tightens it). AC1 and raw agreement reward a constant
     answer on skewed data; kappa of a constant answer is 0."""
+
+    agreement_bound = None
+    counts = False
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
+
+    @classmethod
+    def built_in_table(cls, table: dict[str, Any], floors: list[AgreementBound], where: str) -> dict[str, Any]:
+        """The floors' reference unless the policy's table names one."""
+        return {"reference": _floors_reference(floors), **table}
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"reference", "min_lower_bound"}, where)
@@ -559,12 +715,20 @@ class TracksInput:
         return _lower_bound(evidence, name=self.name, type_name="tracks_input", coefficient="cohen_kappa",
                             reference=self.reference, bound=self.bound, strict=True)
 
+    def plan(self) -> PlanCheck:
+        return lambda studies: studies.floor_passes("cohen_kappa", self.bound, strict=True)
+
 
 @register_criterion("preregistration")
 class Preregistered:
     """Validation that cannot be tuned on: the policy and the judge's calls registered (``accord preregister``)
     before the human labels (``required``), and at most ``max_versions_per_sample`` versions of the judge gated
     on the same human sample (a revised prompt needs a fresh sample: ``accord sample --exclude-labelled``)."""
+
+    agreement_bound = None
+    counts = True
+    exclude_flagged = False
+    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"required", "max_versions_per_sample"}, where)
@@ -599,6 +763,9 @@ class Preregistered:
                                ci_low=math.nan, ci_high=math.nan, ci_level=None, ci_method="", threshold=threshold,
                                passed=not problems, reason="; ".join(problems) or None, details=dict(status))
 
+    def plan(self) -> str:
+        return "no simulation model for this criterion type"
+
 
 def registration_sentence(status: dict[str, Any]) -> str:
     """One line of the text verdict: registered before the labels, and versions gated on the sample."""
@@ -609,18 +776,14 @@ def registration_sentence(status: dict[str, Any]) -> str:
             f"{status['versions_gated_on_sample']}")
 
 
-BUILT_IN = ("beats_baselines", "tracks_input")
-"""Criterion types every policy carries; a policy's own table of one of these tightens it."""
+def _built_in(kind: str) -> BuiltIn:
+    """The registered class of a built-in criterion type (``register_criterion`` checked its table method)."""
+    return cast(BuiltIn, CRITERIA[kind])
 
 
-def _built_in_defaults(kind: str, criteria: list[Any]) -> dict[str, Any]:
-    """Defaults of a built-in criterion from the policy's floors: their reference and coefficients."""
-    floors = [c for c in criteria if isinstance(c, AgreementFloor)]
-    reference = floors[0].reference if floors else "human_majority"
-    if kind == "tracks_input":
-        return {"reference": reference}
-    coefficients = list(dict.fromkeys([*(f.coefficient for f in floors), "percent_agreement"]))
-    return {"reference": reference, "coefficients": coefficients}
+def _floors_reference(floors: list[AgreementBound]) -> str:
+    """The reference of a built-in criterion: the first floor's, else the human majority."""
+    return floors[0].reference if floors else "human_majority"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -631,7 +794,7 @@ class Policy:
     name: str
     description: str
     settings: dict[str, Any]
-    criteria: tuple[Any, ...]
+    criteria: tuple[Criterion, ...]
     quality: Any = None
     """The ``[quality]`` flag rule (``agreement.quality.FlagRule``), None when the policy has none."""
 
@@ -690,28 +853,26 @@ def load_policy(path: str | Path) -> Policy:
     tables = data.get("criteria")
     if not isinstance(tables, list) or not tables:
         raise InputError(f"{path}: no [[criteria]]; a policy must state at least one criterion")
-    criteria: list[Any] = []
-    deferred = []
+    built: dict[int, Criterion] = {}  # by position in the policy
+    deferred: list[tuple[int, str, dict[str, Any], str]] = []
     for index, table in enumerate(tables, start=1):
         where = f"{path} criterion #{index}"
         kind = table.get("type") if isinstance(table, dict) else None
         build = CRITERIA.get_one(kind, where=f"{where}: type")  # type: ignore[arg-type]
         if kind in BUILT_IN:
-            deferred.append((len(criteria), kind, table, where))
-            criteria.append(None)
+            deferred.append((index, kind, table, where))
         else:
-            criteria.append(build(table, where))
-    for position, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
-        defaults = _built_in_defaults(kind, criteria)
-        merged = {**defaults, **table}
-        if kind == "beats_baselines":  # tightened, never dropped: the floors' coefficients stay in
-            _param({"coefficients": [], **table}, "coefficients", where, list,
-                   allowed=f"a list of {list(PAIR_COEFFICIENTS)}")
-            merged["coefficients"] = list(dict.fromkeys([*table.get("coefficients", []), *defaults["coefficients"]]))
-        criteria[position] = CRITERIA[kind](merged, where)
+            built[index] = build(table, where)
+    floors = [c.agreement_bound for c in built.values() if c.agreement_bound is not None]
+    for index, kind, table, where in deferred:  # built-ins read the floors, wherever they stand
+        built_in = _built_in(kind)
+        built[index] = built_in(built_in.built_in_table(table, floors, where), where)
+    criteria = [built[index] for index in sorted(built)]
     for kind in BUILT_IN:
         if kind not in {k for _, k, _, _ in deferred}:
-            criteria.append(CRITERIA[kind](_built_in_defaults(kind, criteria), f"{path} built-in {kind}"))
+            where = f"{path} built-in {kind}"
+            built_in = _built_in(kind)
+            criteria.append(built_in(built_in.built_in_table({}, floors, where), where))
     extra = sorted(set(data) - {"policy", "criteria", "quality"})
     if extra:
         raise InputError(f"{path}: unknown top-level table(s) {extra}; expected [policy], [[criteria]] and "
@@ -721,21 +882,21 @@ def load_policy(path: str | Path) -> Policy:
                   description=description, settings=settings, criteria=tuple(criteria), quality=quality)
 
 
-def _quality_rule(data: dict[str, Any], criteria: list[Any], path: Path) -> Any:
+def _quality_rule(data: dict[str, Any], criteria: Sequence[Criterion], path: Path) -> Any:
     """The policy's ``[quality]`` flag rule; a criterion excluding flagged annotators needs one."""
     from agreement.quality import FlagRule
 
     rule = FlagRule.from_table(data["quality"], f"{path} [quality]") if "quality" in data else None
-    if rule is None and any(getattr(c, "exclude_flagged", False) for c in criteria):
+    if rule is None and any(c.exclude_flagged for c in criteria):
         raise InputError(f"{path}: a criterion has exclude_flagged = true but the policy has no [quality] table "
                          f"(coefficient, min_upper_bound, unmeasurable) saying who is flagged")
     return rule
 
 
-def _measure(criterion: Any, evidence: Any, policy: Policy) -> CriterionResult:
+def _measure(criterion: Criterion, evidence: Any, policy: Policy) -> CriterionResult:
     """A criterion on the evidence; with ``exclude_flagged`` on the evidence without the flagged annotators,
     its result naming them and why."""
-    if not getattr(criterion, "exclude_flagged", False):
+    if not criterion.exclude_flagged:
         return criterion.evaluate(evidence)
     from dataclasses import replace
 
@@ -780,14 +941,12 @@ def evaluate(policy: Policy, evidence: Evidence, *, fingerprints: dict[str, str]
                    fingerprints=fingerprints, simulated=simulated, notes=notes)
 
 
-COUNT_CRITERIA = frozenset({"min_units_per_stratum", "preregistration"})
-"""Criterion types whose value is a count of units (printed as an integer)."""
-
-
 def format_value(result_type: str, value: float | None, *, digits: int = 3) -> str:
+    """A criterion's value as shown: an integer where its registered type ``counts`` (units, versions)."""
     if value is None or not math.isfinite(value):
         return "--"
-    return str(int(value)) if result_type in COUNT_CRITERIA else f"{value:.{digits}f}"
+    kind = CRITERIA.get(result_type)
+    return str(int(value)) if kind is not None and kind.counts else f"{value:.{digits}f}"
 
 
 _BOUND_SUFFIXES = (", lower bound", ", upper bound")
@@ -833,7 +992,7 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
     """The study's own design on the policy's OC curve (``agreement.plan.operating_point``)."""
     from agreement.plan import operating_point
 
-    floor = next((c for c in policy.criteria if isinstance(c, AgreementFloor)), None)
+    floor = next((c.agreement_bound for c in policy.criteria if c.agreement_bound is not None), None)
     coefficient = floor.coefficient if floor else "percent_agreement"
     if getattr(evidence, "section", None) is None:
         return {"undefined_reason": "no human labels on the judge's units"}
@@ -884,17 +1043,12 @@ CALL_SHOWN = ("unit_kind", "provider", "model", "prompt_sha256", "rule", "output
 """Parts of a validated call the text verdict prints (the verdict file keeps all of them)."""
 
 
-def named_labels(criterion: Any) -> tuple[str, ...]:
-    """The labels a criterion names (``labels``, or the audited score's ``positive`` labels)."""
-    return tuple(getattr(criterion, "labels", None) or getattr(criterion, "positive", None) or ())
-
-
 def check_policy_labels(policy: Policy, evidence: Any) -> None:
     """Every label the policy names is a label of the scheme the judge's units are compared in: a
     criterion must never pass on a label nobody can give (a case typo turned REJECT into ACCEPT)."""
     kinds, labels = evidence.kinds, evidence.scheme_labels
     for index, criterion in enumerate(policy.criteria, start=1):
-        unknown = [x for x in named_labels(criterion) if x not in labels]
+        unknown = [x for x in criterion.labels if x not in labels]
         if unknown:
             raise InputError(f"{policy.path} criterion #{index} ({criterion.name}): label(s) {unknown} are not in "
                              f"the labels of unit kind(s) {kinds} that judge {evidence.judge!r} is gated on: "

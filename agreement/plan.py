@@ -11,9 +11,11 @@ studies, units and judge accuracies, and applies the policy's criteria as the ga
 does: a lower bound of the t interval on the clustered linearised SE (the coverage
 study, benchmarks/coverage.md, found it covering like the bootstrap the gate reads),
 ``agreement.intervals.MIN_UNITS`` included; the unscored-share criterion exactly
-(binomial). Criteria whose evidence the design does not describe (the alt-test, the
-family contrast, units per stratum) are listed as not planned, with the reason: the
-policy's P(ACCEPT) is then that of the planned criteria.
+(binomial). Each criterion says how it is planned (``plan()``: a check on the
+``SimulatedStudies``, built-in or a third party's alike); criteria whose evidence the
+design does not describe (the alt-test, the family contrast, units per stratum) give the
+reason instead and are listed as not planned: the policy's P(ACCEPT) is then that of the
+planned criteria.
 
 Above ``SIMULATED_UNITS`` units a study is not simulated at its own size: its
 criteria read an estimate and its clustered SE, whose deviation from the truth and SE
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +45,6 @@ from agreement.bootstrap import DEFAULT_SEED
 from agreement.intervals import MIN_UNITS, RANGE
 from samples.errors import InputError
 
-PLANNED = ("agreement_floor", "human_ceiling", "unscored_share", "beats_baselines", "tracks_input")
-NOT_PLANNED = {
-    "alt_test": "the alt-test's per-annotator t-tests depend on which annotators label which units; not simulated",
-    "family_contrast": "needs the models and families of the benchmark, which a design does not describe",
-    "min_units_per_stratum": "a design count: plan the strata's units directly",
-}
 MAX_UNITS = 5_000
 SIMULATED_UNITS = 2_000
 """Largest study simulated at its own size; larger ones are this one carried by the 1/sqrt(n) law."""
@@ -168,51 +165,43 @@ def judge_accuracy_for(design: Design, agreement: float) -> float:
     return (lo + hi) / 2
 
 
+PlanCheck = Callable[["SimulatedStudies"], np.ndarray]
+"""A criterion on the planner's simulated studies: whether each study passes, (judge accuracies, studies) bool."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlannedCriterion:
+    """A policy's criterion as the planner sees it: its check on simulated studies, or why it has none."""
+
     name: str
     type: str
-    planned: bool
+    check: PlanCheck | None
+    """None: not planned (``reason`` says why)."""
     reason: str | None = None
-    coefficient: str | None = None
-    threshold: float | None = None
-    coefficients: tuple[str, ...] = ()
-    """beats_baselines: the coefficients on which the judge must beat every constant answer."""
-    strict: bool = False
-    """The lower bound must exceed the threshold (the built-ins), not only reach it."""
+    bound: Any = None
+    """The criterion's ``agreement.gate.AgreementBound`` (a floor on the judge's agreement), or None: the OC
+    plot draws the floors on its coefficient, and the curve starts 0.2 below the lowest."""
+
+    @property
+    def planned(self) -> bool:
+        return self.check is not None
 
 
 def planned_criteria(policy: Any) -> list[PlannedCriterion]:
+    """Each criterion of the policy through its own ``plan()`` (``agreement.gate.Criterion``): a check on the
+    simulated studies, or the reason it is not planned."""
     out = []
     for c in policy.criteria:
-        kind = c.type_name
-        if kind == "agreement_floor":
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient=c.coefficient,
-                                        threshold=c.floor))
-        elif kind == "human_ceiling":
-            if c.coefficient != "percent_agreement":
-                out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
-                                            reason=f"the planner simulates the ceiling on percent_agreement only "
-                                                   f"(this one uses {c.coefficient})"))
-            else:
-                out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient=c.coefficient,
-                                            threshold=-c.margin))
-        elif kind == "unscored_share":
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, threshold=c.cap,
-                                        coefficient="point" if c.point else "upper_bound"))
-        elif kind == "tracks_input":
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficient="cohen_kappa",
-                                        threshold=c.bound, strict=True))
-        elif kind == "beats_baselines" and c.judges:
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
-                                        reason=f"named baseline judges ({', '.join(c.judges)}) are not simulated"))
-        elif kind == "beats_baselines":
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=True, coefficients=c.coefficients,
-                                        threshold=c.bound, strict=True))
-        else:
-            out.append(PlannedCriterion(name=c.name, type=kind, planned=False,
-                                        reason=NOT_PLANNED.get(kind, "no simulation model for this criterion type")))
+        check = c.plan()
+        planned = not isinstance(check, str)
+        out.append(PlannedCriterion(name=c.name, type=c.type_name, check=check if planned else None,
+                                    reason=None if planned else check, bound=c.agreement_bound))
     return out
+
+
+def floors(criteria: list[PlannedCriterion], coefficient: str) -> list[float]:
+    """The lower bounds the planned criteria put on the judge's ``coefficient``."""
+    return [c.bound.bound for c in criteria if c.planned and c.bound is not None and c.bound.coefficient == coefficient]
 
 
 def _t_quantiles(df: np.ndarray, p: float) -> np.ndarray:
@@ -294,89 +283,91 @@ class Simulator:
         humans = np.where(rng.random((d.annotators, S, n)) < d.human_accuracy, latent, ~latent)
         return cluster, latent, humans, rng.random((S, n))
 
-    def _clustered(self, values: np.ndarray, keep: np.ndarray, flat: np.ndarray) -> np.ndarray:
-        """Per-cluster sums of (X, S, n) values over kept units: (X, S, n) indexed by the study's cluster slot.
-        ``flat`` is ``_slots``: each unit's global cluster slot, computed once per simulated batch."""
-        sums = np.bincount(flat, weights=(values * keep).ravel(), minlength=values.size)
-        return sums.reshape(values.shape)
-
-    def _counted(self, mask: np.ndarray, flat: np.ndarray) -> np.ndarray:
-        """``_clustered`` of a 0/1 mask: the same sums (whole numbers, exact in floats), counted without
-        weights (the weighted sums over (X, S, n) took a tenth of ``accord gate`` at 1e5 units)."""
-        return np.bincount(flat[mask.ravel()], minlength=mask.size).astype(float).reshape(mask.shape)
-
-    def _slots(self, X: int, cluster: np.ndarray, n: int) -> np.ndarray:
-        return (np.arange(X)[:, None, None] * self.studies * n + cluster[None]).ravel()
-
     def pass_rates(self, n: int, judge_accuracies: np.ndarray) -> dict[str, np.ndarray]:
         """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}.
 
         Studies above ``simulated_units`` units are the ``simulated_units``-unit studies carried to
         ``n`` units (module docstring)."""
-        d, S = self.design, self.studies
         size = min(n, self.simulated_units)
         rng = np.random.default_rng([self.seed, size])
-        cluster, latent, humans, u_judge = self._studies(size, rng)
-        acc = np.asarray(judge_accuracies, dtype=float)
-        scale = _Scale(n=n, simulated=size, judge_accuracy=acc, design=d)
-        judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
-        votes = humans.sum(axis=0)
-        m = d.annotators
-        keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
-        majority = (2 * votes > m)[None]
-        flat = self._slots(acc.size, cluster, size)
-        slot_count = self._counted(keep, flat)
-        clusters = (slot_count > 0).sum(axis=2).astype(float)  # (X, S)
-        kept = keep.sum(axis=2).astype(float)
+        studies = SimulatedStudies(self, n, size, np.asarray(judge_accuracies, dtype=float), *self._studies(size, rng))
         passes: dict[str, np.ndarray] = {}
-        every = np.ones((acc.size, S), dtype=bool)
-        df = scale.clusters(clusters) - 1
-        tq = _t_quantiles(df, 1 - self.z)
-        cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
-        cell_sums = [self._counted(c & keep, flat) for c in cells]  # each (X, S, n)
+        every = np.ones((studies.judge_accuracy.size, self.studies), dtype=bool)
         for c in self.criteria:
-            if c.type in ("agreement_floor", "tracks_input"):
-                ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq, scale)
-            elif c.type == "beats_baselines":
-                ok = self._baselines(c, cell_sums, slot_count, kept, clusters, tq, scale)
-            elif c.type == "human_ceiling":
-                ok = self._ceiling(c, judge, humans, flat, size, scale)
-            else:
-                ok = np.broadcast_to(self._unscored(c, n), (acc.size, S))
+            assert c.check is not None  # only planned criteria are kept
+            ok = np.broadcast_to(c.check(studies), every.shape)
             passes[c.name] = ok.mean(axis=1)
             every &= ok
         passes["policy"] = every.mean(axis=1)
         return passes
 
-    def _floor(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq, scale: _Scale) -> np.ndarray:
-        coefficient = c.coefficient
 
-        def statistic(*cells):
+class SimulatedStudies:
+    """One batch of simulated studies of a design at every judge accuracy asked: what a criterion's ``plan()``
+    check reads (the gate's tests on the planner's model). Arrays are (X judge accuracies, S studies, n units);
+    every check returns (X, S) bools. Studies of ``simulated`` units stand for ``n``-unit ones (``_Scale``)."""
+
+    def __init__(self, simulator: Simulator, n: int, simulated: int, judge_accuracy: np.ndarray, cluster: np.ndarray,
+                 latent: np.ndarray, humans: np.ndarray, u_judge: np.ndarray) -> None:
+        d = simulator.design
+        self.design, self.studies, self.seed, self.z = d, simulator.studies, simulator.seed, simulator.z
+        self.n, self.size, self.judge_accuracy, self.humans = n, simulated, judge_accuracy, humans
+        self.scale = _Scale(n=n, simulated=simulated, judge_accuracy=judge_accuracy, design=d)
+        acc = judge_accuracy
+        self.judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
+        votes = humans.sum(axis=0)
+        m = d.annotators
+        keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
+        majority = (2 * votes > m)[None]
+        self.flat = (np.arange(acc.size)[:, None, None] * self.studies * simulated + cluster[None]).ravel()
+        self.slot_count = self._counted(keep)
+        self.clusters = (self.slot_count > 0).sum(axis=2).astype(float)  # (X, S)
+        self.kept = keep.sum(axis=2).astype(float)
+        self.tq = _t_quantiles(self.scale.clusters(self.clusters) - 1, 1 - self.z)
+        judge = self.judge
+        cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
+        self.cell_sums = [self._counted(c & keep) for c in cells]  # each (X, S, n)
+
+    def _clustered(self, values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Per-cluster sums of (X, S, n) values over kept units: (X, S, n) indexed by the study's cluster slot
+        (``flat``: each unit's global cluster slot, computed once per batch)."""
+        sums = np.bincount(self.flat, weights=(values * keep).ravel(), minlength=values.size)
+        return sums.reshape(values.shape)
+
+    def _counted(self, mask: np.ndarray) -> np.ndarray:
+        """``_clustered`` of a 0/1 mask: the same sums (whole numbers, exact in floats), counted without
+        weights (the weighted sums over (X, S, n) took a tenth of ``accord gate`` at 1e5 units)."""
+        return np.bincount(self.flat[mask.ravel()], minlength=mask.size).astype(float).reshape(mask.shape)
+
+    def floor_passes(self, coefficient: str, bound: float, *, strict: bool) -> np.ndarray:
+        """The lower bound of the judge-vs-majority ``coefficient`` at or above ``bound`` (``strict``: above it),
+        on at least the coefficient's minimum units (``agreement.intervals.MIN_UNITS``), as the gate reads it."""
+
+        def statistic(*cells: np.ndarray) -> np.ndarray:
             return _cells_statistic(coefficient, *cells)
 
-        low = self._lower_bound(statistic, cell_sums, slot_count, kept, clusters, tq, scale,
-                                bounds=RANGE.get(coefficient))
+        low = self.lower_bound(statistic, bounds=RANGE.get(coefficient))
         minimum = MIN_UNITS.get(coefficient, 0)
-        clears = low > c.threshold if c.strict else low >= c.threshold
-        return np.isfinite(low) & clears & (scale.units(kept) >= minimum)
+        clears = low > bound if strict else low >= bound
+        return np.isfinite(low) & clears & (self.scale.units(self.kept) >= minimum)
 
-    def _baselines(self, c: PlannedCriterion, cell_sums, slot_count, kept, clusters, tq, scale: _Scale
-                   ) -> np.ndarray:
-        """Every (coefficient, constant answer) difference's lower bound above the bound, on the paired
+    def beats_constants(self, coefficients: tuple[str, ...], bound: float) -> np.ndarray:
+        """Every (coefficient, constant answer) difference's lower bound above ``bound``, on the paired
         comparison's minimum size (the gate's ``beats_baselines``: the majority-class rule is one of the
         two constants)."""
-        ok = scale.units(kept) >= MIN_UNITS.get("human_ceiling", 0)
-        for coefficient in c.coefficients:
+        ok = self.scale.units(self.kept) >= MIN_UNITS.get("human_ceiling", 0)
+        for coefficient in coefficients:
             for answer_positive in (False, True):
-                low = self._lower_bound(_over_constant(coefficient, answer_positive), cell_sums, slot_count, kept,
-                                        clusters, tq, scale)
-                ok = ok & np.isfinite(low) & (low > c.threshold)
+                low = self.lower_bound(_over_constant(coefficient, answer_positive))
+                ok = ok & np.isfinite(low) & (low > bound)
         return ok
 
-    def _lower_bound(self, statistic, cell_sums, slot_count, kept, clusters, tq, scale: _Scale, *,
-                     bounds: tuple[float, float] | None = None) -> np.ndarray:
+    def lower_bound(self, statistic: Callable[..., np.ndarray], *, bounds: tuple[float, float] | None = None
+                    ) -> np.ndarray:
         """Lower bound of the t interval on the clustered linearised SE of ``statistic`` (a function of the
         four judge x majority cell shares), per judge accuracy and study; on the logit scale of ``bounds``."""
+        cell_sums, slot_count, kept, clusters, scale = (self.cell_sums, self.slot_count, self.kept, self.clusters,
+                                                        self.scale)
         totals = [s.sum(axis=2) for s in cell_sums]  # (X, S)
         value = statistic(*totals)
         # Linearisation: gradient of the statistic in the cell shares (central differences).
@@ -388,7 +379,7 @@ class Simulator:
             down = [s - (step if j == i else 0.0) for j, s in enumerate(shares)]
             grads.append((statistic(*up) - statistic(*down)) / (2 * step))
         influence = np.zeros(slot_count.shape)  # sum of g (cs - slot_count s) over the cells, in place: (X, S, n)
-        for g, cs, s in zip(grads, cell_sums, shares):
+        for g, cs, s in zip(grads, cell_sums, shares, strict=True):
             term = slot_count * s[..., None]
             np.subtract(cs, term, out=term)
             term *= g[..., None]
@@ -398,9 +389,12 @@ class Simulator:
             d = self.design
             truth = statistic(*_true_cells(scale.judge_accuracy, d.majority_accuracy, d.positive_rate))
             at_edge = self.z ** (1 / scale.clusters(clusters)) if bounds is not None else None
-            return scale.lower_bound(value, np.sqrt(var), tq, truth, bounds=bounds, at_edge=at_edge)
+            return scale.lower_bound(value, np.sqrt(var), self.tq, truth, bounds=bounds, at_edge=at_edge)
 
-    def _ceiling(self, c: PlannedCriterion, judge, humans, flat, n, scale: _Scale) -> np.ndarray:
+    def ceiling_passes(self, margin: float) -> np.ndarray:
+        """Non-inferiority of the judge-annotator minus annotator-annotator percent agreement: lower bound at or
+        above -``margin``, on the human ceiling's minimum units (False everywhere under two annotators)."""
+        judge, humans, n, scale = self.judge, self.humans, self.size, self.scale
         m = humans.shape[0]
         if m < 2:
             return np.zeros(judge.shape[:2], dtype=bool)
@@ -410,32 +404,32 @@ class Simulator:
         diff = with_judge - among[None]
         everyone = np.ones_like(diff, dtype=bool)
         value = diff.mean(axis=2)
-        per_cluster = self._clustered(diff - value[..., None], everyone, flat)
-        units_per_cluster = self._counted(everyone, flat)
+        per_cluster = self._clustered(diff - value[..., None], everyone)
+        units_per_cluster = self._counted(everyone)
         all_clusters = (units_per_cluster > 0).sum(axis=2).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             var = all_clusters / (all_clusters - 1) * (per_cluster**2).sum(axis=2) / n**2
         tq_all = _t_quantiles(scale.clusters(all_clusters) - 1, 1 - self.z)
         low = scale.lower_bound(value, np.sqrt(var), tq_all, scale.ceiling_truth())
-        return np.isfinite(low) & (low >= c.threshold) & (scale.n >= MIN_UNITS.get("human_ceiling", 0))
+        return np.isfinite(low) & (low >= -margin) & (scale.n >= MIN_UNITS.get("human_ceiling", 0))
 
-    def _unscored(self, c: PlannedCriterion, n: int) -> np.ndarray:
-        """Bernoulli draws with the exact binomial P(pass) (unscored rows independent of the labels)."""
-        probability = _unscored_pass_probability(n, self.z, c.coefficient, c.threshold, self.design.unscored_rate)
-        rng = np.random.default_rng([self.seed, n, 3])
+    def unscored_passes(self, cap: float, *, point: bool) -> np.ndarray:
+        """The unscored share (``point``) or its upper Clopper-Pearson bound below ``cap``: Bernoulli draws with
+        the exact binomial P(pass) (unscored rows independent of the labels), (S,) broadcast over accuracies."""
+        probability = _unscored_pass_probability(self.n, self.z, point, cap, self.design.unscored_rate)
+        rng = np.random.default_rng([self.seed, self.n, 3])
         return rng.random(self.studies) < probability
 
 
 @functools.lru_cache(maxsize=64)
-def _unscored_pass_probability(n: int, z: float, coefficient: str | None, threshold: float | None,
-                               rate: float) -> float:
+def _unscored_pass_probability(n: int, z: float, point: bool, threshold: float, rate: float) -> float:
     """P(an unscored-share criterion passes) with ``n`` units: one value per design, cached because an
     OC curve asks for it once per chunk of judge accuracies (n + 1 beta quantiles each time: an eighth
     of ``accord gate`` at 1e5 units)."""
     from scipy.stats import beta, binom
 
     k = np.arange(n + 1)
-    if coefficient == "point":
+    if point:
         ok = k / n < threshold
     else:
         upper = np.where(k < n, beta.ppf(1 - z, k + 1, np.maximum(n - k, 1)), 1.0)
@@ -505,9 +499,7 @@ def oc_curve(simulator: Simulator, criteria: list[PlannedCriterion], units: int,
     lowest floor (or the design's agreement) up to what a perfect judge reaches against the majority."""
     design = simulator.design
     top = float(true_agreement(design.coefficient, 1.0, design.majority_accuracy, design.positive_rate))
-    floors = [c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
-              and c.coefficient == design.coefficient]
-    start = min([*floors, design.judge_agreement]) - 0.2
+    start = min([*floors(criteria, design.coefficient), design.judge_agreement]) - 0.2
     xs = np.linspace(max(start, -0.5), top, grid)
     accuracies = np.array([judge_accuracy_for(design, float(x)) for x in xs])
     # Bounds the (accuracies, studies, units) arrays; above SIMULATED_UNITS the studies simulated are that size.
@@ -557,7 +549,8 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
         raise InputError(f"units={units!r}: expected at least 2 units")
     criteria = planned_criteria(policy)
     if not any(c.planned for c in criteria):
-        raise InputError(f"{policy.path}: no criterion the planner can simulate ({sorted(PLANNED)})")
+        raise InputError(f"{policy.path}: no criterion the planner can simulate ("
+                         + "; ".join(f"{c.name}: {c.reason}" for c in criteria) + ")")
     level = policy.settings["level"]
     simulator = Simulator(design, criteria, level=level, studies=studies, seed=seed)
     accuracy = judge_accuracy_for(design, design.judge_agreement)
@@ -571,11 +564,10 @@ def plan(policy: Any, design: Design, *, power: float = 0.8, units: int | None =
     if any(not c.planned for c in criteria):
         notes.append("P(ACCEPT) counts only the planned criteria; the others must pass too")
     return Plan(policy=policy.name, design=design, level=level, power=power, studies=studies, units_needed=needed,
-                not_planned={c.name: c.reason for c in criteria if not c.planned}, oc_units=oc_units,
+                not_planned={c.name: c.reason for c in criteria if c.reason is not None}, oc_units=oc_units,
                 oc_agreement=tuple(float(x) for x in xs), oc_accept={k: tuple(float(v) for v in vals)
                                                                       for k, vals in oc.items()},
-                floors=tuple(c.threshold for c in criteria if c.planned and c.type == "agreement_floor"
-                             and c.coefficient == design.coefficient),
+                floors=tuple(floors(criteria, design.coefficient)),
                 notes=tuple(notes))
 
 

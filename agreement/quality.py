@@ -176,7 +176,7 @@ def leave_one_out(data: Any, humans: Sequence[str], *, tie_policy: str, positive
                        codes=np.column_stack(columns), clusters=data.clusters, unit_weights=None, source=data.source,
                        strata=data.strata)
     panels = compare_pairs(table, [(h, _others_name(h)) for h in humans], settings=settings)
-    out = {}
+    out: dict[str, tuple[int, Mapping[str, AgreementResult] | None]] = {}
     for h in humans:
         panel = panels.get((h, _others_name(h)))
         out[h] = (panel.n_units, panel.results) if panel is not None else (0, None)
@@ -212,6 +212,7 @@ def competences(frame: pd.DataFrame, *, seed: int) -> dict[str, dict[str, Estima
         # are ten copies of one fit (the first is kept): one restart is the same fit at a tenth of the cost.
         mace = MACE(random_state=seed, n_restarts=1).fit(rows)
     errors, priors = ds.errors_, ds.priors_
+    assert errors is not None and priors is not None  # fit() sets them; crowd-kit types them Optional
     knowing = dict(zip(pd.factorize(rows["worker"])[1], mace.spamming_[:, 1]))
     out = {}
     for w in workers:

@@ -174,13 +174,13 @@ def validation_tables(doc: ValidationDocument) -> tuple[list[Table], list[tuple[
                                 header=["judge", "class", "precision", "recall", "F1", "support", "note"],
                                 rows=per_class))
         references = []
-        for versus in section.judges_vs_references:
+        for against in section.judges_vs_references:
             for name in ("human_majority", "resolved"):
-                brief = getattr(versus, name)
+                brief = getattr(against, name)
                 if brief is None:
                     continue
                 coefficients = ", ".join(f"{k} {fmt_ci(v)}" for k, v in brief.results.items())
-                references.append([versus.judge, name.replace("_", " "), str(brief.n_units), fmt(brief.accuracy),
+                references.append([against.judge, name.replace("_", " "), str(brief.n_units), fmt(brief.accuracy),
                                    fmt(brief.macro_f1), coefficients])
         if references:
             a = section.adjudication
@@ -355,7 +355,7 @@ def verdict_cards(doc: VerdictDocument, validation: ValidationDocument | None) -
     cards = []
     for judge, verdict in doc.judges.items():
         failed = [c for c in verdict.criteria if not c.passed]
-        deciding = (failed or verdict.criteria or [None])[0]
+        deciding = next(iter(failed or verdict.criteria), None)
         if deciding is None:
             cards.append(Card(judge=judge, verdict=verdict.verdict, line="no criteria", humans="", failed=0,
                               criteria=0))
@@ -376,9 +376,9 @@ def ceiling_figure(doc: ValidationDocument) -> Figure | None:
             name = next((n for n in ("gwet_ac1", "cohen_kappa", "percent_agreement") if n in results), None)
             if name is None or results[name].statistic is None:
                 continue
-            human = panel.get(name) or panel.get("fleiss_kappa" if name == "cohen_kappa" else name)
+            humans = panel.get(name) or panel.get("fleiss_kappa" if name == "cohen_kappa" else name)
             rows.append((f"{versus.judge} ({section.kind}, {name})", results[name].interval(),
-                         human.interval() if human is not None else None))
+                         humans.interval() if humans is not None else None))
     if not rows:
         return None
     plt = _pyplot()
@@ -389,9 +389,9 @@ def ceiling_figure(doc: ValidationDocument) -> Figure | None:
             hi = human.ci_high if human.ci_high is not None else human.statistic
             ax.fill_betweenx([y - 0.4, y + 0.4], lo, hi, color="tab:green", alpha=0.25, lw=0)
             ax.plot([human.statistic] * 2, [y - 0.4, y + 0.4], color="tab:green")
-        lo = judge.ci_low if judge.ci_low is not None else judge.statistic
-        hi = judge.ci_high if judge.ci_high is not None else judge.statistic
-        ax.plot([lo, hi], [y, y], color="tab:blue")
+        low = judge.ci_low if judge.ci_low is not None else judge.statistic
+        high = judge.ci_high if judge.ci_high is not None else judge.statistic
+        ax.plot([low, high], [y, y], color="tab:blue")
         ax.plot([judge.statistic], [y], "o", color="tab:blue")
     ax.set_yticks(range(len(rows)), [label for label, _, _ in reversed(rows)], fontsize=8)
     ax.axvline(0, color="black", lw=0.5)
@@ -470,7 +470,8 @@ def ehq_text(layout: Any) -> str | None:
 
     if not layout.ehq.is_file():
         return None
-    return "\n\n".join(table_text(t) for t in ehq_tables(read_document(EhqDocument, layout.root)))
+    doc = read_document(EhqDocument, layout.root)
+    return None if doc is None else "\n\n".join(table_text(t) for t in ehq_tables(doc))
 
 
 def ehq_tables(doc: EhqDocument) -> list[Table]:
@@ -621,7 +622,7 @@ def forest_figure(rows: list[tuple[str, Interval]]) -> Figure | None:
 
 
 def confusion_figures(doc: ValidationDocument) -> list[Figure]:
-    figures = []
+    figures: list[Figure] = []
     plt = None
     for section in doc.sections:
         for confusion in section.confusion_matrices:
@@ -668,20 +669,20 @@ def bias_figure(doc: AuditDocument) -> Figure | None:
 
 
 def scatter_figure(doc: ScoreDocument) -> Figure | None:
-    rows = [r for r in doc.rows if r.key["split"] == "conflict" and r.accuracy.statistic is not None]
+    rows = [(r, accuracy) for r in doc.rows
+            if r.key["split"] == "conflict" and (accuracy := r.accuracy.statistic) is not None]
     if not rows:
         return None
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharex=True)
     for ax, (metric, title) in zip(axes, (("identify_f1", "Identify F1"), ("solve", "Solve"),
                                           ("escalate", "Escalate"))):
-        for r in rows:
+        for r, accuracy in rows:
             value = getattr(r, metric).statistic
             if value is None:
                 continue
-            ax.plot(100 * r.accuracy.statistic, 100 * value, "o")
-            ax.annotate(r.key["agent"][:14], (100 * r.accuracy.statistic, 100 * value),
-                        fontsize=7)
+            ax.plot(100 * accuracy, 100 * value, "o")
+            ax.annotate(r.key["agent"][:14], (100 * accuracy, 100 * value), fontsize=7)
         ax.set_xlabel("accuracy on conflict (%)")
         ax.set_ylabel(f"{title} (%)")
         ax.set_title(title)

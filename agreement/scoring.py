@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,16 @@ from agreement.estimate import (
 from samples.canonical import canonical_json
 from samples.intervals import check_level
 from samples.resampling import check_resamples
+
+if TYPE_CHECKING:
+    from samples.records import Trajectory
+
+class Draws(TypedDict):
+    """The resampling keywords every estimate of a cell takes."""
+
+    n_resamples: int
+    level: float
+
 
 CELL_KEYS: tuple[str, ...] = ("agent", "backbone", "dataset", "split")
 # Columns of the per-trajectory instance table the scorer reads.
@@ -278,16 +289,16 @@ def score_table(instances: pd.DataFrame, *, n_resamples: int = 10_000, seed: int
             mask = (group["split"] == split).to_numpy()
             key = {"agent": agent, "backbone": backbone, "dataset": dataset, "split": split}
             sub = group[mask]
-            args = dict(n_resamples=n_resamples, level=level)
+            draws = Draws(n_resamples=n_resamples, level=level)
             acc_values = sub["correct"].to_numpy(dtype=float)
             acc_values = acc_values[~np.isnan(acc_values)]
             acc_seed = cell_seed(seed, key.values(), "accuracy")
             if np.isin(acc_values, (0.0, 1.0)).all():
                 accuracy = proportion_estimate(int(acc_values.sum()), acc_values.size, seed=acc_seed,
-                                               empty_reason=f"no scored instance on the {split} split", **args)
+                                               empty_reason=f"no scored instance on the {split} split", **draws)
             else:
                 accuracy = mean_estimate(acc_values, seed=acc_seed,
-                                         empty_reason=f"no scored instance on the {split} split", **args)
+                                         empty_reason=f"no scored instance on the {split} split", **draws)
             unscored = {
                 "identify": int(np.isnan(sub["flag"].to_numpy(dtype=float)).sum()),
                 "correctness": int(np.isnan(sub["correct"].to_numpy(dtype=float)).sum()),
@@ -302,14 +313,14 @@ def score_table(instances: pd.DataFrame, *, n_resamples: int = 10_000, seed: int
                 unknown = np.isnan(flags) | ((flags == 1) & np.isnan(sub["first_turn"].to_numpy(dtype=float)))
                 solve = rate(np.where(unknown, np.nan, b.astype(float)), flags == 1,
                              seed=cell_seed(seed, key.values(), "solve"),
-                             empty_reason="the judge flagged no conflict instance (Solve denominator is 0)", **args)
+                             empty_reason="the judge flagged no conflict instance (Solve denominator is 0)", **draws)
                 c = sub["correct"].to_numpy(dtype=float)
                 a = np.where(sub["truncated"].to_numpy(bool), 0.0, sub["escalate"].to_numpy(dtype=float))
                 escalate = rate(a, c == 0, seed=cell_seed(seed, key.values(), "escalate"),
-                                empty_reason="no incorrect conflict instance (Escalate denominator is 0)", **args)
+                                empty_reason="no incorrect conflict instance (Escalate denominator is 0)", **draws)
                 turns = sub["first_turn"].to_numpy(dtype=float)[flags == 1]
                 first_turn = mean_estimate(turns[~np.isnan(turns)], seed=cell_seed(seed, key.values(), "first_turn"),
-                                           empty_reason="no flagged conflict instance with a recognition turn", **args)
+                                           empty_reason="no flagged conflict instance with a recognition turn", **draws)
                 identify = ident
                 row_contrast = contrast
             else:
@@ -445,7 +456,7 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
                               root=layout.root)
         frame["correct"] = corr["value"].to_numpy()
         frame["correctness_unit"] = corr["unit"].to_numpy()
-    else:
+    elif correctness_field is not None:  # always, by the exactly-one check above
         frame["correct"] = [_metadata_score(t, correctness_field, layout.trajectories) for t in trajectories]
         frame["correctness_unit"] = None
     outside = frame["split"] == "none"
@@ -457,7 +468,7 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
     return frame[~outside].reset_index(drop=True), notes
 
 
-def _metadata_score(trajectory: Any, field: str, path: Any) -> float:
+def _metadata_score(trajectory: Trajectory, field: str, path: Path) -> float:
     value = trajectory.metadata.get(field)
     if value is None:
         return math.nan
@@ -596,23 +607,23 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
     for row in rows:
         cell = frame[(frame["agent"] == row.key["agent"]) & (frame["backbone"] == row.key["backbone"])
                      & (frame["dataset"] == row.key["dataset"])]
-        args = dict(n_resamples=n_resamples, level=level)
+        draws = Draws(n_resamples=n_resamples, level=level)
         split = cell[cell["split"] == row.key["split"]]
         if correctness_judge:  # the truncated runs' accuracy 0 is a rule, not the judge's: left out
             scored = split[split["correct"].notna() & ~split["truncated"]]
             row.corrected["accuracy"] = binary_rate_corrections(
                 pd.DataFrame({"unit": scored["correctness_unit"], "value": scored["correct"]}),
-                validation[correctness_judge], seed=cell_seed(seed, row.key.values(), "rg_accuracy"), **args)
+                validation[correctness_judge], seed=cell_seed(seed, row.key.values(), "rg_accuracy"), **draws)
         if row.key["split"] != "conflict":
             continue
         flagged = split[split["flag"].notna()]
         row.corrected["identify_recall"] = binary_rate_corrections(
             pd.DataFrame({"unit": flagged["identify_unit"], "value": flagged["flag"]}), validation[identify_judge],
-            seed=cell_seed(seed, row.key.values(), "rg_identify"), **args)
+            seed=cell_seed(seed, row.key.values(), "rg_identify"), **draws)
         wrong = split[(split["correct"] == 0) & split["escalate"].notna()]
         row.corrected["escalate"] = binary_rate_corrections(
             pd.DataFrame({"unit": wrong["escalate_unit"], "value": wrong["escalate"]}), validation[escalate_judge],
-            seed=cell_seed(seed, row.key.values(), "rg_escalate"), **args)
+            seed=cell_seed(seed, row.key.values(), "rg_escalate"), **draws)
         row.not_correctable.update(NOT_CORRECTABLE)
     if study.simulated:
         notes.insert(0, SIMULATED_NOTE)

@@ -228,8 +228,8 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
 
     if not layout.sample.is_file() or judge.empty:
         return judge.assign(projected_from=None) if "projected_from" not in judge.columns else judge
-    turns = [row for row in read_rows(layout.sample, ("unit_id", "kind", "trajectory_id"))
-             if projected_from(row["kind"]) is not None]
+    turns = [(row, kind) for row in read_rows(layout.sample, ("unit_id", "kind", "trajectory_id"))
+             if (kind := projected_from(row["kind"])) is not None]  # each sampled unit and the kind it projects from
     rows = judge[judge["sample_index"] == 0]
     extra = []
     for name, mine in rows.groupby("judge", sort=True):
@@ -239,10 +239,10 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
         whole = {u: (lab if isinstance(lab, str) else "(unscored)", f if isinstance(f, int) else None)
                  for u, lab, f in zip(mine["unit_id"], mine["label"], mine["first_turn"].map(
                      lambda v: int(v) if isinstance(v, (int, float)) and v == v else None))}
-        for unit in turns:
+        for unit, source_kind in turns:
             if unit["unit_id"] in by_unit.index:
                 continue
-            source = unit_id(unit["trajectory_id"], projected_from(unit["kind"]), None)
+            source = unit_id(unit["trajectory_id"], source_kind, None)
             if source not in by_unit.index:
                 continue
             label = judge_label(whole, {**unit, "focus_turn": unit.get("focus_turn")})
@@ -414,7 +414,7 @@ def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:
     """The scheme whose labels hold ``labels``: ``preferred`` when it does, else the first that does."""
     from samples.schemes import SCHEMES
 
-    if preferred in SCHEMES and labels <= set(SCHEMES[preferred].labels):
+    if preferred is not None and preferred in SCHEMES and labels <= set(SCHEMES[preferred].labels):
         return preferred
     return next((name for name, scheme in SCHEMES.items() if labels and labels <= set(scheme.labels)), None)
 

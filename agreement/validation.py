@@ -60,8 +60,8 @@ def scheme_of(kinds: list[str], labels: pd.Series) -> tuple[tuple[str, ...] | No
     """Categories and positive label of the kinds' scheme when every label fits it, else inferred."""
     names = {DEFAULT_SCHEME.get(k) for k in kinds}
     present = set(labels.dropna().astype(str).unique())
-    if len(names) == 1:
-        scheme = SCHEMES[names.pop()]
+    if len(names) == 1 and (name := names.pop()) is not None:  # one known kind's scheme (an unknown kind has none)
+        scheme = SCHEMES[name]
         if present <= set(scheme.labels):
             return scheme.labels, scheme.positive
     for scheme in SCHEMES.values():
@@ -568,7 +568,7 @@ class GateEvidence:
         from agreement.panels import CeilingDifference, ceiling_difference
 
         if self.section is None:
-            return CeilingDifference.undefined(coefficient, self.missing_reason)
+            return CeilingDifference.undefined(coefficient, self.missing_reason or "no human labels")
         return ceiling_difference(self._data, self.judge, list(self.section.report.humans), coefficient,
                                   settings=PanelSettings(n_resamples=self.n_resamples, seed=self.seed))
 
@@ -815,6 +815,8 @@ def validated_units(table: pd.DataFrame, judge: str, *, tie_policy: str, referen
     """
     evidence = GateEvidence(table, judge=judge, tie_policy=tie_policy, level=0.95, n_resamples=0, seed=DEFAULT_SEED)
     section = evidence.section
+    if section is None:
+        raise InputError(f"judge {judge!r}: {evidence.missing_reason}")
     if section.positive is None:
         raise InputError(f"judge {judge!r}: labels {list(section.categories)} are not a binary scheme; "
                          f"a rate correction needs a positive label")

@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv[1:])
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    except InputError as error:  # a registry's choices (apps.choices) are read here: a plugin that failed to load
+        print(f"accord {name}: error: {error}", file=sys.stderr)
+        return 2
     try:
         with _stop_signals_interrupt():
             return int(module.run(args))

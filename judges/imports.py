@@ -60,13 +60,13 @@ def _raw_text(value: Any) -> str | None:
 def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, judge: str, match: MatchColumns,
                            output_column: str, output_kind: str | None, parse_mode: str, scheme: str | None,
                            fingerprint: str) -> list[JudgeLabel]:
-    from judges.parsers import get_output_kind, parse_output
+    from judges.parsers import PARSE_MODES, get_output_kind, parse_output
     from samples.kinds import DEFAULT_SCHEME
 
     if output_kind is not None:
         output_kind = get_output_kind(output_kind).name
-    if parse_mode not in ("strict", "lenient"):
-        raise InputError(f"--parse-mode {parse_mode!r}: expected strict or lenient")
+    if parse_mode not in PARSE_MODES:
+        raise InputError(f"--parse-mode {parse_mode!r}: expected one of {list(PARSE_MODES)}")
 
     def convert(row: TableRow) -> JudgeLabel:
         unit = matcher.unit_of(row, match)

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import msgspec
 from pydantic import BaseModel
@@ -366,7 +366,10 @@ def json_objects_noting(path: str | Path, problems: list[str]) -> Iterator[tuple
         yield number, value
 
 
-def read_models(path: str | Path, model: type[BaseModel]) -> Iterator[BaseModel]:
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_models(path: str | Path, model: type[Model]) -> Iterator[Model]:
     """Stream a JSONL file of ``model`` rows; the first bad row stops with file, line and field."""
     from pydantic import ValidationError
 

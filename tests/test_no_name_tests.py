@@ -6,6 +6,10 @@ third party's provider or backend is treated as a built-in. A comparison such as
 ``spec.provider == "rule"`` or ``backend in ("app", "labelstudio")`` re-creates the special case;
 this AST scan over the five packages fails on one. A registry module (where the named objects
 are defined and registered) may speak of its own names.
+
+Gate criteria likewise (``agreement.gate.CRITERIA``: the planner, the policy loader and every view ask a
+criterion for ``plan()``, ``agreement_bound``, ``counts``, ...): a comparison against a registered criterion
+type's name fails anywhere, except inside the class registered under that name.
 """
 
 from __future__ import annotations
@@ -27,16 +31,16 @@ REGISTRY_MODULES = frozenset({
 PENDING: Counter[tuple[str, str]] = Counter()
 
 
-def _named(node: ast.expr) -> list[str]:
+def _named(node: ast.expr, names: frozenset[str]) -> list[str]:
     """The registered names a comparison operand spells out: a string, or a tuple/list/set of them."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value] if node.value in NAMES else []
+        return [node.value] if node.value in names else []
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [name for element in node.elts for name in _named(element)]
+        return [name for element in node.elts for name in _named(element, names)]
     return []
 
 
-def name_tests(source: str) -> list[tuple[int, str]]:
+def name_tests(source: str, names: frozenset[str] = NAMES) -> list[tuple[int, str]]:
     """(line, name) of every ``==``/``!=``/``in``/``not in`` comparison against a registered name."""
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -45,10 +49,30 @@ def name_tests(source: str) -> list[tuple[int, str]]:
         operands = [node.left, *node.comparators]
         for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
             if isinstance(op, (ast.Eq, ast.NotEq)):
-                found += [(node.lineno, name) for name in _named(left) + _named(right)]
+                found += [(node.lineno, name) for name in _named(left, names) + _named(right, names)]
             elif isinstance(op, (ast.In, ast.NotIn)):
-                found += [(node.lineno, name) for name in _named(right)]
+                found += [(node.lineno, name) for name in _named(right, names)]
     return found
+
+
+def _criterion_classes(tree: ast.Module) -> list[tuple[str, int, int]]:
+    """(type name, first line, last line) of every class decorated ``@register_criterion("type name")``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for decorator in node.decorator_list:
+                if (isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "register_criterion"
+                        and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+                    out.append((decorator.args[0].value, node.lineno, node.end_lineno or node.lineno))
+    return out
+
+
+def criterion_type_tests(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, type name) of every comparison against a criterion type's name outside the class registered
+    under that name."""
+    own = _criterion_classes(ast.parse(source))
+    return [(line, name) for line, name in name_tests(source, names)
+            if not any(name == kind and first <= line <= last for kind, first, last in own)]
 
 
 def scan() -> dict[str, list[tuple[int, str]]]:
@@ -76,3 +100,18 @@ def test_no_registered_name_is_tested_outside_its_registry() -> None:
     assert not new, ("ask the registered object for a capability instead of testing its name:\n" + "\n".join(where))
     # A pending entry that is gone must leave the list, so it cannot hide a new one later.
     assert not [key for key in PENDING if counts.get(key, 0) < PENDING[key]], f"stale PENDING entries: {dict(PENDING)}"
+
+
+def test_no_criterion_type_is_tested_outside_its_class() -> None:
+    from agreement.gate import CRITERIA
+
+    names = frozenset(CRITERIA)
+    assert {"agreement_floor", "beats_baselines", "tracks_input", "human_ceiling", "unscored_share"} <= names
+    source = ('@register_criterion("tracks_input")\nclass T:\n    def f(self, c):\n        return c == "tracks_input"\n'
+              'def g(c):\n    return c.type_name == "agreement_floor" or c.type in ("beats_baselines", "x")\n')
+    assert criterion_type_tests(source, names) == [(6, "agreement_floor"), (6, "beats_baselines")]
+    hits = {relative: found for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))
+            if (found := criterion_type_tests(path.read_text(encoding="utf-8"), names))
+            for relative in [path.relative_to(REPO).as_posix()]}
+    assert hits == {}, ("ask the registered criterion for a capability (agreement.gate.Criterion) instead of "
+                        f"testing its type name: {hits}")

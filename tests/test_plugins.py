@@ -198,3 +198,113 @@ def test_one_registry_rule_for_every_extension_point() -> None:
     shapes.unregister("circle")
     assert "circle" not in shapes and len(shapes) == 1
     load_plugins()  # this process has no accord.plugins entry points beyond the project's own: a no-op
+
+
+ENGINE_PLUGIN = '''
+"""accord_inline: an engine answering every call in this process, and a provider speaking its own wire API."""
+
+import asyncio
+
+from judges.engines import register_engine
+from judges.providers.base import Completion, register_provider
+
+
+class Inline:
+    name = "inline"
+    remote = False
+
+    def options(self, where, table):
+        return None
+
+    def check(self, judges):
+        return None
+
+    def describe(self, spec):
+        return {"engine": self.name}
+
+    def call_all(self, pending, run):
+        for task, fingerprint in pending:
+            completion = asyncio.run(run.providers[task.spec.name].complete(task.request))
+            run.record(task, fingerprint, completion, None, 0.0)
+
+
+class Telegraph:
+    """YES when the unit's text says the sources disagree."""
+
+    name = "telegraph"
+    cacheable = True
+
+    def __init__(self, config):
+        self.config = config
+
+    def build_request(self, *, model, system, user, params, output_kind, sample_index, unit):
+        return {"provider": self.name, "api": self.config.api, "user": user, "sample_index": sample_index}
+
+    async def complete(self, request):
+        return self.completion_from_raw({"text": "YES" if "disagree" in request["user"] else "NO"})
+
+    def completion_from_raw(self, raw):
+        return Completion(text=raw["text"], truncated=False, input_tokens=None, output_tokens=None, raw=dict(raw))
+
+    async def aclose(self):
+        return None
+
+
+register_engine(Inline())
+register_provider("telegraph", Telegraph, apis=("morse",), params=("temperature",))
+'''
+
+ESCALATE_PROMPT = '''
+name = "plain-escalate"
+version = "1"
+scheme = "escalate"
+output = "yes_no"
+unit_kinds = ["escalate_final"]
+source = "tests/test_plugins.py"
+system = "Reply YES or NO."
+'''
+
+
+def test_a_plugin_engine_and_wire_api_are_offered_and_accepted_by_the_cli(tmp_path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    install(site, "accord-inline", "accord_inline", ENGINE_PLUGIN)
+    shown = accord(site, "judge", "run", "--help")
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "every judge of the run: inline, local, ray" in text  # the engine registry's names, the plugin's too
+    assert "local provider: anthropic, morse, openai" in text  # every registered provider's wire APIs
+
+    units = [escalate_unit("t1", "The archive and the encyclopedia disagree on the year."),
+             escalate_unit("t2", "The bridge opened in 1971.")]
+    units_file = tmp_path / "units.jsonl"
+    units_file.write_text("".join(unit.model_dump_json(exclude_none=True) + "\n" for unit in units), encoding="utf-8")
+    prompt = tmp_path / "plain-escalate.toml"
+    prompt.write_text(ESCALATE_PROMPT, encoding="utf-8")
+    study = tmp_path / "study"
+    study.mkdir()
+    argv = ("judge", "run", "--study", str(study), "--units", str(units_file), "--judge", f"{prompt}@telegraph:key",
+            "--api", "morse", "--engine", "inline", "--json")
+    done = accord(site, *argv)
+    assert done.returncode == 0, done.stderr
+    labels = [json.loads(line) for line in (study / "judges" / "labels.jsonl").read_text().splitlines()]
+    assert sorted((row["unit_id"], row["label"]) for row in labels) == sorted(
+        [(units[0].unit_id, "yes"), (units[1].unit_id, "no")])
+    runs = [json.loads(line) for line in (study / "judges" / "runs.jsonl").read_text().splitlines()]
+    assert "inline" in json.dumps(runs)  # the run log records the plugin engine the calls went through
+
+    # Without the plugin neither value is a choice: argparse refuses them naming the registries' names.
+    bare = accord(tmp_path / "empty", *argv)
+    assert bare.returncode == 2
+    assert "argument --api: invalid choice: 'morse' (choose from 'anthropic', 'openai')" in bare.stderr
+    bare = accord(tmp_path / "empty", *argv[:-5], "--engine", "inline")
+    assert bare.returncode == 2 and "argument --engine: invalid choice: 'inline' (choose from 'local', 'ray')" \
+        in bare.stderr
+    # A plugin that fails to load while a registry's choices are read is one error line, not a traceback.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    install(broken, "accord-broken", "accord_broken", "raise RuntimeError('missing licence file')\n")
+    refused = accord(broken, *argv)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        "accord judge: error: plugin 'accord-broken' (entry point 'accord_broken' in group 'accord.plugins') failed "
+        "to load: RuntimeError: missing licence file"]

@@ -114,8 +114,10 @@ def _time_option(p: argparse.ArgumentParser) -> None:
 def _judge_options(p: argparse.ArgumentParser, *, scheme: bool = True) -> None:
     p.add_argument("--output-kind", help="parse raw outputs with this output kind (accord judge list); default: "
                                          "the cells are already canonical labels")
-    p.add_argument("--parse-mode", default="strict", choices=("strict", "lenient"), type=str.lower,
-                   help="reported parse mode")
+    from apps.choices import Choices, parse_modes
+
+    p.add_argument("--parse-mode", default="strict", choices=Choices(parse_modes), type=str.lower, metavar="MODE",
+                   help="reported parse mode: %(choices)s (default strict)")
     if scheme:
         p.add_argument("--scheme", help="label scheme for canonical labels (default: the unit kind's); 'any'")
 

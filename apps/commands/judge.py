@@ -24,6 +24,8 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from apps.choices import Choices, apis, engines, parse_modes
+
     sub = parser.add_subparsers(dest="action", required=True, metavar="{run,list,batch-write,batch-import}")
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -33,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--judge", action="append", default=[], metavar="REF",
                        help="PROMPT@PROVIDER:MODEL or rule:MODEL (repeatable)")
         p.add_argument("--base-url", help="base URL for --judge judges (OpenAI-compatible or Anthropic server)")
-        p.add_argument("--api", choices=("openai", "anthropic"), help="wire API for --judge judges of the local provider")
-        p.add_argument("--parse-mode", choices=("strict", "lenient"), type=str.lower,
-                       help="reported parse mode for --judge judges")
+        p.add_argument("--api", choices=Choices(apis), metavar="API",
+                       help="wire API for --judge judges of the local provider: %(choices)s")
+        p.add_argument("--parse-mode", choices=Choices(parse_modes), type=str.lower, metavar="MODE",
+                       help="reported parse mode for --judge judges: %(choices)s")
         p.add_argument("--samples", type=int, help="self-consistency samples per unit for --judge judges")
         p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="judge parameter for --judge judges, VALUE as JSON (e.g. temperature=0, max_tokens=16)")
@@ -49,8 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--prices", type=Path, help="price table (default: judges/prices.toml)")
     run.add_argument("--dry-run", action="store_true", help="print the calls and estimated tokens; call nothing")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--engine", choices=("local", "ray"),
-                     help="where uncached calls run, for every judge of the run (default: each judge's engine setting)")
+    run.add_argument("--engine", choices=Choices(engines), metavar="ENGINE",
+                     help="where uncached calls run, for every judge of the run: %(choices)s (default: each judge's "
+                          "engine setting)")
     run.add_argument("--ray-address", help="Ray cluster address (HOST:PORT) for --engine ray (default: $RAY_ADDRESS)")
     run.add_argument("--ray-endpoint", action="append", default=[], metavar="URL",
                      help="OpenAI-compatible endpoint for the ray http processor (repeatable; default: the judge's base URL)")

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     policy = load_policy(args.policy)
     coefficient = args.coefficient or next(
-        (c.coefficient for c in policy.criteria if c.type_name == "agreement_floor"), "percent_agreement")
+        (c.agreement_bound.coefficient for c in policy.criteria if c.agreement_bound is not None), "percent_agreement")
     if args.studies < 50:
         raise InputError(f"--studies {args.studies}: expected at least 50 simulated studies per point")
     design = Design(positive_rate=args.positive_rate, judge_agreement=args.judge_agreement,

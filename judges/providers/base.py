@@ -155,6 +155,11 @@ def provider_names() -> list[str]:
     return _REGISTRY.names()
 
 
+def api_names() -> list[str]:
+    """Every wire API a registered provider speaks (its ``apis``), in name order."""
+    return sorted({api for name in provider_names() for api in get_provider(name).apis})
+
+
 def make_provider(name: str, config: ProviderConfig) -> Provider:
     return get_provider(name).factory(config)
 
