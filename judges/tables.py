@@ -23,10 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judges.records import JudgeLabel
 from samples.errors import InputError
 from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes, regular_file
-from samples.records import SampledUnit, Unit
+from samples.records import JudgeLabel, SampledUnit, Unit
 
 LabelKey = tuple[str, str, int]
 
