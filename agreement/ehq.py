@@ -216,12 +216,14 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
     from agreement.validation import reference_labels
     from samples.canonical import file_sha256
     from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.kinds import response_kinds
     from samples.tables import judge_label_rows
 
+    responses = response_kinds()
     units = {}
     for _, line in iter_jsonl_lines(layout.units):
         row = decode_json_line(line)
-        if row.get("kind") == "response":
+        if row.get("kind") in responses:
             units[row["unit_id"]] = row
     trajectories = {}
     for _, line in iter_jsonl_lines(layout.trajectories):
