@@ -190,7 +190,7 @@ def read_key(layout: StudyLayout) -> pd.DataFrame:
     task in it twice is an error."""
     from samples.tables import key_entries
 
-    key = pd.DataFrame([{**dict(entry), "source_line": number} for number, entry in key_entries(layout.key)])
+    key = pd.DataFrame([{**entry.__dict__, "source_line": number} for number, entry in key_entries(layout.key)])
     if key.empty:
         raise InputError(f"{layout.key}: empty; expected one KeyEntry per blinded task")
     dup = key[key["task_id"].duplicated()]
@@ -208,7 +208,7 @@ def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
     rows = []
     for path in files:
         name = layout.relative(path)  # once per file: it resolves the path on disk
-        rows += [{**dict(label), "source_file": name, "source_line": number} for number, label in judge_label_rows(path)]
+        rows += [{**label.__dict__, "source_file": name, "source_line": number} for number, label in judge_label_rows(path)]
     judge = pd.DataFrame(rows)
     if judge.empty:
         raise InputError(f"{files[0]}: empty; nothing to validate")
