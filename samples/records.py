@@ -176,7 +176,8 @@ class JudgeLabel(BaseModel):
         default=None, description="empty | truncated | wrong_format | refusal_to_judge | call_failed: <detail>."
     )
     raw_output: str | None = Field(default=None, description="The model's text, verbatim.")
-    latency_s: float | None = Field(default=None, description="Wall time of the call (0 on a cache hit; null from a Ray cluster).")
+    latency_s: float | None = Field(default=None, allow_inf_nan=False,  # JSON has no NaN; a reader must refuse one
+                                    description="Wall time of the call (0 on a cache hit; null from a Ray cluster).")
     input_tokens: int | None = Field(default=None, description="Prompt tokens reported by the provider.")
     output_tokens: int | None = Field(default=None, description="Completion tokens reported by the provider.")
     cache_hit: bool = Field(default=False, description="Served from the request cache.")

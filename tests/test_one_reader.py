@@ -298,7 +298,11 @@ def test_each_view_gives_the_sealed_key_rows_of_the_file(study) -> None:
     assert labelled_units(study) == labelled
 
 
-def test_a_bad_row_reads_the_same_in_every_view(tmp_path) -> None:
+@pytest.mark.parametrize("bad,said", [
+    ('"parse_status": "maybe"', "field 'parse_status': Input should be 'ok' or 'unscored'"),
+    ('"latency_s": NaN', "field 'latency_s': Input should be a finite number"),  # JSON has no NaN
+])
+def test_a_bad_row_reads_the_same_in_every_view(tmp_path, bad, said) -> None:
     """One message for one mistake, whichever stage reads the file: file:line, the field, what it must be."""
     from agreement.study_io import read_judge_labels
     from judges.tables import read_label_rows
@@ -309,9 +313,9 @@ def test_a_bad_row_reads_the_same_in_every_view(tmp_path) -> None:
     layout = StudyLayout.of(tmp_path)
     layout.judge_labels.parent.mkdir(parents=True)
     good = {"unit_id": "u1", "judge": "j", "label": "yes", "parse_status": "ok", "fingerprint": "fp"}
-    layout.judge_labels.write_text(json.dumps(good) + "\n" + json.dumps({**good, "unit_id": "u2", "parse_status": "maybe"})
-                                   + "\n", encoding="utf-8")
-    said = f"{layout.judge_labels}:2: not a JudgeLabel row (field 'parse_status': Input should be 'ok' or 'unscored')"
+    second = json.dumps({**good, "unit_id": "u2"})[:-1] + ", " + bad + "}"
+    layout.judge_labels.write_text(json.dumps(good) + "\n" + second + "\n", encoding="utf-8")
+    said = f"{layout.judge_labels}:2: not a JudgeLabel row ({said})"
     for read in (lambda: sampler_labels(layout.judge_labels, ["j"]), lambda: read_label_rows(layout.judge_labels),
                  lambda: read_judge_labels(layout, [layout.judge_labels])):
         with pytest.raises(InputError) as caught:
