@@ -356,6 +356,7 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
     from samples.canonical import file_sha256
     from samples.jsonl import decode_json_line, iter_jsonl_lines
     from samples.kinds import get_kind
+    from samples.tables import judge_label_rows
 
     references: dict[str, AsaReference] = {}
     for where, line in iter_jsonl_lines(layout.trajectories):
@@ -374,10 +375,9 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
     if not any(r.blocked for r in references.values()):
         raise InputError(f"[asa]: {layout.trajectories} has no blocked run with an ASA reference (metadata.asa)")
     judged: dict[str, bool] = {}
-    for _, line in iter_jsonl_lines(layout.judge_labels):
-        row = decode_json_line(line)
-        if row["judge"] == judge and row.get("sample_index", 0) == 0 and row["unit_id"] in milestone_of and row.get("label"):
-            judged[row["unit_id"]] = row["label"] == "yes"
+    for _, row in judge_label_rows(layout.judge_labels):
+        if row.judge == judge and row.sample_index == 0 and row.unit_id in milestone_of and row.label:
+            judged[row.unit_id] = row.label == "yes"
     if not judged:
         raise InputError(f"[asa] judge {judge!r}: no scored labels on milestone units (asa_m0 .. asa_m3)")
 

@@ -359,16 +359,19 @@ def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
     """The decisions document body of a study: every trajectory of the roster dataset is one row (no row left out
     of a denominator), read through the judges' labels of its response unit."""
     from samples.canonical import file_sha256
+    from samples.kinds import response_kinds
+    from samples.tables import judge_label_rows
 
     trajectories = _jsonl(layout.trajectories)
-    unit_of = {u["unit_id"]: u for u in _jsonl(layout.units) if u.get("kind") == "response"}
+    responses = response_kinds()
+    unit_of = {u["unit_id"]: u for u in _jsonl(layout.units) if u.get("kind") in responses}
     labels: dict[tuple[str, str], str | None] = {}
     judges: set[str] = set()
-    for row in _jsonl(layout.judge_labels):
-        unit = unit_of.get(row["unit_id"])
-        if unit is not None and row.get("sample_index", 0) == 0:
-            labels[(row["judge"], unit["trajectory_id"])] = row.get("label")
-            judges.add(row["judge"])
+    for _, row in judge_label_rows(layout.judge_labels) if layout.judge_labels.is_file() else ():
+        unit = unit_of.get(row.unit_id)
+        if unit is not None and row.sample_index == 0:
+            labels[(row.judge, unit["trajectory_id"])] = row.label
+            judges.add(row.judge)
     for name in (settings.strict_parser, settings.semantic_parser):
         if name not in judges:
             raise InputError(f"[decisions]: judge {name!r} has no labels on response units; judges with labels: {sorted(judges)}")

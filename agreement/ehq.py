@@ -216,11 +216,14 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
     from agreement.validation import reference_labels
     from samples.canonical import file_sha256
     from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.kinds import response_kinds
+    from samples.tables import judge_label_rows
 
+    responses = response_kinds()
     units = {}
     for _, line in iter_jsonl_lines(layout.units):
         row = decode_json_line(line)
-        if row.get("kind") == "response":
+        if row.get("kind") in responses:
             units[row["unit_id"]] = row
     trajectories = {}
     for _, line in iter_jsonl_lines(layout.trajectories):
@@ -240,10 +243,9 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
         return units[unit_id].get("truncation") is not None
 
     judged: dict[str, str] = {}
-    for _, line in iter_jsonl_lines(layout.judge_labels):
-        row = decode_json_line(line)
-        if row["judge"] == judge and row.get("sample_index", 0) == 0 and row["unit_id"] in units and row.get("label"):
-            judged[row["unit_id"]] = row["label"]
+    for _, row in judge_label_rows(layout.judge_labels):
+        if row.judge == judge and row.sample_index == 0 and row.unit_id in units and row.label:
+            judged[row.unit_id] = row.label
     if not judged:
         raise InputError(f"[ehq] judge {judge!r}: no scored labels on response units")
     models: list[dict] = []

@@ -423,9 +423,6 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
     if not files:
         raise InputError(f"{layout.judge_labels}: missing; scoring needs judge labels (accord judge run)")
     labels = read_judge_labels(layout, files)
-    for column, default in (("sample_index", 0), ("label", None), ("first_turn", None)):
-        if column not in labels.columns:
-            labels[column] = default
     known = set(labels["judge"])
     for name in filter(None, (identify_judge, escalate_judge, correctness_judge)):
         if name not in known:

@@ -14,9 +14,10 @@ and a person labelling one unit in two backends is caught. Inputs are fingerprin
 (sha256 of a file's bytes, of a store's rows) so a verdict or a score can cite
 exactly what it was computed from.
 
-Record types are read as plain JSON with the fields the contracts in
-ARCHITECTURE.md define, validated here, so ``agreement`` does not import
-``judges`` or ``annotate``.
+The sealed key and the judge labels are read as their records
+(``samples.tables``, the one reader of each, on the ground floor), so ``agreement``
+does not import ``judges`` or ``annotate``; human label rows from files are read as
+plain JSON with the fields the contracts in ARCHITECTURE.md define, validated here.
 """
 
 from __future__ import annotations
@@ -42,9 +43,7 @@ from samples.records import STRATUM_FIELDS
 HUMAN_ROLES = ("independent", "adjudication")
 
 _REQUIRED = {
-    "key": ("task_id", "unit_id", "trajectory_id", "kind", "inclusion_prob"),
     "human": ("task_id", "annotator", "label", "backend"),
-    "judge": ("unit_id", "judge", "parse_status"),
     "units": ("unit_id", "trajectory_id", "kind"),
 }
 HUMAN_COLUMNS = ("task_id", "annotator", "label", "backend", "role", "updated_at", "codebook_sha256", "source_file",
@@ -186,21 +185,33 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame,
     return human
 
 
+def read_key(layout: StudyLayout) -> pd.DataFrame:
+    """The sealed key as a table (``samples.tables.key_entries``, with ``source_line``); an empty key or a
+    task in it twice is an error."""
+    from samples.tables import key_entries
+
+    key = pd.DataFrame([{**entry.__dict__, "source_line": number} for number, entry in key_entries(layout.key)])
+    if key.empty:
+        raise InputError(f"{layout.key}: empty; expected one KeyEntry per blinded task")
+    dup = key[key["task_id"].duplicated()]
+    if len(dup):
+        row = dup.iloc[0]
+        raise InputError(f"{layout.key}:{row['source_line']}: task_id {row['task_id']!r} appears twice")
+    return key
+
+
 def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
-    """Every judge label file as one table; the same (unit, judge, sample) in two files is an error naming both."""
-    frames = []
+    """Every judge label file as one table (``samples.tables.judge_label_rows``, with ``source_file`` and
+    ``source_line``); the same (unit, judge, sample) twice, in one file or two, is an error naming both."""
+    from samples.tables import judge_label_rows
+
+    rows = []
     for path in files:
-        rows = read_rows(path, _REQUIRED["judge"])
         name = layout.relative(path)  # once per file: it resolves the path on disk
-        for row in rows:
-            row["source_file"] = name
-        frames.append(pd.DataFrame(rows))
-    judge = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        rows += [{**label.__dict__, "source_file": name, "source_line": number} for number, label in judge_label_rows(path)]
+    judge = pd.DataFrame(rows)
     if judge.empty:
         raise InputError(f"{files[0]}: empty; nothing to validate")
-    if "sample_index" not in judge.columns:
-        judge["sample_index"] = 0
-    judge["sample_index"] = judge["sample_index"].fillna(0).astype(int)
     repeated = judge[judge.duplicated(["unit_id", "judge", "sample_index"], keep=False)]
     if len(repeated):
         first = repeated.iloc[0]
@@ -284,19 +295,10 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     if not judge_files:
         raise InputError(f"{layout.judge_labels}: missing; validation needs judge labels (accord judge run, or "
                          f"accord import judge-labels)")
-    key = pd.DataFrame(read_rows(layout.key, _REQUIRED["key"]))
+    key = read_key(layout)
     judge = read_judge_labels(layout, judge_files)
-    if key.empty:
-        raise InputError(f"{layout.key}: empty; expected one KeyEntry per blinded task")
-    dup = key[key["task_id"].duplicated()]
-    if len(dup):
-        row = dup.iloc[0]
-        raise InputError(f"{layout.key}:{row['source_line']}: task_id {row['task_id']!r} appears twice")
     sources = human_label_tables(layout, verified=verified)
     human = read_human_labels(layout, key, sources)
-    for column in ("sample_index", "label", "unscored_reason", "first_turn"):
-        if column not in judge.columns:
-            judge[column] = 0 if column == "sample_index" else None
     judge = project_trajectory_calls(layout, judge)
     bad = judge[(judge["parse_status"] == "ok") & judge["label"].isna()]
     if len(bad):

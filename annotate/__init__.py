@@ -5,8 +5,8 @@ from __future__ import annotations
 from samples.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "HumanLabel": "annotate.records",
-    "SIMULATED": "annotate.records",
+    "HumanLabel": "samples.records",
+    "SIMULATED": "samples.label_sources",
     "AnnotationBackend": "annotate.base",
     "PushReport": "annotate.base",
     "BackendStatus": "annotate.base",

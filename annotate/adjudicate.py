@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotate.records import HumanLabel
 from annotate.store import Store
+from samples.records import HumanLabel
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,6 @@ from annotate.gold import (
     split_labels,
     with_gold,
 )
-from annotate.records import HumanLabel
 from annotate.store import AppSettings, Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders, load_tasks
 from samples.canonical import sha256_hex
@@ -34,7 +33,7 @@ from samples.errors import InputError
 from samples.kinds import study_schemes
 from samples.label_sources import LabelRows, register_label_source
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from annotate.records import HumanLabel
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 from samples.registry import Registry
 
 if TYPE_CHECKING:

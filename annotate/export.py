@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.jsonl import atomic_writer
+from samples.records import HumanLabel
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 COLUMNS: tuple[str, ...] = tuple(HumanLabel.model_fields)

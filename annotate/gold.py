@@ -36,14 +36,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from annotate.records import HumanLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.intervals import ConfidenceInterval, check_level
 from samples.jsonl import iter_jsonl_lines, json_objects_noting, regular_file, write_json
 from samples.kinds import is_kind, kinds, study_schemes
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 from samples.schemes import get_scheme
 
 GOLD_INPUT_FIELDS = ("gold_id", "kind", "text", "turns", "focus_turn", "question", "gold_answers", "label",

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.imports import (
     ANY_SCHEME,
@@ -32,6 +31,7 @@ from samples.imports import (
 from samples.kinds import study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name
+from samples.records import HumanLabel
 from samples.schemes import get_scheme
 
 

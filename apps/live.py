@@ -258,12 +258,12 @@ def live_view(folder: str | Path) -> LiveView:
         run_quality,
         settings_from_policy,
     )
-    from agreement.study_io import read_rows
+    from agreement.study_io import read_key
 
     layout = StudyLayout.of(folder)
     if not layout.key.is_file():
         raise InputError(f"{layout.key}: missing; the live view starts once the study is blinded (accord blind)")
-    key = pd.DataFrame(read_rows(layout.key, ("task_id", "unit_id", "trajectory_id", "kind", "inclusion_prob")))
+    key = read_key(layout)
     human, orders = live_labels(layout, key)
     per_annotator, per_stratum = _progress(human, orders, key)
     queue, adjudicated = _queue(human)

@@ -813,12 +813,21 @@ def _count_by(path: Path, field_name: str) -> dict[str, int]:
     return dict(sorted(Counter(str(decode_json_line(line).get(field_name)) for _, line in iter_jsonl_lines(path)).items()))
 
 
+def _key_by_kind(layout: StudyLayout) -> dict[str, int]:
+    """Sealed key rows per unit kind (``samples.tables.key_entries``); {} before there is a key."""
+    from samples.tables import key_entries
+
+    if not layout.key.is_file():
+        return {}
+    return dict(sorted(Counter(entry.kind for _, entry in key_entries(layout.key)).items()))
+
+
 def _labels_status(ctx: Context) -> dict[str, Any]:
     """Per annotator: tasks assigned and labelled in the study's backend, and which backends their labels came from."""
     from annotate import HumanLabel
     from apps.demo.panel import SIMULATED_NOTICE
 
-    body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": _count_lines(ctx.layout.key),
+    body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": sum(_key_by_kind(ctx.layout).values()),
                             "annotators": {}, "simulated": False, "notice": None}
     from agreement.study_io import human_label_tables
 
@@ -853,6 +862,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
 def _judges_status(layout: StudyLayout) -> dict[str, Any]:
     """Judge runs logged, and per judge its label rows (ok / unscored) and where they came from (run or import)."""
     from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples.tables import judge_label_rows
 
     runs = 0
     if layout.judge_runs.is_file():
@@ -860,11 +870,10 @@ def _judges_status(layout: StudyLayout) -> dict[str, Any]:
     per_judge: dict[str, dict[str, Any]] = {}
     for path in layout.judge_label_files():
         origin = "run" if path == layout.judge_labels else "imported"
-        for _, line in iter_jsonl_lines(path):
-            row = decode_json_line(line)
-            counts = per_judge.setdefault(row["judge"], {"rows": 0, "ok": 0, "unscored": 0, "origin": origin})
+        for _, row in judge_label_rows(path):
+            counts = per_judge.setdefault(row.judge, {"rows": 0, "ok": 0, "unscored": 0, "origin": origin})
             counts["rows"] += 1
-            counts["ok" if row.get("parse_status") == "ok" else "unscored"] += 1
+            counts[row.parse_status] += 1
     imported = sum(1 for row in per_judge.values() if row["origin"] == "imported")
     return {"runs": runs, "imported": imported, "labels": dict(sorted(per_judge.items()))}
 
@@ -875,7 +884,7 @@ def _sample_status(layout: StudyLayout) -> dict[str, Any]:
     if layout.sample.is_file():
         return {"sampled": sum(_count_by(layout.sample, "kind").values()), "by_kind": _count_by(layout.sample, "kind"),
                 "source": layout.relative(layout.sample)}
-    by_kind = _count_by(layout.key, "kind")
+    by_kind = _key_by_kind(layout)
     return {"sampled": sum(by_kind.values()), "by_kind": by_kind,
             "source": layout.relative(layout.key) if by_kind else None}
 
@@ -896,7 +905,7 @@ def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
         annotators[name] = {"assigned": len(orders.get(name, [])), "labelled": len(mine),
                             "backends": sorted({str(row.get("backend")) for row in mine})}
     given_by_simulator = simulated(row.get("backend") for row in rows)
-    return {"backend": None, "tasks": _count_lines(layout.tasks) or _count_lines(layout.key),
+    return {"backend": None, "tasks": _count_lines(layout.tasks) or sum(_key_by_kind(layout).values()),
             "annotators": annotators, "simulated": given_by_simulator,
             "notice": SIMULATED_NOTICE if given_by_simulator else None,
             "codebook_versions": {}, "codebook_note": None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from samples.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "JudgeLabel": "judges.records",
+    "JudgeLabel": "samples.records",
     "JudgeSpec": "judges.spec",
     "build_judge": "judges.spec",
     "load_judges": "judges.spec",

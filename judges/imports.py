@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judges.records import JudgeLabel
 from samples.canonical import file_sha256, sha256_hex
 from samples.errors import InputError
 from samples.imports import (
@@ -32,6 +31,7 @@ from samples.imports import (
     label_text,
 )
 from samples.layout import StudyLayout
+from samples.records import JudgeLabel
 from samples.schemes import get_scheme
 
 JUDGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]*$"

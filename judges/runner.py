@@ -31,14 +31,13 @@ from judges.lock import exclusive
 from judges.parsers import parse_output
 from judges.prices import PriceTable
 from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, get_provider, make_provider
-from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
-from judges.tables import LabelKey, LabelStore, RunLog, current_labels
+from judges.tables import LabelStore, RunLog, current_labels
 from samples.canonical import sha256_hex
 from samples.errors import InputError
 from samples.kinds import judge_message
 from samples.layout import StudyLayout
-from samples.records import Unit
+from samples.records import JudgeLabel, LabelKey, Unit
 from samples.seed import DEFAULT_SEED
 
 # Rough English average for token estimates in --dry-run and token-rate limiting; the

@@ -23,12 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judges.records import JudgeLabel
 from samples.errors import InputError
 from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes, regular_file
-from samples.records import SampledUnit, Unit
-
-LabelKey = tuple[str, str, int]
+from samples.records import JudgeLabel, LabelKey, SampledUnit, Unit
+from samples.tables import judge_label_rows
 
 
 @contextmanager
@@ -107,7 +105,8 @@ def read_labels(path: str | Path) -> dict[LabelKey, JudgeLabel]:
 
 
 def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
-    """The last row per key and how many complete rows the file holds; a torn last line is skipped.
+    """The runner's view of a label log or table (read by ``samples.tables``): the last row per key and how
+    many complete rows the file holds; a torn last line is skipped, a missing file holds none.
 
     Reading never changes the file: a run may be appending to it.
     """
@@ -116,16 +115,9 @@ def read_label_rows(path: str | Path) -> tuple[dict[LabelKey, JudgeLabel], int]:
         return {}, 0
     table: dict[LabelKey, JudgeLabel] = {}
     rows = 0
-    with file_errors(path, "read the judge labels"), path.open("rb") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n") or not line.strip():
-                continue
-            try:
-                label = JudgeLabel.model_validate_json(line)
-            except ValidationError as error:
-                raise InputError(f"{path}:{number}: not a JudgeLabel row ({error.errors()[0]['msg']})") from None
-            table[(label.unit_id, label.judge, label.sample_index)] = label
-            rows += 1
+    for _, label in judge_label_rows(path, torn_tail=True):
+        table[label.key] = label
+        rows += 1
     return table, rows
 
 
@@ -230,7 +222,7 @@ class LabelStore(_JsonlAppender):
     def write_many(self, labels: Iterable[JudgeLabel]) -> None:
         labels = list(labels)
         self._append(b"".join(record_bytes(label) for label in labels))
-        self.table.update(((label.unit_id, label.judge, label.sample_index), label) for label in labels)
+        self.table.update((label.key, label) for label in labels)
 
     def close(self) -> None:
         """Stop appending and rewrite the table (once; later calls do nothing)."""

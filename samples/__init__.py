@@ -1,6 +1,6 @@
 """Trajectories in, a blinded, stratified, reproducible sample out.
 
-Modules: ``records`` (data contracts), ``adapters`` (source formats -> Trajectory,
+Modules: ``records`` (data contracts, the label records too), ``tables`` (the one reader of the judge labels and the sealed key), ``adapters`` (source formats -> Trajectory,
 a registry), ``ingest`` (streaming load + manifest), ``kinds`` (the unit-kind
 registry: what judges and annotators read of each kind), ``registry`` (the one registry type
 of every extension point, and plugins through the ``accord.plugins`` entry-point group), ``units`` (unit cutting),
@@ -35,6 +35,11 @@ _EXPORTS: dict[str, str] = {
     "SampledUnit": "samples.records",
     "BlindTask": "samples.records",
     "KeyEntry": "samples.records",
+    "JudgeLabel": "samples.records",
+    "HumanLabel": "samples.records",
+    "LabelKey": "samples.records",
+    "judge_label_rows": "samples.tables",
+    "key_entries": "samples.tables",
     "UNIT_KINDS": "samples.records",
     "STRATUM_FIELDS": "samples.records",
     "LabelScheme": "samples.schemes",

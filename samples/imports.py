@@ -279,24 +279,24 @@ class UnitMatcher:
     def for_study(cls, study: str | Path | StudyLayout) -> UnitMatcher:
         from samples.generation import check_generation
         from samples.jsonl import decode_json_line, iter_jsonl_lines
+        from samples.tables import key_entries
 
         layout = StudyLayout.of(study)
         check_generation(layout, "import")
         matcher = cls(layout=layout)
-        for source in (layout.units, layout.key):
-            if not source.is_file():
-                continue
-            for number, line in iter_jsonl_lines(source):
+        if layout.units.is_file():
+            for number, line in iter_jsonl_lines(layout.units):
                 row = decode_json_line(line)
                 try:
                     unit, kind, trajectory = row["unit_id"], row["kind"], row["trajectory_id"]
                 except (KeyError, TypeError):
-                    raise InputError(f"{source}:{number}: expected unit_id, kind and trajectory_id") from None
+                    raise InputError(f"{layout.units}:{number}: expected unit_id, kind and trajectory_id") from None
                 matcher.kinds[unit] = kind
-                if source == layout.units:
-                    matcher.by_place[(trajectory, kind, row.get("focus_turn"))] = unit
-                else:
-                    matcher.task_unit[row["task_id"]] = unit
+                matcher.by_place[(trajectory, kind, row.get("focus_turn"))] = unit
+        if layout.key.is_file():
+            for _, entry in key_entries(layout.key):
+                matcher.kinds[entry.unit_id] = entry.kind
+                matcher.task_unit[entry.task_id] = entry.unit_id
         if not matcher.kinds:
             raise InputError(f"{layout.root}: the study has no units ({layout.units.name}) and no sealed key; "
                              f"import units first (accord import units) or ingest trajectories")

@@ -169,6 +169,13 @@ def kinds() -> dict[str, UnitKindSpec]:
     return dict(_KINDS.items())
 
 
+def response_kinds() -> frozenset[str]:
+    """The kinds whose unit is one model response as a whole, one per trajectory (``response_unit``, an optional
+    attribute of a kind: a third party's kind without it is not one): what the per-response analyses read
+    (EHQ's classes per model, the decision tables), asked of the kind instead of its name."""
+    return frozenset(name for name, spec in _KINDS.items() if getattr(spec, "response_unit", False))
+
+
 def projected_from(kind: str) -> str | None:
     """The kind whose trajectory verdict stands in for an unlabelled unit of ``kind`` (``projects_from``, an
     optional attribute of a kind: a third party's kind without it has none); None for an unknown kind."""
@@ -309,6 +316,8 @@ class _Kind:
     projects_from: str | None = None
     """The kind whose judge label of the same trajectory stands in for a unit of this kind the judge did not
     label itself (its positive only on the first turn that label names: ISE A.3); None: none does."""
+    response_unit: bool = False
+    """A unit of this kind is one model response as a whole, one per trajectory (``response_kinds``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "codebook", self.codebook or self.scheme)
@@ -498,7 +507,7 @@ _BUILT_IN: tuple[UnitKindSpec, ...] = (
     EscalateFinal(name="escalate_final", scheme="escalate", caption="The agent's final message to the user."),
     Correctness(name="correctness", scheme="correctness"),
     Response(name="response", scheme="ehq4", placeholders=("text", "response", "question", "gold_answers", "truncation"),
-             default_template="{response}"),
+             default_template="{response}", response_unit=True),
     *(AsaMilestone(name=f"asa_m{i}", scheme="milestone", milestone=m, question=ASA_QUESTIONS[m],
                    codebook="milestone",
                    caption="A blocked task's trajectory with its protected reference.",

@@ -4,7 +4,11 @@ These models are the data contracts documented in ARCHITECTURE.md. Adapters turn
 foreign formats into ``Trajectory``; ``samples.units`` cuts trajectories into
 ``Unit``s; the sampler adds a stratum and an inclusion probability
 (``SampledUnit``); blinding splits a sample into annotator-facing ``BlindTask``s
-and a sealed ``KeyEntry`` per task. Fields may be added; never renamed.
+and a sealed ``KeyEntry`` per task. The labels given to units are records too:
+``JudgeLabel`` (a judge's verdict, written by ``judges``) and ``HumanLabel`` (a
+person's, written by ``annotate``'s backends), kept here with the other contracts so
+every stage reads them through one type (``samples.tables``). Fields may be added;
+never renamed.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from samples.label_sources import SIMULATED
 
 Setting = Literal["controlled", "natural", "other"]
 Split = Literal["conflict", "control", "none"]
@@ -144,3 +150,71 @@ class KeyEntry(_Record):
     strata: dict[str, str] = Field(default_factory=dict, description="Stratification fields of the unit.")
     stratum: str = Field(description="Sampling stratum.")
     inclusion_prob: float = Field(gt=0, le=1, description="Inclusion probability under the plan.")
+
+
+# --- labels ----------------------------------------------------------------------------------
+
+ParseStatus = Literal["ok", "unscored"]
+LabelKey = tuple[str, str, int]
+"""A judge label's identity: (unit_id, judge, sample_index); one row per key in the labels table."""
+
+
+class JudgeLabel(BaseModel):
+    """The judge labels table: one row per (unit, judge, sample) verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    unit_id: str = Field(description="Unit judged (samples.records.Unit.unit_id).")
+    judge: str = Field(description="Judge name as configured (prompt + provider + model), e.g. 'identify@smollm2'.")
+    sample_index: int = Field(default=0, ge=0, description="k-th self-consistency sample; 0 for a single call.")
+    label: str | None = Field(description="Canonical label (samples.schemes) under the judge's parse mode; None when unscored.")
+    label_strict: str | None = Field(default=None, description="What the strict parser read; None if it failed.")
+    label_lenient: str | None = Field(default=None, description="What the lenient parser read; None if it failed.")
+    first_turn: int | None = Field(default=None, description="Identify: first recognition turn (-1 when flag=0).")
+    parse_status: ParseStatus = Field(description="ok, or unscored (the output gave no label; never counted as one).")
+    unscored_reason: str | None = Field(
+        default=None, description="empty | truncated | wrong_format | refusal_to_judge | call_failed: <detail>."
+    )
+    raw_output: str | None = Field(default=None, description="The model's text, verbatim.")
+    latency_s: float | None = Field(default=None, allow_inf_nan=False,  # JSON has no NaN; a reader must refuse one
+                                    description="Wall time of the call (0 on a cache hit; null from a Ray cluster).")
+    input_tokens: int | None = Field(default=None, description="Prompt tokens reported by the provider.")
+    output_tokens: int | None = Field(default=None, description="Completion tokens reported by the provider.")
+    cache_hit: bool = Field(default=False, description="Served from the request cache.")
+    fingerprint: str = Field(description="Run fingerprint: prompt sha256, provider, model, params, unit-set hash, version.")
+
+    @property
+    def key(self) -> LabelKey:
+        """(unit_id, judge, sample_index): the row a later label of the same call replaces."""
+        return (self.unit_id, self.judge, self.sample_index)
+
+
+LabelRole = Literal["independent", "adjudication"]
+Backend = Literal["app", "labelstudio", "import", "simulated"]
+
+
+class HumanLabel(BaseModel):
+    """The human labels table: one row per (task, annotator, role), the latest edit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(description="Blinded task id (join to unit_id through the sealed key).")
+    annotator: str = Field(description="Annotator name (adjudicator name for adjudications).")
+    label: str = Field(description="Canonical label from the kind's scheme (samples.schemes).")
+    first_turn: int | None = Field(default=None, description="Identify: first recognition turn; None otherwise.")
+    unsure: bool = Field(default=False, description="Annotator flagged uncertainty; does not change the label.")
+    note: str = Field(default="", description="Free note.")
+    created_at: str | None = Field(description="ISO-8601 UTC time of the first submit; None when unknown (imports).")
+    updated_at: str | None = Field(description="ISO-8601 UTC time of the latest edit (the one that counts); None when unknown.")
+    seconds_spent: float | None = Field(default=None, description="Time on the task before submit, if known.")
+    backend: Backend = Field(description="Where the label came from; 'simulated' labels are never human.")
+    role: LabelRole = Field(default="independent", description="Independent label, or an adjudication kept apart.")
+    source: str | None = Field(default=None, description="Imported labels: the file they came from and its sha256.")
+    codebook_sha256: str | None = Field(
+        default=None, description="sha256 of the codebook version the label was given under (the codebook file the "
+                                  "coding app showed, or the instructions pushed to Label Studio); None when unknown.")
+
+    @property
+    def simulated(self) -> bool:
+        """Given by a simulated panel, not a person."""
+        return self.backend == SIMULATED

@@ -275,30 +275,18 @@ _UNSCORED = "(unscored)"
 
 
 def read_judge_labels(path: str | Path, judges: Sequence[str]) -> dict[str, dict[str, tuple[str, int | None]]]:
-    """``{judge: {unit_id: (label, first_turn)}}`` from a judge labels JSONL (sample_index 0 only).
+    """``{judge: {unit_id: (label, first_turn)}}`` from a judge labels file (sample_index 0 only), the
+    sampler's view of ``samples.tables.judge_label_rows``.
 
     Unscored rows read as "(unscored)": they form their own stratum value, never a label.
     """
-    from samples.jsonl import json_objects_noting
+    from samples.tables import judge_label_rows
 
     wanted = set(judges)
     table: dict[str, dict[str, tuple[str, int | None]]] = {j: {} for j in judges}
-    problems: list[str] = []
-    for number, row in json_objects_noting(path, problems):
-        where = f"{path}:{number}"
-        if not isinstance(row.get("unit_id"), str) or not isinstance(row.get("judge"), str):
-            problems.append(f"{where}: expected a judge label row with string fields 'unit_id' and 'judge'")
-            continue
-        if row["judge"] not in wanted or row.get("sample_index", 0) != 0:
-            continue
-        label = row.get("label")
-        if label is not None and not isinstance(label, str):
-            problems.append(f"{where}: field 'label': expected a string or null, got {type(label).__name__}")
-            continue
-        first = row.get("first_turn")
-        table[row["judge"]][row["unit_id"]] = (_UNSCORED if label is None else label, first if isinstance(first, int) else None)
-    if problems:
-        raise InputError(f"{path}: {len(problems)} bad judge label row(s)", problems=problems)
+    for _, row in judge_label_rows(path):
+        if row.judge in wanted and row.sample_index == 0:
+            table[row.judge][row.unit_id] = (_UNSCORED if row.label is None else row.label, row.first_turn)
     empty = sorted(j for j, rows in table.items() if not rows)
     if empty:
         raise InputError(f"{path}: no labels from judge(s) {empty} the plan uses")
@@ -375,11 +363,12 @@ def labelled_units(study: str | Path) -> set[str]:
     """Unit ids people have labelled in a study (its sealed key joined with every human labels file)."""
     from samples.jsonl import json_objects
     from samples.layout import StudyLayout
+    from samples.tables import key_entries
 
     layout = StudyLayout.of(study)
     if not layout.key.is_file():
         raise InputError(f"--exclude-labelled {layout.root}: no sealed key at {layout.key}, so no labelled units")
-    unit_of = {row.get("task_id"): row.get("unit_id") for _, row in json_objects(layout.key)}
+    unit_of = {entry.task_id: entry.unit_id for _, entry in key_entries(layout.key)}
     return {unit_of[row.get("task_id")] for path in layout.human_label_files() for _, row in json_objects(path)
             if row.get("task_id") in unit_of}
 

@@ -7,10 +7,10 @@ import stat
 from pathlib import Path
 
 from annotate.export import export_labels
-from annotate.records import HumanLabel
 from annotate.store import Store
 from judges.cache import RequestCache
 from samples.layout import StudyLayout
+from samples.records import HumanLabel
 
 
 def _mode(path: Path) -> int:

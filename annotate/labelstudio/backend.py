@@ -35,12 +35,11 @@ from annotate.labelstudio.state import (
     _read_model,
     _save_model,
 )
-from annotate.records import HumanLabel
 from annotate.tasks import check_orders
 from samples.errors import InputError
 from samples.kinds import scheme_for, study_schemes
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 
 # Label Studio limits project titles to 50 characters.
 _TITLE_LIMIT = 50

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from annotate.labelstudio.state import LabelStudioState, ProjectState
-from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.jsonl import read_models
 from samples.kinds import first_turn_problem, get_kind, is_kind, kinds
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 from samples.schemes import get_scheme
 
 # Names of the controls in labelstudio_configs/*.xml; pull reads results by these.

@@ -9,11 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from annotate.records import HumanLabel
 from samples.errors import InputError
 from samples.jsonl import atomic_writer
 from samples.layout import StudyLayout
-from samples.records import UnitKind
+from samples.records import HumanLabel, UnitKind
 
 
 class ProjectState(BaseModel):

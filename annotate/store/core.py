@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from annotate.engines import Engine, open_engine
-from annotate.records import HumanLabel
 from annotate.store.access import (
     _authenticate,
     _check_access,
@@ -40,7 +39,7 @@ from annotate.tasks import check_name, check_orders
 from samples.errors import InputError
 from samples.kinds import scheme_for
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 
 
 class Store:

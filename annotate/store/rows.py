@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from annotate.engines import Connection
-from annotate.records import SIMULATED, HumanLabel
+from samples.label_sources import SIMULATED
+from samples.records import HumanLabel
 
 AnnotatorRole = Literal["annotator", "adjudicator"]
 

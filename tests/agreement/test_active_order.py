@@ -81,7 +81,7 @@ def test_the_coding_app_serves_the_active_order(tmp_path):
                          stratum="all", inclusion_prob=1.0) for u in sorted(LABELS["j"])]
     write_jsonl(layout.sample, units)
     write_jsonl(layout.judge_labels, [{"unit_id": u, "judge": j, "label": label, "parse_status": "ok" if label else
-                                       "unparseable", "fingerprint": "fp"}
+                                       "unscored", "fingerprint": "fp"}
                                       for j, by_unit in LABELS.items() for u, label in by_unit.items()])
     ranking = publish_active_order(layout, judge="j", families=FAMILIES, seed=20261129)
     document = json.loads(layout.active_order.read_text())
@@ -149,7 +149,7 @@ def test_label_studio_tasks_carry_the_active_order(labelstudio_server, tmp_path)
                                             text=f"final answer {u}", stratum="all", inclusion_prob=1.0)
                                 for u in sorted(LABELS["j"])])
     write_jsonl(layout.judge_labels, [{"unit_id": u, "judge": j, "label": label, "parse_status": "ok" if label else
-                                       "unparseable", "fingerprint": "fp"}
+                                       "unscored", "fingerprint": "fp"}
                                       for j, by_unit in LABELS.items() for u, label in by_unit.items()])
     ranking = publish_active_order(layout, judge="j", families=FAMILIES, seed=20261129)
     blind_study(root, annotators=["ann-a", "ann-b"], ranking=ranking)

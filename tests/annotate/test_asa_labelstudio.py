@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from annotate.labelstudio import labeling_config, load_labelstudio_credentials, load_labelstudio_state
-from annotate.records import HumanLabel
 from apps.cli import main
 from samples.kinds import get_kind
 from samples.layout import StudyLayout
+from samples.records import HumanLabel
 from tests.annotate.test_asa_browser import asa_tasks  # noqa: F401 (the fixture)
 from tests.annotate.test_labelstudio import _result, _sdk  # noqa: F401
 from tests.annotate.test_labelstudio_browser import _sign_in

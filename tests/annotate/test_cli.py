@@ -200,9 +200,9 @@ def test_status_names_labels_given_under_more_than_one_codebook_version(tmp_path
     """Two labels under codebook A, one under B, one without a version: status counts them by hand's count."""
     from pathlib import Path
 
-    from annotate.records import HumanLabel
     from samples.jsonl import write_jsonl
     from samples.layout import StudyLayout
+    from samples.records import HumanLabel
 
     demo = Path(__file__).resolve().parents[2] / "data" / "demo" / "study.toml"
     out = tmp_path / "out"

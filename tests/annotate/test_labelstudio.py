@@ -27,12 +27,11 @@ from annotate.labelstudio import (
     labeling_config,
     load_labelstudio_credentials,
 )
-from annotate.records import HumanLabel
 from apps.cli import main
 from samples.errors import InputError
 from samples.kinds import DEFAULT_SCHEME
 from samples.layout import StudyLayout
-from samples.records import UNIT_KINDS, BlindTask
+from samples.records import UNIT_KINDS, BlindTask, HumanLabel
 from samples.schemes import SCHEMES
 from tests.support.labelstudio import REPO, running_server
 from tests.support.servers import free_port

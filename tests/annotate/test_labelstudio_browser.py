@@ -9,10 +9,9 @@ import pytest
 
 from annotate.codebook import codebook
 from annotate.labelstudio import load_labelstudio_credentials, load_labelstudio_state
-from annotate.records import HumanLabel
 from apps.cli import main
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 from tests.support.browser import browser
 
 SCREENSHOT = "/tmp/accord-labelstudio-annotator.png"

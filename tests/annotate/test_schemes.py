@@ -17,12 +17,11 @@ import pytest
 from annotate.app_backend import AnnotatorSession, AppBackend
 from annotate.codebook import codebook, codebook_sha256, register_codebook
 from annotate.labelstudio import labeling_config
-from annotate.records import HumanLabel
 from apps.cli import main
 from samples.errors import InputError
 from samples.kinds import check_schemes, scheme_for
 from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples.records import BlindTask, HumanLabel
 from samples.schemes import SCHEMES, LabelScheme, register_scheme
 from tests.annotate.helpers import raw, write_study
 

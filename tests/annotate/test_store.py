@@ -12,10 +12,10 @@ from annotate.app_backend import AdjudicatorSession, AnnotatorSession, AppBacken
 from annotate.base import AnnotationBackend
 from annotate.engines import open_engine
 from annotate.export import export_labels
-from annotate.records import HumanLabel
 from annotate.store import MIGRATIONS, Store
 from annotate.tasks import load_orders
 from samples.errors import InputError
+from samples.records import HumanLabel
 from tests.annotate.helpers import ORDERS, TASKS, raw, write_study
 
 BOTH_ENGINES = True

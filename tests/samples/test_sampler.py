@@ -218,7 +218,7 @@ def study(tmp_path_factory) -> Path:
         label = None if r < 0.05 else ("yes" if r < 0.35 else "no")
         first = rng.randrange(len(unit["turns"])) if label == "yes" else -1
         rows.append({"unit_id": unit["unit_id"], "judge": "identify@gpt5", "sample_index": 0, "label": label,
-                     "first_turn": first, "parse_status": "ok" if label else "unscored"})
+                     "first_turn": first, "parse_status": "ok" if label else "unscored", "fingerprint": "fp"})
     (root / "judges").mkdir()
     (root / "judges" / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root

@@ -8,7 +8,7 @@ What legitimately differs, and why:
 - ``accord run`` ingests each named ``[[source]]`` into ``ingest/NAME/`` and merges them, with a
   manifest listing the sources by name; ``accord ingest`` ingests its one source straight into the
   study, so its manifest is that source's (equal to ``ingest/NAME/ingest_manifest.json``);
-- a judge label's ``latency_s`` is the wall time of its call (``judges.records.JudgeLabel``);
+- a judge label's ``latency_s`` is the wall time of its call (``samples.records.JudgeLabel``);
 - ``.generations/*.json`` record the last generation each stage published: the import commands
   publish one table at a time, `accord run` all of them at once.
 

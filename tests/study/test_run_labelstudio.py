@@ -17,8 +17,8 @@ import pytest
 
 from agreement.documents import ValidationDocument, VerdictDocument, read_document
 from annotate.labelstudio import load_labelstudio_credentials
-from annotate.records import HumanLabel
 from samples.layout import StudyLayout
+from samples.records import HumanLabel
 from tests.study.helpers import REPO, run_json, statuses
 from tests.study.test_run_offline import PLAN, STUDY
 
