@@ -40,7 +40,7 @@ import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.intervals import MIN_UNITS, RANGE
-from samples.errors import InputError
+from samples import InputError
 
 PLANNED = ("agreement_floor", "human_ceiling", "unscored_share", "beats_baselines", "tracks_input")
 NOT_PLANNED = {
@@ -607,7 +607,7 @@ def plot_oc(result: Plan, path: Any) -> None:
     import io
     from pathlib import Path
 
-    from samples.jsonl import atomic_writer
+    from samples import atomic_writer
 
     path = Path(path)
     if path.is_dir():

@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from annotate.records import HumanLabel
-from samples.layout import StudyLayout
-from samples.records import BlindTask
-from samples.registry import Registry
+from samples import BlindTask, Registry, StudyLayout
 
 if TYPE_CHECKING:
     from annotate.store import Store

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from annotate.records import HumanLabel
-from samples.errors import InputError
-from samples.jsonl import atomic_writer
+from samples import InputError, atomic_writer
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 COLUMNS: tuple[str, ...] = tuple(HumanLabel.model_fields)

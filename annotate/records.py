@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from samples.label_sources import SIMULATED
+from samples import SIMULATED
 
 LabelRole = Literal["independent", "adjudication"]
 Backend = Literal["app", "labelstudio", "import", "simulated"]

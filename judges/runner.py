@@ -34,12 +34,7 @@ from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provi
 from judges.records import JudgeLabel
 from judges.spec import JudgeSpec
 from judges.tables import LabelKey, LabelStore, RunLog, current_labels
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.kinds import judge_message
-from samples.layout import StudyLayout
-from samples.records import Unit
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED, InputError, StudyLayout, Unit, judge_message, sha256_hex
 
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
 # provider's own counts replace it for accounting.

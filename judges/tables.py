@@ -24,9 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judges.records import JudgeLabel
-from samples.errors import InputError
-from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes, regular_file
-from samples.records import SampledUnit, Unit
+from samples import PRIVATE_FILE, InputError, SampledUnit, Unit, atomic_writer, private_dir, record_bytes, regular_file
 
 LabelKey = tuple[str, str, int]
 

@@ -37,10 +37,7 @@ from annotate.labelstudio.state import (
 )
 from annotate.records import HumanLabel
 from annotate.tasks import check_orders
-from samples.errors import InputError
-from samples.kinds import scheme_for, study_schemes
-from samples.layout import StudyLayout
-from samples.records import BlindTask
+from samples import BlindTask, InputError, StudyLayout, scheme_for, study_schemes
 
 # Label Studio limits project titles to 50 characters.
 _TITLE_LIMIT = 50

@@ -10,10 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from annotate.records import HumanLabel
-from samples.errors import InputError
-from samples.jsonl import atomic_writer
-from samples.layout import StudyLayout
-from samples.records import UnitKind
+from samples import InputError, StudyLayout, UnitKind, atomic_writer
 
 
 class ProjectState(BaseModel):
