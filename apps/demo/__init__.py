@@ -39,7 +39,7 @@ __all__ = [
     "ConflictInstance",
     "build_instances",
     "build_pair",
-    # apps.demo.fixture: Build the shipped fixture folder ``data/demo/``: items, conflict/control instances, ma...
+    # apps.demo.fixture: Build the shipped fixture folder ``data/demo/``: items, conflict/control instances, manifest
     "FIXTURE_DIR",
     "build_fixture",
     "load_instances",
