@@ -84,6 +84,31 @@ def test_every_exported_name_resolves(package: str) -> None:
     assert set(module.__all__) <= set(dir(module))
 
 
+def test_the_export_table_reads_the_type_checking_block(tmp_path) -> None:
+    # What ast reads in a hand-made __init__: aliases, a parenthesised list, comments, blank lines; the
+    # else branch, imports outside the block and plain/relative imports are no exports.
+    init = tmp_path / "__init__.py"
+    init.write_text('"""Doc."""\n\nfrom typing import TYPE_CHECKING\n\nfrom os import sep\n\n'
+                    "if TYPE_CHECKING:  # the table\n    from pkg.a import A, f as g\n\n"
+                    "    # a comment\n    from pkg.b import (\n        B,  # why\n        c,\n    )\n"
+                    "    import pkg.d\n    from . import e\nelse:\n    from pkg.x import X\n\n"
+                    '__all__ = ["A", "g"]\n', encoding="utf-8")
+    assert export_table(init) == {"A": ("pkg.a", "A"), "g": ("pkg.a", "f"), "B": ("pkg.b", "B"), "c": ("pkg.b", "c")}
+
+
+@pytest.mark.parametrize("package", LAZY)
+def test_the_export_table_is_what_ast_reads(package: str) -> None:
+    # The run-time reader compiles only the block; ast over the whole file is the reference.
+    init = REPO.joinpath(*package.split("."), "__init__.py")
+    reference = {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module
+                reference.update({a.asname or a.name: (statement.module, a.name) for a in statement.names})
+    assert reference and export_table(init) == reference
+
+
 @pytest.mark.parametrize("package", LAZY)
 def test_no_exported_name_is_also_a_submodule(package: str) -> None:
     # Importing package.X rebinds the package's attribute X to that module, hiding an exported X.
