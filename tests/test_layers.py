@@ -45,6 +45,15 @@ def run_time_nodes(path: Path) -> list[ast.AST]:
     return list(ast.walk(tree))
 
 
+def exported_from(tables: dict[str, dict[str, tuple[str, str]]], package: str, name: str) -> list[str]:
+    """The modules ``from package import name`` loads through export tables (one re-exporting another's)."""
+    modules: list[str] = []
+    while name in tables.get(package, {}) and len(modules) < len(tables):  # bounded: a table naming itself ends
+        package, name = tables[package][name]
+        modules.append(package)
+    return modules
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the project modules it imports (``from a import b`` counts ``a.b`` when it is a module, and
     the module ``a``'s export table names for ``b``)."""
@@ -62,7 +71,7 @@ def import_graph() -> dict[str, set[str]]:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, *([node.module] if node.module else [])])
                 targets = [base, *(f"{base}.{alias.name}" for alias in node.names),
-                           *(tables[base][alias.name][0] for alias in node.names if alias.name in tables.get(base, {}))]
+                           *(m for alias in node.names for m in exported_from(tables, base, alias.name))]
             else:
                 continue
             graph[name] |= {t for t in targets if t in files and t != name}
