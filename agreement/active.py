@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from samples.intervals import ConfidenceInterval, check_level
+from samples import ConfidenceInterval, check_level
 
 MIN_PROBABILITY = 0.05
 """No unit's chance of being labelled falls below this: the weights 1/pi stay bounded."""

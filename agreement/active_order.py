@@ -97,9 +97,7 @@ def publish_active_order(layout: Any, *, judge: str, families: Mapping[str, str]
     """The study's active order from its judge labels on the sample, written to ``layout.active_order``;
     returns unit id -> rank (for blinding)."""
     from agreement.study_io import read_judge_labels
-    from samples.errors import InputError
-    from samples.jsonl import read_models, write_json
-    from samples.records import SampledUnit
+    from samples import InputError, SampledUnit, read_models, write_json
 
     sampled = {u.unit_id for u in read_models(layout.sample, SampledUnit)}
     table = read_judge_labels(layout, layout.judge_label_files())
@@ -130,7 +128,7 @@ def active_order_rows(root: Any) -> tuple[list[list[str]], str] | None:
     from agreement.active import active_mean
     from agreement.study_io import labels_table, load_study
     from agreement.validation import reference_labels
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout.of(root)
     if not layout.active_order.is_file():

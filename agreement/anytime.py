@@ -55,7 +55,7 @@ from agreement.sequential import (
     e_process,
     labels_to_decision,
 )
-from samples.registry import Registry
+from samples import Registry
 
 PASS, FAIL, OPEN = "PASS", "FAIL", "UNDECIDED"
 ACCEPT, REJECT, CONTINUE = "ACCEPT", "REJECT", "CONTINUE"
@@ -639,7 +639,7 @@ def labelling_complete(study: Any) -> tuple[bool, str]:
     """
     import json
 
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     orders_path = StudyLayout.of(study.root).orders
     if not orders_path.exists():
@@ -667,7 +667,7 @@ def adaptive_order(root: Any) -> str | None:
     where judges disagree first makes every prefix a biased draw (weighting each label by its
     inclusion probability would restore it; not done here).
     """
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     return ADAPTIVE_ORDER if StudyLayout.of(root).active_order.is_file() else None
 

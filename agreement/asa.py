@@ -37,11 +37,7 @@ from agreement.estimate import (
     proportion_estimate,
     undefined,
 )
-from samples.asa import AUTHORS, MILESTONES
-from samples.errors import InputError
-from samples.intervals import check_level
-from samples.resampling import check_resamples
-from samples.seed import DEFAULT_SEED
+from samples import AUTHORS, DEFAULT_SEED, MILESTONES, InputError, check_level, check_resamples
 
 IMPLICATION = "M3 yes with M2 no: M3 implies M2"
 
@@ -352,11 +348,15 @@ def asa_study(layout, *, judge: str, tie_policy: str, n_resamples: int, seed: in
     challenge and probe records there."""
     from agreement.study_io import labels_table, load_study
     from agreement.validation import reference_labels
-    from samples.asa import REFERENCE_KEY, AsaReference
-    from samples.canonical import file_sha256
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
-    from samples.kinds import get_kind
-    from samples.tables import judge_label_rows
+    from samples import (
+        REFERENCE_KEY,
+        AsaReference,
+        decode_json_line,
+        file_sha256,
+        get_kind,
+        iter_jsonl_lines,
+        judge_label_rows,
+    )
 
     references: dict[str, AsaReference] = {}
     for where, line in iter_jsonl_lines(layout.trajectories):

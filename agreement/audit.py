@@ -40,8 +40,7 @@ from scipy import stats
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate, cluster_ratio_estimate
 from agreement.intervals import ModelContrast, model_contrast
-from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level, held_interval
+from samples import DEFAULT_LEVEL, ConfidenceInterval, InputError, check_level, held_interval
 
 OBSERVATIONAL_NOTE = (
     "The family contrast is observational: models are not randomly assigned to families, so a contrast "

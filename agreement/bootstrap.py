@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.table import RatingData
-from samples.seed import DEFAULT_SEED  # noqa: F401  (imported from here by agreement and benchmarks)
+from samples import DEFAULT_SEED  # noqa: F401  (imported from here by agreement and benchmarks)
 
 # Elements of the per-chunk draw (counts or indices): bounds memory at ~8 bytes each.
 _CHUNK_ELEMENTS = 1 << 18

@@ -34,8 +34,7 @@ from agreement.kernels import CohenKappa, CongerKappa, GwetFamily, Kernel, Kripp
 from agreement.results import AgreementResult
 from agreement.table import RatingData
 from agreement.weights import weight_matrix, weights_name
-from samples.errors import InputError
-from samples.registry import Registry
+from samples import InputError, Registry
 
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 _ALPHA_WEIGHTS = {"nominal": "identity", "interval": "quadratic", "ratio": "ratio"}

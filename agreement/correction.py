@@ -31,8 +31,7 @@ from agreement.estimate import (
     percentile_interval,
     undefined,
 )
-from samples.intervals import check_level
-from samples.resampling import check_resamples
+from samples import check_level, check_resamples
 
 
 def _binary(name: str, values: np.ndarray) -> np.ndarray:

@@ -29,9 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from samples.errors import InputError
-from samples.layout import StudyLayout
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED, InputError, StudyLayout
 
 DECISIONS: tuple[str, ...] = ("ANSWER", "CALL_TOOL", "DECLINE")
 UNREADABLE = "unreadable"
@@ -330,7 +328,7 @@ class DecisionSettings:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples import decode_json_line, iter_jsonl_lines
 
     return [decode_json_line(line) for _, line in iter_jsonl_lines(path)] if path.is_file() else []
 
@@ -358,9 +356,7 @@ def _row(parser: str, group: str, name: str, table: DecisionTable) -> dict:
 def decision_study(layout: StudyLayout, settings: DecisionSettings) -> dict:
     """The decisions document body of a study: every trajectory of the roster dataset is one row (no row left out
     of a denominator), read through the judges' labels of its response unit."""
-    from samples.canonical import file_sha256
-    from samples.kinds import response_kinds
-    from samples.tables import judge_label_rows
+    from samples import file_sha256, judge_label_rows, response_kinds
 
     trajectories = _jsonl(layout.trajectories)
     responses = response_kinds()

@@ -18,9 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from samples.canonical import file_sha256
-from samples.errors import InputError
-from samples.layout import StudyLayout
+from samples import InputError, StudyLayout, file_sha256
 
 
 class _Doc(BaseModel):
@@ -693,7 +691,7 @@ def parse_document(model: type[D], body: dict[str, Any], *, where: Path | str) -
 
 def read_document(model: type[D], study: str | Path | StudyLayout) -> D | None:
     """The study's document of this type, or None when it has not been written."""
-    from samples.jsonl import read_json
+    from samples import read_json
 
     path = model.path(StudyLayout.of(study))
     if not path.is_file():
@@ -706,7 +704,7 @@ def read_document(model: type[D], study: str | Path | StudyLayout) -> D | None:
 
 def write_document(model: type[D], study: str | Path | StudyLayout, body: dict[str, Any]) -> D:
     """Check ``body`` against its model, then write it atomically (sorted keys, no NaN)."""
-    from samples.jsonl import write_result
+    from samples import write_result
 
     path = model.path(StudyLayout.of(study))
     parse_document(model, _clean(body), where=path)
@@ -714,7 +712,7 @@ def write_document(model: type[D], study: str | Path | StudyLayout, body: dict[s
 
 
 def _clean(body: dict[str, Any]) -> dict[str, Any]:
-    from samples.jsonl import jsonable
+    from samples import jsonable
 
     return jsonable(body)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agreement.decisions import probability_scores
-from samples.errors import InputError
+from samples import InputError
 
 LABELS: tuple[str, ...] = ("ABSTAIN", "HEDGE", "CONFIDENT_CORRECT", "CONFIDENT_WRONG")
 WEIGHTS: Mapping[str, float] = {"ehq1": 0.30, "ehq2": 0.45, "ehq3": 0.25}
@@ -214,10 +214,7 @@ def ehq_study(layout, *, judge: str, model_field: str, confidence_field: str | N
     resolved human reference; the re-ranking between the two; agreement at both resolutions."""
     from agreement.study_io import labels_table, load_study
     from agreement.validation import reference_labels
-    from samples.canonical import file_sha256
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
-    from samples.kinds import response_kinds
-    from samples.tables import judge_label_rows
+    from samples import decode_json_line, file_sha256, iter_jsonl_lines, judge_label_rows, response_kinds
 
     responses = response_kinds()
     units = {}

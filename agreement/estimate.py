@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from samples.intervals import ConfidenceInterval, check_level, held_interval
-from samples.resampling import check_resamples
+from samples import ConfidenceInterval, check_level, check_resamples, held_interval
 
 # Rows of the cluster-weight matrix drawn at once: bounds memory at about
 # _CHUNK * n_clusters * 8 bytes whatever n_resamples is.

@@ -53,10 +53,7 @@ import numpy as np
 
 from agreement.intervals import method_for, too_small
 from agreement.panels import PAIR_COEFFICIENTS
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.registry import Registry
-from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling
+from samples import MAX_RESAMPLES, MIN_RESAMPLES, InputError, Registry, Resampling, sha256_hex
 
 if TYPE_CHECKING:
     from agreement.plan import PlanCheck
@@ -810,7 +807,7 @@ MONITORING = ("fixed", "anytime")
 
 def load_policy(path: str | Path) -> Policy:
     """Parse and validate a policy file; every problem names the file and the criterion."""
-    from samples.jsonl import read_settings
+    from samples import read_settings
 
     path = Path(path)
     if not path.exists():
@@ -1067,7 +1064,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     from agreement.preregistration import human_sample_sha256, record_gating, registration_status
     from agreement.study_io import SIMULATED_NOTE, labels_table
     from agreement.validation import GateEvidence
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     policy = load_policy(policy_path)
     table = labels_table(study)

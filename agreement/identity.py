@@ -19,8 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from samples.canonical import sha256_hex
-from samples.layout import StudyLayout
+from samples import StudyLayout, sha256_hex
 
 NOT_IDENTITY = ("unit_set", "accord_version", "fingerprint", "judge")
 """Run-fingerprint parts that do not change the call: the units it ran on, the software version, the name."""
@@ -100,7 +99,7 @@ def self_family_notes(judge_families: Mapping[str, str], evaluated: Iterable[str
     """One note per judge of the same model family as an evaluated agent: it is validated on its own family's
     outputs and is not an independent external annotator (ASA, seed 003, section 3.1: the retail rubric judge is
     the task agent's own model). Unknown families flag nothing."""
-    from samples.vocabulary import UNKNOWN_FAMILY
+    from samples import UNKNOWN_FAMILY
 
     families = {f for f in evaluated if f and f != UNKNOWN_FAMILY}
     return [f"self-family judge: {judge} is of model family {family!r}, the family of an evaluated agent; it is "

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from agreement.quantiles import normal_cdf, normal_quantile, t_quantile
-from samples.intervals import ConfidenceInterval, held_interval
+from samples import ConfidenceInterval, held_interval
 
 # Statistic -> interval method (see the module docstring for how each was chosen).
 METHOD: dict[str, str] = {

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from samples.errors import InputError
+from samples import InputError
 
 TIE_POLICIES = ("exclude", "needs-adjudication", "positive", "negative")
 

@@ -114,7 +114,7 @@ def criterion_rows(verdict: SequentialVerdict) -> list[dict[str, str]]:
 def study_decided(root: str | Path) -> Any:
     """The saved verdict when every judge in it has a decided anytime verdict (labelling may stop), else None."""
     from agreement.documents import VerdictDocument, read_document
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout.of(root)
     if not layout.verdict.is_file():

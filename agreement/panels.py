@@ -41,9 +41,7 @@ from agreement.intervals import bootstrap_interval, method_for
 from agreement.majority import MajorityVote, check_tie_policy, majority_vote
 from agreement.results import AgreementResult
 from agreement.table import RatingData
-from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
-from samples.resampling import Resampling
+from samples import DEFAULT_LEVEL, ConfidenceInterval, InputError, Resampling, check_level
 
 PANEL_COEFFICIENTS = ("percent_agreement", "fleiss_kappa", "gwet_ac1", "krippendorff_alpha")
 PAIR_COEFFICIENTS = ("percent_agreement", "cohen_kappa", "gwet_ac1")
@@ -656,7 +654,7 @@ def ceiling_difference(data: RatingData, judge: str, humans: Sequence[str], coef
         return CeilingDifference.undefined(coefficient, f"no {side} pair shares a unit with a defined {coefficient}",
                                            annotators=len(humans), annotator_pairs=len(paired))
 
-    def difference(values: list[np.ndarray | float], split: int) -> np.ndarray:
+    def difference(values: list[np.ndarray | float | None], split: int) -> np.ndarray:
         stacked = np.asarray(values, dtype=float)
         return stacked[:split].mean(axis=0) - stacked[split:].mean(axis=0)
 

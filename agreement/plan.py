@@ -43,7 +43,7 @@ import numpy as np
 
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.intervals import MIN_UNITS, RANGE
-from samples.errors import InputError
+from samples import InputError
 
 MAX_UNITS = 5_000
 SIMULATED_UNITS = 2_000
@@ -599,7 +599,7 @@ def plot_oc(result: Plan, path: Any) -> None:
     import io
     from pathlib import Path
 
-    from samples.jsonl import atomic_writer
+    from samples import atomic_writer
 
     path = Path(path)
     if path.is_dir():

@@ -34,9 +34,7 @@ import pandas as pd
 
 from agreement.audit import holm
 from agreement.bootstrap import DEFAULT_SEED
-from samples.errors import InputError
-from samples.intervals import ConfidenceInterval, held_interval
-from samples.resampling import Resampling
+from samples import ConfidenceInterval, InputError, Resampling, held_interval
 
 INTERVAL_METHOD = "cluster bootstrap percentile over questions"
 

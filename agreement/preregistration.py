@@ -19,9 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from samples.canonical import file_sha256, sha256_hex
-from samples.errors import InputError
-from samples.layout import StudyLayout
+from samples import InputError, StudyLayout, file_sha256, sha256_hex
 
 
 def sample_files(layout: StudyLayout) -> dict[str, str]:
@@ -55,7 +53,7 @@ def preregister(study_root: str | Path, policy: Any, judges: list[str], *, now: 
     from agreement.documents import Preregistration
     from agreement.identity import judge_identity
     from agreement.study_io import load_study
-    from samples.jsonl import write_jsonl
+    from samples import write_jsonl
 
     study = load_study(study_root)
     layout = StudyLayout.of(study.root)
@@ -109,7 +107,7 @@ def _history(layout: StudyLayout) -> list[tuple[str, str, str]]:
 
 def record_gating(layout: StudyLayout, human_sample: str, judge: str, identity_sha: str) -> None:
     """Add (sample, judge, call) to the gate history once; a repeated gate of the same call adds nothing."""
-    from samples.jsonl import write_jsonl
+    from samples import write_jsonl
 
     if (human_sample, judge, identity_sha) in _history(layout):
         return

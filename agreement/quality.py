@@ -36,8 +36,7 @@ import pandas as pd
 from agreement.bootstrap import DEFAULT_SEED
 from agreement.estimate import Estimate
 from agreement.results import AgreementResult
-from samples.errors import InputError
-from samples.resampling import Resampling
+from samples import InputError, Resampling
 
 LEAVE_ONE_OUT = ("cohen_kappa", "gwet_ac1")
 UNMEASURABLE = ("flag", "keep")

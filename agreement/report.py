@@ -41,8 +41,7 @@ from agreement.documents import (
 from agreement.gate import criterion_line
 from agreement.panels import MAJORITY
 from agreement.study_io import SIMULATED_NOTE
-from samples.errors import InputError
-from samples.layout import StudyLayout
+from samples import InputError, StudyLayout
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -794,7 +793,7 @@ def _md_cell(text: str) -> str:
 def write_report(root: str | Path, out: str | Path | None = None, *,
                  content: ReportContent | None = None) -> dict[str, Path]:
     """Write report.html, report.md and the PNG plots (``content`` when already built); return their paths."""
-    from samples.jsonl import atomic_writer
+    from samples import atomic_writer
 
     layout = StudyLayout.of(root)
     out = Path(out) if out else layout.report_dir
@@ -806,7 +805,7 @@ def write_report(root: str | Path, out: str | Path | None = None, *,
         paths[figure.name] = out / f"{figure.name}.png"
         files[paths[figure.name]] = figure.png
     if out.resolve() == layout.report_dir.resolve():
-        from samples.generation import publishing
+        from samples import publishing
 
         with publishing(layout, "report") as generation:  # the report and its plots together, or the old set
             for path, data in files.items():

@@ -18,8 +18,7 @@ import numpy as np
 
 from agreement.intervals import METHOD_NAMES, RANGE, bootstrap_interval, bounded_t, method_for
 from agreement.quantiles import normal_quantile, t_quantile
-from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level
+from samples import DEFAULT_LEVEL, ConfidenceInterval, InputError, check_level
 
 CI_METHODS = ("t", "normal", "percentile", "bca", "t_boot")
 

@@ -41,12 +41,10 @@ from agreement.estimate import (
     undefined,
     zero_one_interval,
 )
-from samples.canonical import canonical_json
-from samples.intervals import check_level
-from samples.resampling import check_resamples
+from samples import canonical_json, check_level, check_resamples
 
 if TYPE_CHECKING:
-    from samples.records import Trajectory
+    from samples import Trajectory
 
 class Draws(TypedDict):
     """The resampling keywords every estimate of a cell takes."""
@@ -80,7 +78,7 @@ class ToolFacts:
 
 def tool_facts(trajectory: Any) -> ToolFacts:
     """Tool-call turns and the exact-duplicate check of Eq. 2 for one ``samples.records.Trajectory``."""
-    from samples.units import is_turn
+    from samples import is_turn
 
     calls: list[tuple[int, bytes]] = []
     # Turns are numbered as the Identify judge sees them (samples.units): non-final agent steps.
@@ -383,9 +381,7 @@ def _judge_values(rows: pd.DataFrame, judge: str, kind_units: pd.Series, *, kind
 
     A scored row whose label is not one of the kind's scheme is an error naming its file:line, as on
     the sampled units (``agreement.study_io.one_scheme_per_kind``): never read as unscored."""
-    from samples.errors import InputError
-    from samples.kinds import scheme_for
-    from samples.schemes import get_scheme
+    from samples import InputError, get_scheme, scheme_for
 
     mine = rows[(rows["judge"] == judge) & (rows["sample_index"] == 0)].drop_duplicates("unit_id", keep="last")
     by_unit = mine.set_index("unit_id")
@@ -408,10 +404,7 @@ def instance_table(root: Any, *, identify_judge: str, escalate_judge: str, corre
                    correctness_field: str | None = None) -> tuple[pd.DataFrame, list[str]]:
     """One row per conflict/control trajectory with the facts Eq. 1-3 need (INSTANCE_COLUMNS)."""
     from agreement.study_io import read_judge_labels, read_rows
-    from samples.errors import InputError
-    from samples.jsonl import read_models
-    from samples.layout import StudyLayout
-    from samples.records import Trajectory
+    from samples import InputError, StudyLayout, Trajectory, read_models
 
     layout = StudyLayout.of(root)
     if (correctness_judge is None) == (correctness_field is None):
@@ -473,7 +466,7 @@ def _metadata_score(trajectory: Trajectory, field: str, path: Path) -> float:
         return float(value)
     if isinstance(value, (int, float)) and math.isfinite(value):
         return float(value)
-    from samples.errors import InputError
+    from samples import InputError
 
     raise InputError(f"{path}: trajectory {trajectory.id!r} metadata[{field!r}] = {value!r}: expected a bool or a number")
 
@@ -491,8 +484,7 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     from agreement.documents import VerdictDocument, read_document, stale_reasons
     from agreement.gate import ACCEPT, judge_sample_fingerprint
     from agreement.study_io import labels_table
-    from samples.canonical import file_sha256
-    from samples.layout import StudyLayout
+    from samples import StudyLayout, file_sha256
 
     layout = StudyLayout.of(study.root)
     path = layout.verdict
@@ -515,7 +507,7 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
     else:
         problems.append(f"no gate verdict at {path} (run accord gate first)")
     if wrong_call and not force:
-        from samples.errors import InputError
+        from samples import InputError
 
         raise InputError(f"{path}: " + "; ".join(wrong_call) + "; gate this call, or --force to score it UNACCEPTED")
     problems += wrong_call
@@ -545,8 +537,7 @@ def refuse_other_calls(study_root: Any) -> None:
     error naming the difference (``accord report``); a score forced UNACCEPTED says so itself."""
     from agreement.documents import ScoreDocument, VerdictDocument, read_document
     from agreement.study_io import load_study
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     layout = StudyLayout.of(study_root)
     score, verdict = read_document(ScoreDocument, layout), read_document(VerdictDocument, layout)
@@ -575,7 +566,7 @@ def score_study(study_root: Any, *, identify_judge: str, escalate_judge: str, co
 
     from agreement.study_io import SIMULATED_NOTE, labels_table, load_study
     from agreement.validation import validated_units
-    from samples.errors import InputError
+    from samples import InputError
 
     root = Path(study_root)
     study = load_study(root)

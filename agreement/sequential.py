@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from samples.intervals import ConfidenceInterval, held_interval
+from samples import ConfidenceInterval, held_interval
 
 GRID = 1001
 """Candidate means on [0, 1] (a step of 0.001)."""

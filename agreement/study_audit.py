@@ -16,7 +16,7 @@ import pandas as pd
 from agreement.audit import AuditResult, audit, bias_summary
 from agreement.study_io import isin, labels_table
 from agreement.validation import REFERENCES, _judge_rows, reference_labels
-from samples.errors import InputError
+from samples import InputError
 
 
 def audit_study(study: Any, *, judge: str | None, positive: Sequence[str], tie_policy: str, model_field: str,
@@ -76,8 +76,7 @@ def _check_positive(table: pd.DataFrame, judge: str, positive: Sequence[str]) ->
     """Each positive label is one the audited judge's units can carry: a label of their kinds' schemes
     (``samples.kinds`` -> ``samples.schemes``) or one found on those units. A typo would otherwise
     audit a score that is 0 everywhere. A label-free scheme (no closed label set) accepts any label."""
-    from samples.kinds import DEFAULT_SCHEME
-    from samples.schemes import get_scheme
+    from samples import DEFAULT_SCHEME, get_scheme
 
     units = table.loc[table["rater"] == judge, "unit"]
     if units.empty:

@@ -31,14 +31,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from samples.canonical import file_sha256
-from samples.errors import InputError
-
 # JSON I/O lives on the ground floor (agreement.documents reads and writes through it too); re-exported here.
-from samples.jsonl import json_objects, jsonable, read_json, write_result  # noqa: F401
-from samples.label_sources import LabelRows, label_sources, simulated
-from samples.layout import StudyLayout
-from samples.records import STRATUM_FIELDS
+from samples import (  # noqa: F401
+    STRATUM_FIELDS,
+    InputError,
+    LabelRows,
+    StudyLayout,
+    file_sha256,
+    json_objects,
+    jsonable,
+    read_json,
+    simulated,
+    write_result,
+)
+from samples import human_label_sources as label_sources
 
 HUMAN_ROLES = ("independent", "adjudication")
 
@@ -188,7 +194,7 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame,
 def read_key(layout: StudyLayout) -> pd.DataFrame:
     """The sealed key as a table (``samples.tables.key_entries``, with ``source_line``); an empty key or a
     task in it twice is an error."""
-    from samples.tables import key_entries
+    from samples import key_entries
 
     key = pd.DataFrame([{**entry.__dict__, "source_line": number} for number, entry in key_entries(layout.key)])
     if key.empty:
@@ -203,7 +209,7 @@ def read_key(layout: StudyLayout) -> pd.DataFrame:
 def read_judge_labels(layout: StudyLayout, files: list[Path]) -> pd.DataFrame:
     """Every judge label file as one table (``samples.tables.judge_label_rows``, with ``source_file`` and
     ``source_line``); the same (unit, judge, sample) twice, in one file or two, is an error naming both."""
-    from samples.tables import judge_label_rows
+    from samples import judge_label_rows
 
     rows = []
     for path in files:
@@ -233,9 +239,7 @@ def project_trajectory_calls(layout: StudyLayout, judge: pd.DataFrame) -> pd.Dat
     fingerprint, so the verdict's validated call is the one the score uses. A judge with
     its own per-turn labels (another template) stays a judge of its own.
     """
-    from samples.kinds import projected_from
-    from samples.sampler import judge_label
-    from samples.units import unit_id
+    from samples import judge_label, projected_from, unit_id
 
     if not layout.sample.is_file() or judge.empty:
         return judge.assign(projected_from=None) if "projected_from" not in judge.columns else judge
@@ -283,7 +287,7 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     root = layout.root
     if not root.is_dir():
         raise InputError(f"{root}: study folder not found")
-    from samples.generation import check_generation
+    from samples import check_generation
 
     # The key as blind published it (never half of another run's); units, key and imported labels as one
     # import published them. Their sha256, just computed, are the fingerprints below (1e5 units: 190 MB).
@@ -311,7 +315,7 @@ def load_study(root: str | Path, *, cluster: str = "trajectory") -> Study:
     if not cluster or not isinstance(cluster, str):
         raise InputError(f"cluster {cluster!r}: expected one of {list(CLUSTERS)} or a unit field name")
     maps = tuple(json.loads(layout.label_map.read_text(encoding="utf-8"))) if layout.label_map.is_file() else ()
-    from samples.kinds import study_schemes
+    from samples import study_schemes
 
     return Study(root=root, key=key, human=human, judge=judge, fingerprints=prints, label_maps=maps,
                  schemes=study_schemes(layout), cluster=cluster)
@@ -414,7 +418,7 @@ def _cluster_key(table: pd.DataFrame, study: Study) -> pd.Series:
 
 def _fitting_scheme(labels: set[str], preferred: str | None) -> str | None:
     """The scheme whose labels hold ``labels``: ``preferred`` when it does, else the first that does."""
-    from samples.schemes import SCHEMES
+    from samples import SCHEMES
 
     if preferred is not None and preferred in SCHEMES and labels <= set(SCHEMES[preferred].labels):
         return preferred
@@ -431,7 +435,7 @@ def _row_where(row: pd.Series, where: str) -> str:
 
 def _outside(table: pd.DataFrame, mask: pd.Series, scheme: str, *, kind: str, who: str, where: str) -> InputError:
     """The error for rows whose label is not in ``scheme``: the first such row, by file and line, and how many."""
-    from samples.schemes import SCHEMES
+    from samples import SCHEMES
 
     allowed = list(SCHEMES[scheme].labels)
     labels = table.loc[mask, "label"]
@@ -446,7 +450,7 @@ def _outside(table: pd.DataFrame, mask: pd.Series, scheme: str, *, kind: str, wh
 def _expected_scheme(table: pd.DataFrame, mask: pd.Series, candidates: list[str]) -> str:
     """Of the schemes a group may be in (the study's for the kind first, then its label maps'), the one
     holding most of its rows: the scheme its rows outside were meant to be in."""
-    from samples.schemes import SCHEMES
+    from samples import SCHEMES
 
     labels = table.loc[mask, "label"].dropna().astype(str)
     return max(candidates, key=lambda name: (int(labels.isin(SCHEMES[name].labels).sum()), -candidates.index(name)))
@@ -467,8 +471,7 @@ def one_scheme_per_kind(table: pd.DataFrame, label_maps: Iterable[dict[str, Any]
     labels imported as found (``accord import --scheme any``: every human row of the kind
     from an import, fitting no scheme) are compared as found, the judges' with them.
     """
-    from samples.kinds import scheme_for
-    from samples.schemes import SCHEMES
+    from samples import SCHEMES, scheme_for
 
     table = table.copy()
     maps = list(label_maps)

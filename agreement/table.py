@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from samples.errors import InputError
+from samples import InputError
 
 
 def _is_missing(value: Any) -> bool:
@@ -556,7 +556,7 @@ def _read_csv_arrow(path: Path, names: Mapping[str, str | None]) -> _LongColumns
 
 
 def _read_jsonl(path: Path, names: Mapping[str, str | None]) -> _LongColumns:
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples import decode_json_line, iter_jsonl_lines
 
     wanted = {role: col for role, col in names.items() if col}
     table = _LongColumns(names, str(path), "line")
@@ -621,7 +621,7 @@ def load_labels(
     if type(source).__module__.startswith("pandas"):
         table = _read_frame(source, names, "DataFrame")
     else:
-        from samples.jsonl import regular_file
+        from samples import regular_file
 
         path = regular_file(source, "ratings table")  # by type first: a FIFO would block, /dev/zero fill memory
         suffix = path.suffix.lower()

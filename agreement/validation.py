@@ -45,10 +45,8 @@ from agreement.panels import (
     report_to_dict,
 )
 from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, isin, labels_table
-from samples.errors import InputError
-from samples.kinds import DEFAULT_SCHEME
-from samples.label_sources import simulated as simulated_rows
-from samples.schemes import SCHEMES
+from samples import DEFAULT_SCHEME, SCHEMES, InputError
+from samples import simulated as simulated_rows
 
 SUBGROUP_FIELDS = ("setting", "split")
 RESOLVED = "resolved reference"
@@ -372,7 +370,7 @@ def population_table(study: Study, *, judges: Sequence[str] | None = None,
     and the STRATUM_FIELDS; judge labels on units the file does not list are left out. None when the study
     has no units.jsonl (it started from imported labels)."""
     from agreement.study_io import read_rows, strata_columns
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout.of(study.root)
     if not layout.units.is_file():

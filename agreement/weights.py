@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from samples.errors import InputError
+from samples import InputError
 
 
 def _identity(x: np.ndarray) -> np.ndarray:

@@ -2,67 +2,130 @@
 
 from __future__ import annotations
 
-from samples.lazy import lazy_exports
+from typing import TYPE_CHECKING
 
-_EXPORTS: dict[str, str] = {
-    "HumanLabel": "samples.records",
-    "SIMULATED": "samples.label_sources",
-    "AnnotationBackend": "annotate.base",
-    "PushReport": "annotate.base",
-    "BackendStatus": "annotate.base",
-    "register_backend": "annotate.base",
-    "get_backend": "annotate.base",
-    "get_backend_factory": "annotate.base",
-    "build_backend": "annotate.base",
-    "backend_names": "annotate.base",
-    "backend_settings": "annotate.base",
-    "BackendType": "annotate.base",
-    "load_tasks": "annotate.tasks",
-    "LabelStudioBackend": "annotate.labelstudio",
-    "LabelStudioPullReport": "annotate.labelstudio",
-    "load_labelstudio_credentials": "annotate.labelstudio",
-    "Store": "annotate.store",
-    "SubmitResult": "annotate.store",
-    "Revision": "annotate.store",
-    "AppBackend": "annotate.app_backend",
-    "AnnotatorSession": "annotate.app_backend",
-    "AdjudicatorSession": "annotate.app_backend",
-    "sign_in": "annotate.app_backend",
-    "store_labels_digest": "annotate.app_backend",
-    "load_orders": "annotate.tasks",
-    "check_orders": "annotate.tasks",
-    "check_name": "annotate.tasks",
-    "adjudication_queue": "annotate.adjudicate",
-    "Disagreement": "annotate.adjudicate",
-    "export_labels": "annotate.export",
-    "codebook_for_kind": "annotate.codebook",
-    "PracticeResult": "annotate.app_backend",
-    "PracticeSession": "annotate.app_backend",
-    "codebook_html": "annotate.codebook",
-    "question": "annotate.codebook",
-    "StoreUnavailable": "annotate.engines",
-    "check_store_url": "annotate.engines",
-    "check_not_fewer": "annotate.export",
-    "add_gold": "annotate.gold",
-    "add_practice": "annotate.gold",
-    "gold_accuracy": "annotate.gold",
-    "load_gold": "annotate.gold",
-    "split_labels": "annotate.gold",
-    "study_gold_accuracy": "annotate.gold",
-    "HumanColumns": "annotate.imported_labels",
-    "human_import": "annotate.imported_labels",
-    "import_human_labels": "annotate.imported_labels",
-    "STORE_URL_ENV": "annotate.store",
-    "blinding_seed": "annotate.store",
-    "copy_store": "annotate.store",
-    "store_location": "annotate.store",
-    "with_study_schema": "annotate.store",
-    "LabelStudioSettings": "annotate.labelstudio",
-    "load_labelstudio_state": "annotate.labelstudio",
-    "labeling_config": "annotate.labelstudio",
-    "display_payload": "annotate.labelstudio",
-}
+if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_exports imports it on first use
+    from annotate.adjudicate import Disagreement, adjudication_queue
+    from annotate.app_backend import (
+        AdjudicatorSession,
+        AnnotatorSession,
+        AppBackend,
+        PracticeResult,
+        PracticeSession,
+        sign_in,
+        store_labels_digest,
+    )
+    from annotate.base import (
+        AnnotationBackend,
+        BackendStatus,
+        BackendType,
+        PushReport,
+        backend_names,
+        backend_settings,
+        build_backend,
+        get_backend,
+        get_backend_factory,
+        register_backend,
+    )
+    from annotate.codebook import codebook_for_kind, codebook_html, question
+    from annotate.engines import StoreUnavailable, check_store_url
+    from annotate.export import check_not_fewer, export_labels
+    from annotate.gold import add_gold, add_practice, gold_accuracy, load_gold, split_labels, study_gold_accuracy
+    from annotate.imported_labels import HumanColumns, human_import, import_human_labels
+    from annotate.labelstudio import (
+        LabelStudioBackend,
+        LabelStudioPullReport,
+        LabelStudioSettings,
+        display_payload,
+        labeling_config,
+        load_labelstudio_credentials,
+        load_labelstudio_state,
+    )
+    from annotate.labelstudio.server import ADMIN_PASSWORD_ENV as LABELSTUDIO_ADMIN_PASSWORD_ENV
+    from annotate.labelstudio.server import TOKEN_ENV as LABELSTUDIO_TOKEN_ENV
+    from annotate.store import (
+        STORE_URL_ENV,
+        Revision,
+        Store,
+        SubmitResult,
+        blinding_seed,
+        copy_store,
+        store_location,
+        with_study_schema,
+    )
+    from annotate.tasks import check_name, check_orders, load_orders, load_tasks
+else:
+    from samples import lazy_exports
 
-__all__ = sorted(_EXPORTS)
+    __getattr__, __dir__ = lazy_exports(__name__)
 
-__getattr__ = lazy_exports('annotate', _EXPORTS)
+__all__ = [
+    # annotate.adjudicate: The adjudication queue: units whose independent labels disagree
+    "Disagreement",
+    "adjudication_queue",
+    # annotate.app_backend: What the coding app may show a signed-in person, and the "app" annotation backend
+    "AdjudicatorSession",
+    "AnnotatorSession",
+    "AppBackend",
+    "PracticeResult",
+    "PracticeSession",
+    "sign_in",
+    "store_labels_digest",
+    # annotate.base: The annotation backend extension point and its registry
+    "AnnotationBackend",
+    "BackendStatus",
+    "BackendType",
+    "PushReport",
+    "backend_names",
+    "backend_settings",
+    "build_backend",
+    "get_backend",
+    "get_backend_factory",
+    "register_backend",
+    # annotate.codebook: Codebooks for people: the judge prompts' criteria, one Markdown file per label scheme
+    "codebook_for_kind",
+    "codebook_html",
+    "question",
+    # annotate.engines: The label store's database engines: SQLite (embedded default) and PostgreSQL (several servers)
+    "StoreUnavailable",
+    "check_store_url",
+    # annotate.export: Write the human labels table (``HumanLabel`` rows) as CSV, Parquet or JSONL
+    "check_not_fewer",
+    "export_labels",
+    # annotate.gold: Gold units: known-answer units placed into each annotator's order, scored apart
+    "add_gold",
+    "add_practice",
+    "gold_accuracy",
+    "load_gold",
+    "split_labels",
+    "study_gold_accuracy",
+    # annotate.imported_labels: Importing human labels people already have (CSV, JSONL, Parquet or a named format) ...
+    "HumanColumns",
+    "human_import",
+    "import_human_labels",
+    # annotate.labelstudio: The Label Studio backend: one organisation per annotator, owner accounts, idempotent ...
+    "LabelStudioBackend",
+    "LabelStudioPullReport",
+    "LabelStudioSettings",
+    "display_payload",
+    "labeling_config",
+    "load_labelstudio_credentials",
+    "load_labelstudio_state",
+    # annotate.labelstudio.server: Reaching a Label Studio server: its settings in a study file, one-line errors for ...
+    "LABELSTUDIO_ADMIN_PASSWORD_ENV",
+    "LABELSTUDIO_TOKEN_ENV",
+    # annotate.store: The coding app's store: annotators, blinded tasks, orders and labels
+    "Revision",
+    "STORE_URL_ENV",
+    "Store",
+    "SubmitResult",
+    "blinding_seed",
+    "copy_store",
+    "store_location",
+    "with_study_schema",
+    # annotate.tasks: Loading blinded tasks for an annotation backend, refusing anything not blinded
+    "check_name",
+    "check_orders",
+    "load_orders",
+    "load_tasks",
+]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotate.store import Store
-from samples.records import HumanLabel
+from samples import HumanLabel
 
 
 @dataclass(frozen=True, kw_only=True)

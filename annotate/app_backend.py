@@ -28,12 +28,16 @@ from annotate.gold import (
 )
 from annotate.store import AppSettings, Revision, Store, SubmitResult, blinding_seed
 from annotate.tasks import load_orders, load_tasks
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.kinds import study_schemes
-from samples.label_sources import LabelRows, register_label_source
-from samples.layout import StudyLayout
-from samples.records import BlindTask, HumanLabel
+from samples import (
+    BlindTask,
+    HumanLabel,
+    InputError,
+    LabelRows,
+    StudyLayout,
+    register_label_source,
+    sha256_hex,
+    study_schemes,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +170,7 @@ class PracticeSession:
 
     def scheme(self, task_id: str) -> str:
         """The scheme the study codes this practice unit's kind under (``[annotation] schemes``)."""
-        from samples.kinds import scheme_for, study_schemes
+        from samples import scheme_for, study_schemes
 
         layout = self._store.layout
         return scheme_for(self._unit(task_id).task.kind, study_schemes(layout) if layout is not None else None)
@@ -198,8 +202,7 @@ class PracticeSession:
 
     def submit(self, task_id: str, label: str, *, base_revision: int, first_turn: int | None = None, unsure: bool = False,
                note: str = "", seconds_spent: float | None = None) -> PracticeResult:
-        from samples.kinds import first_turn_problem
-        from samples.schemes import get_scheme
+        from samples import first_turn_problem, get_scheme
 
         unit = self._unit(task_id)
         scheme = self.scheme(task_id)
@@ -306,7 +309,7 @@ class AppBackend:
     def push_files(self, blind_dir: str | Path) -> PushReport:
         """Load ``tasks.jsonl`` and ``orders.json`` from a blind folder (refusing unblinded records);
         annotators added after blinding get their seeded order (``Store.load_tasks``)."""
-        from samples.generation import check_generation
+        from samples import check_generation
 
         layout = StudyLayout(Path(blind_dir).parent)  # a blind folder is its study's blind/
         check_generation(layout, "blind")  # the tasks and orders of one blind run, never a mix

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from samples.layout import StudyLayout
-from samples.records import BlindTask, HumanLabel
-from samples.registry import Registry
+from samples import BlindTask, HumanLabel, Registry, StudyLayout
 
 if TYPE_CHECKING:
     from annotate.store import Store

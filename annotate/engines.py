@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from samples.errors import InputError
-from samples.jsonl import private_file, regular_file
-from samples.registry import Registry
-from samples.sqlite import use_wal
+from samples import InputError, Registry, private_file, regular_file, use_wal
 
 DEFAULT_PG_SCHEMA = "accord"
 POSTGRES_SCHEMES = ("postgresql", "postgres")

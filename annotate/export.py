@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from samples.errors import InputError
-from samples.jsonl import atomic_writer
-from samples.records import HumanLabel
+from samples import HumanLabel, InputError, atomic_writer
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 COLUMNS: tuple[str, ...] = tuple(HumanLabel.model_fields)

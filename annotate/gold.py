@@ -36,14 +36,24 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from samples.canonical import file_sha256, sha256_hex
-from samples.errors import InputError
-from samples.intervals import ConfidenceInterval, check_level
-from samples.jsonl import iter_jsonl_lines, json_objects_noting, regular_file, write_json
-from samples.kinds import is_kind, kinds, study_schemes
-from samples.layout import StudyLayout
-from samples.records import BlindTask, HumanLabel
-from samples.schemes import get_scheme
+from samples import (
+    BlindTask,
+    ConfidenceInterval,
+    HumanLabel,
+    InputError,
+    StudyLayout,
+    check_level,
+    file_sha256,
+    get_scheme,
+    is_kind,
+    iter_jsonl_lines,
+    json_objects_noting,
+    regular_file,
+    sha256_hex,
+    study_schemes,
+    write_json,
+)
+from samples import unit_kinds as kinds
 
 GOLD_INPUT_FIELDS = ("gold_id", "kind", "text", "turns", "focus_turn", "question", "gold_answers", "label",
                      "first_turn", "reason")
@@ -83,8 +93,7 @@ class GoldKey(BaseModel):
 def blinding_salt(layout: StudyLayout) -> tuple[bytes, int, str]:
     """The HMAC salt, seed and sample sha256 ``accord blind`` used (``samples.blind.blind_study``),
     from ``blind/audit.json``."""
-    from samples.blind import blinding_salt_for
-    from samples.documents import read_blind_audit
+    from samples import blinding_salt_for, read_blind_audit
 
     audit = read_blind_audit(layout)
     if audit is None:
@@ -101,7 +110,7 @@ def check_rate(rate: object) -> float:
 def read_gold_table(path: str | Path, schemes: Mapping[str, str] | None = None) -> list[dict]:
     """Rows of a gold table (JSONL: GOLD_INPUT_FIELDS); every bad row is named by its line. Labels are
     checked against the scheme the study codes each kind under (``schemes``: ``[annotation] schemes``)."""
-    from samples.kinds import first_turn_problem, scheme_for
+    from samples import first_turn_problem, scheme_for
 
     path = regular_file(path, "gold table")  # by type first: a FIFO would block, /dev/zero fill memory
     rows, problems, seen = [], [], {}
@@ -168,9 +177,7 @@ def _shape_problem(row: dict) -> str | None:
 def gold_tasks(rows: Sequence[dict], *, salt: bytes, prefix: str = "") -> list[GoldUnit]:
     """Scrub and leak-check each gold unit like a sampled one and give it an id of the same scheme
     (practice units, ``prefix="p_"``: an id that says it is practice; they are shown as such)."""
-    from samples.blind import task_id
-    from samples.leakcheck import LeakDetector
-    from samples.scrub import Scrubber
+    from samples import LeakDetector, Scrubber, task_id
 
     scrubber, detector = Scrubber(), LeakDetector()
     units, leaks = [], []
@@ -212,7 +219,7 @@ class PracticeSet(BaseModel):
 
 def add_practice(study: str | Path, table: str | Path) -> PracticeSet:
     """Write a study's practice units (the gold table format; ``reason`` is shown after each answer)."""
-    from samples.jsonl import private_dir
+    from samples import private_dir
 
     layout = StudyLayout.of(study)
     units = gold_tasks(read_gold_table(table, study_schemes(StudyLayout.of(study))), salt=b"", prefix="p_")
@@ -237,7 +244,7 @@ def add_gold(study: str | Path, table: str | Path, *, rate: float) -> GoldKey:
     """Write the sealed gold key of a study from a gold table; refused once orders are in the store
     (an order cannot change once loaded, so gold must be placed before the first push)."""
     from annotate.store import Store
-    from samples.jsonl import private_dir
+    from samples import private_dir
 
     layout = StudyLayout.of(study)
     rate = check_rate(rate)
@@ -310,7 +317,7 @@ def with_gold(gold: GoldKey | None, tasks: Sequence[BlindTask], orders: Mapping[
     the seeded order a late annotator gets, ``samples.blind.annotator_order`` of the sampled tasks)."""
     if gold is None:
         return Placement(tasks=list(tasks), orders={a: list(o) for a, o in orders.items()}, late_order=None)
-    from samples.blind import annotator_order
+    from samples import annotator_order
 
     ids = gold.task_ids()
     clash = sorted({t.task_id for t in tasks} & set(ids))

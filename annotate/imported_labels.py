@@ -15,24 +15,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from samples.errors import InputError
-from samples.imports import (
+from samples import (
     ANY_SCHEME,
+    HumanLabel,
+    InputError,
     MatchColumns,
+    StudyLayout,
     TableRow,
     UnitMatcher,
+    check_annotator_name,
     check_columns,
     check_label_types,
     collect,
+    get_scheme,
     import_rows,
     label_text,
+    study_schemes,
     table_source,
 )
-from samples.kinds import study_schemes
-from samples.layout import StudyLayout
-from samples.names import check_annotator_name
-from samples.records import HumanLabel
-from samples.schemes import get_scheme
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +74,7 @@ def _name(value: str, where: str) -> str:
 
 
 def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes: Mapping[str, str] | None) -> str:
-    from samples.kinds import scheme_for
+    from samples import scheme_for
 
     name = scheme or scheme_for(kind, schemes)
     if name == ANY_SCHEME:
@@ -167,7 +167,7 @@ def import_human_labels(path: str | Path, study: str | Path, *, match: MatchColu
 
     ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
     """
-    from samples.imports import publish_import
+    from samples import publish_import
 
     report, labels = human_import(path, study, match=match, columns=columns, scheme=scheme, format=format,
                                   name=name, where=where, rows=rows)

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from samples.errors import InputError
-from samples.kinds import is_kind, kinds
-from samples.names import check_annotator_name as check_name
-from samples.records import STRATUM_FIELDS, BlindTask
+from samples import STRATUM_FIELDS, BlindTask, InputError, is_kind
+from samples import check_annotator_name as check_name
+from samples import unit_kinds as kinds
 
 # Keys that only exist on unblinded records: their presence means blinding did not happen.
 _UNBLINDED_KEYS = frozenset(STRATUM_FIELDS) | {

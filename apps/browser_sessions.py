@@ -17,7 +17,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import Store
-from samples.errors import InputError
+from samples import InputError
 
 COOKIE = "accord_session"
 # A working day, so a tab left open overnight asks for the token again.

@@ -16,17 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from apps.drivers import StageOutput, register_stage
-from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL, check_level
-from samples.layout import StudyLayout
-from samples.resampling import check_resamples
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED, InputError, StudyLayout, check_level, check_resamples
 
 
 def _write(model: Any, path: Path, body: dict[str, Any]) -> dict[str, Any]:
     """Check ``body`` against its document type before anything is written, then write it; return what was written."""
-    from agreement.documents import parse_document
-    from samples.jsonl import jsonable, write_result
+    from agreement import parse_document
+    from samples import jsonable, write_result
 
     parse_document(model, jsonable(body), where=path)
     return write_result(path, body)
@@ -66,7 +62,7 @@ class SampleStage:
 
     def run(self, layout: StudyLayout, settings: SampleSettings) -> StageOutput:
         """The sample manifest (``samples.documents.SampleManifest``)."""
-        from samples.sampler import sample_study
+        from samples import sample_study
 
         return StageOutput(document=sample_study(layout.root, settings.plan, seed=settings.seed,
                                                  labels_path=settings.labels, progress=settings.progress,
@@ -97,7 +93,7 @@ class BlindStage:
 
     def run(self, layout: StudyLayout, settings: BlindSettings) -> StageOutput:
         """The blinding summary (tasks, annotators, masking counts, where the key went)."""
-        from samples.blind import blind_study
+        from samples import blind_study
 
         return StageOutput(document=blind_study(layout.root, annotators=list(settings.annotators), seed=settings.seed,
                                                 replace=settings.replace, keep=list(settings.keep),
@@ -106,7 +102,7 @@ class BlindStage:
 
 def _self_family(study: Any, judge_families: Mapping[str, str] | None) -> list[str]:
     """Notes for the judges of an evaluated agent's model family, from the study the stage has loaded."""
-    from agreement.identity import evaluated_families, self_family_notes
+    from agreement import evaluated_families, self_family_notes
 
     return self_family_notes(judge_families, evaluated_families(study)) if judge_families else []
 
@@ -149,9 +145,15 @@ class ValidateStage:
 
     def run(self, layout: StudyLayout, settings: ValidateSettings) -> StageOutput:
         """The validation document; ``detail`` is (ValidationResult, codebook splits)."""
-        from agreement.documents import ValidationDocument
-        from agreement.study_io import labels_table, load_study
-        from agreement.validation import codebook_versions, population_table, validate_by_codebook, validate_table
+        from agreement import (
+            ValidationDocument,
+            codebook_versions,
+            labels_table,
+            load_study,
+            population_table,
+            validate_by_codebook,
+            validate_table,
+        )
 
         study = load_study(layout.root, cluster=settings.cluster)
         judges = list(settings.judges) if settings.judges else None
@@ -192,9 +194,7 @@ class QualityStage:
         return [layout.quality]
 
     def run(self, layout: StudyLayout, settings: QualityStageSettings) -> StageOutput:
-        from agreement.documents import QualityDocument
-        from agreement.quality import run_quality
-        from agreement.study_io import load_study
+        from agreement import QualityDocument, load_study, run_quality
         from apps.live import gold_estimates
 
         study = load_study(layout.root, cluster=settings.cluster)
@@ -248,7 +248,7 @@ def _resolved_study_file(layout: StudyLayout) -> Any:
 def _study_model_families(study: Any, study_file: Any, model_field: str) -> dict[str, str]:
     """The study file's ``[preference] model_families`` for the models the units name (the compared models of
     pairwise units may be others)."""
-    from agreement.study_io import strata_columns
+    from agreement import strata_columns
 
     if study_file is None or study_file.preference is None:
         return {}
@@ -270,9 +270,7 @@ class AuditStage:
 
     def run(self, layout: StudyLayout, settings: AuditSettings) -> StageOutput:
         """The audit document; ``detail`` is the AuditResult."""
-        from agreement.documents import AuditDocument
-        from agreement.study_audit import audit_study
-        from agreement.study_io import load_study
+        from agreement import AuditDocument, audit_study, load_study
 
         study = load_study(layout.root, cluster=settings.cluster)
         study_file = _resolved_study_file(layout)
@@ -304,8 +302,7 @@ class DecisionsStage:
         return [layout.decisions]
 
     def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
-        from agreement.decisions import decision_study
-        from agreement.documents import DecisionDocument
+        from agreement import DecisionDocument, decision_study
 
         return StageOutput(document=_write(DecisionDocument, layout.decisions, decision_study(layout, settings)))
 
@@ -330,10 +327,8 @@ class PreferenceStage:
         return [layout.preference]
 
     def run(self, layout: StudyLayout, settings: PreferenceSettings) -> StageOutput:
-        from agreement.documents import PreferenceDocument
-        from agreement.preference import preference_study
-        from agreement.study_io import load_study, strata_columns
-        from samples.vocabulary import infer_family
+        from agreement import PreferenceDocument, load_study, preference_study, strata_columns
+        from samples import infer_family
 
         p = settings.preference
         study = load_study(layout.root, cluster=settings.cluster)
@@ -362,8 +357,7 @@ class EhqStage:
         return [layout.ehq]
 
     def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
-        from agreement.documents import EhqDocument
-        from agreement.ehq import ehq_study
+        from agreement import EhqDocument, ehq_study
 
         e = settings
         body = ehq_study(layout, judge=e.judge, model_field=e.model_field, confidence_field=e.confidence_field,
@@ -385,8 +379,7 @@ class AsaStage:
         return [layout.asa]
 
     def run(self, layout: StudyLayout, settings: Any) -> StageOutput:
-        from agreement.asa import asa_study
-        from agreement.documents import AsaDocument
+        from agreement import AsaDocument, asa_study
 
         a = settings
         body = asa_study(layout, judge=a.judge, tie_policy=a.tie_policy, n_resamples=a.n_resamples, seed=a.seed,
@@ -420,9 +413,7 @@ class GateStage:
 
     def run(self, layout: StudyLayout, settings: GateSettings) -> StageOutput:
         """The verdict document; ``detail`` is the verdict's text."""
-        from agreement.documents import VerdictDocument
-        from agreement.gate import gate_study
-        from agreement.study_io import load_study
+        from agreement import VerdictDocument, gate_study, load_study
 
         study = load_study(layout.root, cluster=settings.cluster)
         document, text = gate_study(study, settings.policy, judges=list(settings.judges) if settings.judges else None,
@@ -465,8 +456,7 @@ class ScoreStage:
 
     def run(self, layout: StudyLayout, settings: ScoreSettings) -> StageOutput:
         """The score document; raises ``agreement.scoring.GateRefusal`` when the gate did not accept a judge used."""
-        from agreement.documents import ScoreDocument
-        from agreement.scoring import score_study
+        from agreement import ScoreDocument, score_study
 
         document = score_study(layout.root, identify_judge=settings.identify_judge,
                                escalate_judge=settings.escalate_judge, correctness_judge=settings.correctness_judge,
@@ -491,7 +481,7 @@ class ReportStage:
     settings: type = ReportSettings
 
     def inputs(self, layout: StudyLayout) -> list[Path]:
-        from agreement.documents import DOCUMENTS
+        from agreement import DOCUMENTS
 
         return [model.path(layout) for model in DOCUMENTS]
 
@@ -500,8 +490,7 @@ class ReportStage:
 
     def run(self, layout: StudyLayout, settings: ReportSettings) -> StageOutput:
         """The written paths and stale lines; ``detail`` is the ReportContent."""
-        from agreement.report import build_report, write_report
-        from agreement.scoring import refuse_other_calls
+        from agreement import build_report, refuse_other_calls, write_report
 
         refuse_other_calls(layout.root)
         content = build_report(layout.root)

@@ -46,20 +46,20 @@ class Choices(Sequence[str]):
 
 def engines() -> list[str]:
     """The registered judge engines (``judges.engines``)."""
-    from judges.engines import engine_names
+    from judges import engine_names
 
     return engine_names()
 
 
 def apis() -> list[str]:
     """Every wire API a registered provider speaks (``judges.providers.base.ProviderKind.apis``)."""
-    from judges.providers.base import api_names
+    from judges import api_names
 
     return api_names()
 
 
 def parse_modes() -> tuple[str, ...]:
     """The output parsers' modes (``judges.parsers.PARSE_MODES``)."""
-    from judges.parsers import PARSE_MODES
+    from judges import PARSE_MODES
 
     return PARSE_MODES

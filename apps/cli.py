@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from samples.errors import InputError
+from samples import InputError
 
 _COMMANDS_PACKAGE = "apps.commands"
 

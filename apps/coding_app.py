@@ -35,10 +35,7 @@ from apps.workspace import (
     table_html,
     workspace,
 )
-from samples.errors import InputError
-from samples.kinds import first_turn_problem
-from samples.records import BlindTask
-from samples.schemes import get_scheme
+from samples import BlindTask, InputError, first_turn_problem, get_scheme
 
 SHORTCUTS_HELP = (
     "Keys: **1**, **2**, ... choose a label · **S** submit · **N** next · **P** previous · "
@@ -294,7 +291,7 @@ def finished_page(what: str, total: int, done: str) -> None:
 
 @st.cache_data(show_spinner=False)
 def _decided(study: str, stamp: float | None) -> bool:
-    from agreement.monitor import study_decided
+    from agreement import study_decided
 
     return stamp is not None and study_decided(study) is not None
 
@@ -302,7 +299,7 @@ def _decided(study: str, stamp: float | None) -> bool:
 def labelling_closed() -> bool:
     """Whether the study's saved anytime verdict is decided for every judge (``agreement.monitor.study_decided``);
     read again only when the verdict file changes."""
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     study = os.environ["ACCORD_STUDY"]
     verdict = StudyLayout.of(study).verdict
@@ -311,7 +308,7 @@ def labelling_closed() -> bool:
 
 def annotator_page(session: AnnotatorSession) -> None:
     if labelling_closed():  # the verdict stays sealed: annotators learn only that their work is done
-        from agreement.monitor import COMPLETE_MESSAGE
+        from agreement import COMPLETE_MESSAGE
 
         show_flashes()
         st.success(COMPLETE_MESSAGE)

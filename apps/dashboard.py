@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from agreement.report import build_report
-from samples.errors import InputError
+from agreement import build_report
+from samples import InputError
 
 
 def study_folder() -> str | None:
@@ -34,9 +34,9 @@ def cached_report(folder: str, stamp: tuple[tuple[str, float], ...]):
 def stamp_of(folder: str) -> tuple[tuple[str, float], ...]:
     """Modification times of the stage documents and of every input they record, the store's labels included
     (so staleness shows at once)."""
-    from agreement.documents import DOCUMENTS
+    from agreement import DOCUMENTS
     from apps.live import live_stamp
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout(Path(folder))
     paths = [model.path(layout) for model in DOCUMENTS]
@@ -64,9 +64,9 @@ def cached_anytime(folder: str, stamp: tuple[tuple[str, float], ...]):
 def show_anytime(folder: str) -> None:
     """Under an anytime policy: the verdict now, each judge's look of decision or the labels still expected, and
     each criterion's sequential method and interval."""
-    from agreement.monitor import criterion_rows, state_lines
+    from agreement import criterion_rows, state_lines
     from apps.live import live_stamp
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     judges = StudyLayout(Path(folder)).judge_label_files()
     try:

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from samples.layout import StudyLayout
-from samples.registry import Registry
+from samples import Registry, StudyLayout
 
 
 @dataclass(frozen=True, kw_only=True)

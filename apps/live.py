@@ -23,10 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from agreement.estimate import Estimate
-from agreement.report import Table, annotator_quality_table, fmt_ci
-from samples.errors import InputError
-from samples.layout import StudyLayout
+from agreement import Estimate, Table, annotator_quality_table, fmt_ci
+from samples import InputError, StudyLayout
 
 LIVE_RESAMPLES = 1_000
 """Most cluster-bootstrap resamples of the running agreement and quality while people label (a preview, not the
@@ -71,7 +69,7 @@ def _policy_path(layout: StudyLayout) -> Path | None:
         except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
             policy = None
     if not policy and layout.verdict.is_file():  # `accord gate STUDY --policy FILE` by hand
-        from agreement.documents import VerdictDocument, read_document
+        from agreement import VerdictDocument, read_document
 
         policy = read_document(VerdictDocument, layout).policy.path
     return Path(policy) if policy and Path(policy).is_file() else None
@@ -80,7 +78,7 @@ def _policy_path(layout: StudyLayout) -> Path | None:
 def anytime_look(folder: str | Path) -> Any:
     """The anytime verdict on the labels as they are now (``agreement.monitor.AnytimeState``), under the study's
     gate policy; None when the study has no policy yet or its policy does not monitor anytime."""
-    from agreement.monitor import anytime_state
+    from agreement import anytime_state
 
     layout = StudyLayout.of(folder)
     policy = _policy_path(layout)
@@ -105,7 +103,7 @@ def _store_orders(layout: StudyLayout) -> dict[str, list[str]]:
 def live_labels(layout: StudyLayout, key: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Every human label now (``agreement.study_io.read_human_labels``: the store as it is, the other backends'
     files), with unit_id, and the orders (the store's, else ``blind/orders.json``)."""
-    from agreement.study_io import read_human_labels
+    from agreement import read_human_labels
 
     human = read_human_labels(layout, key)
     orders = _store_orders(layout)
@@ -153,7 +151,7 @@ def _queue(human: pd.DataFrame) -> tuple[int, int]:
 
 
 def _study(layout: StudyLayout, key: pd.DataFrame, human: pd.DataFrame) -> Any:
-    from agreement.study_io import Study
+    from agreement import Study
 
     judge = pd.DataFrame({c: [] for c in ("unit_id", "judge", "label", "parse_status", "sample_index",
                                           "unscored_reason", "source_file")})
@@ -162,7 +160,7 @@ def _study(layout: StudyLayout, key: pd.DataFrame, human: pd.DataFrame) -> Any:
 
 def _fresh(model: Any, layout: StudyLayout) -> Any:
     """The study's document of ``model`` when no input changed since it was written, else None."""
-    from agreement.documents import read_document, stale_reasons
+    from agreement import read_document, stale_reasons
 
     document = read_document(model, layout) if model.path(layout).is_file() else None
     return document if document is not None and not stale_reasons(document, layout) else None
@@ -171,7 +169,7 @@ def _fresh(model: Any, layout: StudyLayout) -> Any:
 def _validated_agreement(layout: StudyLayout) -> Table | None:
     """The running human-human agreement as validation.json states it, when no input changed since (the numbers
     every other view shows); None when there is no such document or it is stale."""
-    from agreement.documents import ValidationDocument
+    from agreement import ValidationDocument
 
     document = _fresh(ValidationDocument, layout)
     if document is None:
@@ -188,8 +186,7 @@ def _validated_agreement(layout: StudyLayout) -> Table | None:
 
 
 def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -> Table:
-    from agreement.panels import PanelSettings, human_panel
-    from agreement.validation import rating_data, scheme_of
+    from agreement import PanelSettings, human_panel, rating_data, scheme_of
 
     rows = []
     humans = table[table["source"] == "human"]
@@ -201,7 +198,7 @@ def _agreement(table: pd.DataFrame, level: float, n_resamples: int, seed: int) -
         categories, _ = scheme_of([str(kind)], part["label"])
         data = rating_data(part.assign(weight=1.0), weighted=False, categories=categories)
         panel = human_panel(data, raters, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
-        from agreement.validation import _result_brief
+        from agreement import result_brief as _result_brief
 
         for name, result in panel.results.items():
             brief = _result_brief(result, level)
@@ -244,21 +241,14 @@ def _gold_table(gold: dict[str, dict[str, Estimate]]) -> Table:
 
 
 def _brief_text(brief: dict[str, Any]) -> str:
-    from agreement.documents import Interval
+    from agreement import Interval
 
     return fmt_ci(Interval(**brief))
 
 
 def live_view(folder: str | Path) -> LiveView:
     """The live tables of a study being labelled (an InputError when it has no sealed key yet)."""
-    from agreement.documents import QualityDocument
-    from agreement.quality import (
-        QualitySettings,
-        quality_table,
-        run_quality,
-        settings_from_policy,
-    )
-    from agreement.study_io import read_key
+    from agreement import QualityDocument, QualitySettings, quality_table, read_key, run_quality, settings_from_policy
 
     layout = StudyLayout.of(folder)
     if not layout.key.is_file():
@@ -270,7 +260,7 @@ def live_view(folder: str | Path) -> LiveView:
     notes = []
     policy = _policy_path(layout)
     if policy is not None:
-        from agreement.gate import load_policy
+        from agreement import load_policy
 
         settings = settings_from_policy(load_policy(policy))
     else:

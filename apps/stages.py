@@ -29,10 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from apps.study import Source, StudyFile
-from samples.canonical import file_sha256, sha256_hex
-from samples.errors import InputError
-from samples.label_sources import simulated
-from samples.layout import StudyLayout
+from samples import InputError, StudyLayout, file_sha256, sha256_hex, simulated
 
 STATE_VERSION = 1
 
@@ -61,7 +58,7 @@ class StudyState(BaseModel):
 
 def accord_version() -> str:
     """The installed accord version: part of every fingerprint, so an upgrade reruns the stages."""
-    from judges.runner import accord_version as version
+    from judges import accord_version as version
 
     return version()
 
@@ -98,7 +95,7 @@ class Context:
     def model_url(self) -> str:
         """The local llama-server: --base-url, else a running instance, else one started now (stopped at close)."""
         if self.base_url is None:
-            from judges.local_server import LlamaServer, read_state
+            from judges import LlamaServer, read_state
 
             settings = self.study.local_models
             state = read_state(settings.server_name)
@@ -181,7 +178,7 @@ def _generate_stage(source: Source) -> Stage:
 
 
 def _source_files(ctx: Context, source: Source) -> list[Path]:
-    from samples.ingest import expand_inputs
+    from samples import expand_inputs
 
     if source.generate is not None:
         return [ctx.layout.source_file(source.name)]
@@ -201,7 +198,7 @@ def _ingest_material(ctx: Context) -> dict[str, Any]:
 def _ingest_run(ctx: Context) -> Outcome:
     from apps.drivers import get_stage
     from apps.upstream_stages import IngestSettings, IngestSource
-    from samples.records import UNIT_KINDS
+    from samples import UNIT_KINDS
 
     settings = IngestSettings(origin=str(ctx.study.path), sources=tuple(
         IngestSource(name=s.name, files=tuple(_source_files(ctx, s)), adapter=s.adapter, options=s.options,
@@ -231,7 +228,7 @@ def _judge_run(ctx: Context) -> Outcome:
 
     from apps.drivers import get_stage
     from apps.upstream_stages import JudgeSettings
-    from judges.providers.base import get_provider
+    from judges import get_provider
 
     specs = []
     for spec in ctx.study.judge_specs():
@@ -246,8 +243,7 @@ def _judge_run(ctx: Context) -> Outcome:
 
 
 def _decisions_run(ctx: Context) -> Outcome:
-    from agreement.decisions import DecisionSettings
-    from agreement.documents import DecisionDocument
+    from agreement import DecisionDocument, DecisionSettings
     from apps.drivers import get_stage
 
     d = ctx.study.decisions
@@ -258,7 +254,7 @@ def _decisions_run(ctx: Context) -> Outcome:
 
 
 def _sample_material(ctx: Context) -> dict[str, Any]:
-    from samples.plans import load_plan
+    from samples import load_plan
 
     plan, plan_sha = load_plan(ctx.study.sampling.plan)
     return {"units": ctx.sha(ctx.layout.units), "trajectories": ctx.sha(ctx.layout.trajectories), "plan": plan_sha,
@@ -269,7 +265,7 @@ def _sample_material(ctx: Context) -> dict[str, Any]:
 def _sample_run(ctx: Context) -> Outcome:
     from apps.builtin_stages import SampleSettings
     from apps.drivers import get_stage
-    from samples.documents import SampleManifest
+    from samples import SampleManifest
 
     settings = SampleSettings(plan=ctx.study.sampling.plan, seed=ctx.study.sampling.seed)
     manifest = SampleManifest.model_validate(get_stage("sample").run(ctx.layout, settings).document)
@@ -283,8 +279,8 @@ def _blind_run(ctx: Context) -> Outcome:
 
     ranking = None
     if ctx.study.sampling.order == "active":
-        from agreement.active_order import publish_active_order
-        from samples.vocabulary import infer_family
+        from agreement import publish_active_order
+        from samples import infer_family
 
         families = {spec["name"]: infer_family(str(spec.get("model") or spec["name"]))
                     for spec in ctx.study.judge}
@@ -342,7 +338,7 @@ def _annotate_run(ctx: Context) -> Outcome:
 def _anytime_decided(ctx: Context, summary: dict[str, Any]) -> bool:
     """Under an anytime policy, a look after the labels just pulled (printed); True once every judge's verdict is
     decided: no more labels are needed, so the backend closes the remaining tasks and the run goes on to the gate."""
-    from agreement.monitor import anytime_state, state_lines
+    from agreement import anytime_state, state_lines
 
     state = anytime_state(ctx.root, ctx.study.gate.policy, judges=ctx.study.gate.judges or None,
                           cluster=ctx.study.validation.cluster)
@@ -389,7 +385,7 @@ def _import_run(ctx: Context) -> Outcome:
     from annotate import HumanColumns
     from apps.drivers import get_stage
     from apps.upstream_stages import HumanImport, ImportSettings, JudgeImport, UnitsImport
-    from samples.imports import MatchColumns
+    from samples import MatchColumns
 
     study = ctx.study
     units = None
@@ -419,7 +415,7 @@ def _import_run(ctx: Context) -> Outcome:
 
 def _tables(ctx: Context) -> dict[str, str | None]:
     """sha256 of the tables agreement reads: the key, judge labels and every backend's human labels."""
-    from agreement.study_io import human_label_fingerprints
+    from agreement import human_label_fingerprints
 
     layout = ctx.layout
     files = [layout.key, *layout.judge_label_files()]
@@ -429,7 +425,7 @@ def _tables(ctx: Context) -> dict[str, str | None]:
 def wants_quality(study: StudyFile) -> bool:
     """Whether `accord run` has an annotator-quality stage: ``[validation] annotator_quality`` when given, else
     when the gate policy flags annotators (``[quality]``) or people label in a backend (not a labels-only study)."""
-    from agreement.gate import load_policy
+    from agreement import load_policy
 
     if study.validation.annotator_quality is not None:
         return study.validation.annotator_quality
@@ -439,7 +435,7 @@ def wants_quality(study: StudyFile) -> bool:
 def validation_settings(study: StudyFile) -> tuple[dict[str, Any], list[str]]:
     """The settings validation runs under: the gate policy's, so every interval it writes is the one the gate
     decides on (one interval per statistic in every view); each ``[validation]`` value that differs is named."""
-    from agreement.gate import load_policy
+    from agreement import load_policy
 
     policy = load_policy(study.gate.policy).settings
     settings, notes = {}, []
@@ -469,9 +465,7 @@ def _validate_run(ctx: Context) -> Outcome:
 
 def _quality_run(ctx: Context) -> Outcome:
     """Annotator quality under the gate policy's settings and [quality] flag rule (the gate's flags)."""
-    from agreement.documents import QualityDocument
-    from agreement.gate import load_policy
-    from agreement.quality import settings_from_policy
+    from agreement import QualityDocument, load_policy, settings_from_policy
     from apps.builtin_stages import QualityStageSettings
     from apps.drivers import get_stage
 
@@ -497,7 +491,7 @@ def _audit_run(ctx: Context) -> Outcome:
 
 
 def _preference_run(ctx: Context) -> Outcome:
-    from agreement.documents import PreferenceDocument
+    from agreement import PreferenceDocument
     from apps.builtin_stages import PreferenceSettings
     from apps.drivers import get_stage
 
@@ -510,7 +504,7 @@ def _preference_run(ctx: Context) -> Outcome:
 
 
 def _ehq_run(ctx: Context) -> Outcome:
-    from agreement.documents import EhqDocument
+    from agreement import EhqDocument
     from apps.drivers import get_stage
 
     with ctx.console.status("  EHQ per model (bootstrap) and the human re-ranking ..."):
@@ -522,7 +516,7 @@ def _ehq_run(ctx: Context) -> Outcome:
 
 
 def _asa_run(ctx: Context) -> Outcome:
-    from agreement.documents import AsaDocument
+    from agreement import AsaDocument
     from apps.drivers import get_stage
 
     document = AsaDocument.model_validate(get_stage("asa").run(ctx.layout, ctx.study.asa).document)
@@ -552,7 +546,7 @@ def _gate_run(ctx: Context) -> Outcome:
 
 
 def _score_run(ctx: Context) -> Outcome:
-    from agreement.scoring import GateRefusal
+    from agreement import GateRefusal
     from apps.builtin_stages import ScoreSettings
     from apps.drivers import get_stage
 
@@ -580,7 +574,7 @@ def _report_run(ctx: Context) -> Outcome:
 
 
 def _documents(ctx: Context) -> dict[str, str | None]:
-    from agreement.documents import DOCUMENTS
+    from agreement import DOCUMENTS
 
     return {model.STAGE: ctx.sha(model.path(ctx.layout)) for model in DOCUMENTS}
 
@@ -727,15 +721,15 @@ class RunResult:
 
 
 def _write_state(root: Path, state: StudyState) -> None:
-    from samples.jsonl import write_json
+    from samples import write_json
 
     write_json(StudyLayout(root).state, state.model_dump(mode="json"))
 
 
 def run_study(ctx: Context) -> RunResult:
     """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
-    from agreement.documents import VerdictDocument, read_document
-    from samples.jsonl import atomic_writer, writable_folder, write_json
+    from agreement import VerdictDocument, read_document
+    from samples import atomic_writer, writable_folder, write_json
 
     root = ctx.root
     writable_folder(root, "output")
@@ -806,7 +800,7 @@ def _brief(summary: dict[str, Any]) -> str:
 def _count_by(path: Path, field_name: str) -> dict[str, int]:
     from collections import Counter
 
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
+    from samples import decode_json_line, iter_jsonl_lines
 
     if not path.is_file():
         return {}
@@ -815,7 +809,7 @@ def _count_by(path: Path, field_name: str) -> dict[str, int]:
 
 def _key_by_kind(layout: StudyLayout) -> dict[str, int]:
     """Sealed key rows per unit kind (``samples.tables.key_entries``); {} before there is a key."""
-    from samples.tables import key_entries
+    from samples import key_entries
 
     if not layout.key.is_file():
         return {}
@@ -824,12 +818,12 @@ def _key_by_kind(layout: StudyLayout) -> dict[str, int]:
 
 def _labels_status(ctx: Context) -> dict[str, Any]:
     """Per annotator: tasks assigned and labelled in the study's backend, and which backends their labels came from."""
-    from annotate import HumanLabel
     from apps.demo.panel import SIMULATED_NOTICE
+    from samples import HumanLabel
 
     body: dict[str, Any] = {"backend": ctx.study.annotation.backend, "tasks": sum(_key_by_kind(ctx.layout).values()),
                             "annotators": {}, "simulated": False, "notice": None}
-    from agreement.study_io import human_label_tables
+    from agreement import human_label_tables
 
     fields = set(HumanLabel.model_fields)
     labels = [HumanLabel.model_validate({k: v for k, v in row.items() if k in fields})
@@ -861,8 +855,7 @@ def _labels_status(ctx: Context) -> dict[str, Any]:
 
 def _judges_status(layout: StudyLayout) -> dict[str, Any]:
     """Judge runs logged, and per judge its label rows (ok / unscored) and where they came from (run or import)."""
-    from samples.jsonl import decode_json_line, iter_jsonl_lines
-    from samples.tables import judge_label_rows
+    from samples import decode_json_line, iter_jsonl_lines, judge_label_rows
 
     runs = 0
     if layout.judge_runs.is_file():
@@ -891,7 +884,7 @@ def _sample_status(layout: StudyLayout) -> dict[str, Any]:
 
 def _folder_labels(layout: StudyLayout) -> dict[str, Any]:
     """Per annotator: tasks assigned (the store's orders, else blind/orders.json) and labelled (every source)."""
-    from agreement.study_io import human_label_tables
+    from agreement import human_label_tables
     from apps.demo.panel import SIMULATED_NOTICE
     from apps.live import _store_orders
 
@@ -918,7 +911,7 @@ def _count_lines(path: Path) -> int:
 def folder_status(root: Path) -> dict[str, Any]:
     """Where a study folder stands when no study file describes it (built by hand: ingest, sample, blind, import,
     validate, gate): each table and document that exists, staleness, labels and judges, the verdict."""
-    from agreement.documents import DOCUMENTS, VerdictDocument, read_document, stale_reasons
+    from agreement import DOCUMENTS, VerdictDocument, read_document, stale_reasons
 
     layout = StudyLayout.of(root)
     if not layout.root.is_dir():
@@ -953,7 +946,7 @@ def folder_status(root: Path) -> dict[str, Any]:
 
 def _documents_status(ctx: Context) -> dict[str, list[str]]:
     """Each saved stage document's stale lines (empty when its inputs are unchanged)."""
-    from agreement.documents import DOCUMENTS, read_document, stale_reasons
+    from agreement import DOCUMENTS, read_document, stale_reasons
 
     found = {model.STAGE: read_document(model, ctx.layout) for model in DOCUMENTS}
     return {stage: stale_reasons(doc, ctx.layout) for stage, doc in found.items() if doc is not None}
@@ -963,7 +956,7 @@ def study_status(study: StudyFile) -> dict[str, Any]:
     """Where the study stands, computed from its folder without running anything."""
     from rich.console import Console
 
-    from agreement.documents import VerdictDocument, read_document
+    from agreement import VerdictDocument, read_document
 
     root = study.output
     state = read_state(root) if root.is_dir() else StudyState()

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from samples.errors import InputError
+from samples import InputError
 
 
 def streamlit_command(script: Path, *, address: str, port: int) -> list[str]:
@@ -31,7 +31,7 @@ def check_address(address: str) -> str:
     would print its URL, then fail in its own traceback)."""
     import socket
 
-    from samples.errors import InputError
+    from samples import InputError
 
     try:
         family, kind, _, _, where = socket.getaddrinfo(address, None, type=socket.SOCK_STREAM,

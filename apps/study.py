@@ -30,10 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from samples.errors import InputError
-from samples.intervals import DEFAULT_LEVEL
-from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED, MAX_RESAMPLES, MIN_RESAMPLES, InputError
 
 
 class _Section(BaseModel):
@@ -114,7 +111,7 @@ class Annotation(_Section):
     @field_validator("schemes")
     @classmethod
     def _schemes(cls, chosen: dict[str, str]) -> dict[str, str]:
-        from samples.kinds import check_schemes
+        from samples import check_schemes
 
         try:
             return check_schemes(chosen, where="schemes")
@@ -252,8 +249,7 @@ class LabelMap(_Section):
     labels: dict[str, str] = Field(description="Every label of from_scheme -> a label of to_scheme.")
 
     def model_post_init(self, _: Any) -> None:
-        from samples.kinds import get_kind
-        from samples.schemes import get_scheme
+        from samples import get_kind, get_scheme
 
         get_kind(self.kind)
         source, target = get_scheme(self.from_scheme), get_scheme(self.to_scheme)
@@ -380,7 +376,7 @@ class StudyFile(_Section):
         """Each judge's model family (``[audit]`` / ``[preference]`` judge_families, else inferred from the judge's
         model id; imported judges from their name): validate and gate flag a judge of an evaluated agent's family,
         and the audit's error matrix crosses it with the response families."""
-        from samples.vocabulary import infer_family
+        from samples import infer_family
 
         declared = {**(self.preference.judge_families if self.preference else {}),
                     **(self.audit.judge_families if self.audit else {})}
@@ -390,7 +386,7 @@ class StudyFile(_Section):
 
     def judge_specs(self) -> list[Any]:
         """The judges that are called (judges.spec.JudgeSpec), prompt files resolved against the study folder."""
-        from judges.spec import build_judge
+        from judges import build_judge
 
         specs = []
         for index, table in enumerate(self.judge, start=1):
@@ -578,7 +574,7 @@ def load_study_file(path: str | Path, *, output: str | Path | None = None) -> St
         raise InputError(f"{path}: is a folder; expected a study file (study.toml)")
     if not path.exists():
         raise InputError(f"{path}: study file not found")
-    from samples.jsonl import read_settings
+    from samples import read_settings
 
     try:
         data = tomllib.loads(read_settings(path, "study file").decode("utf-8"))

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from apps.drivers import StageOutput, register_stage
-from samples.errors import InputError
-from samples.layout import StudyLayout
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED, InputError, StudyLayout
 
 # --- generate (demo fixture only) ----------------------------------------------------------------
 
@@ -44,7 +42,7 @@ def _fixture_rows(source: Any) -> list[Any]:
     """The fixture rows, limited to the first ``items_per_category`` questions of each category."""
     from apps.demo.conflict import ConflictInstance
     from apps.demo.items import DemoItem
-    from samples.jsonl import read_models
+    from samples import read_models
 
     model: type[Any] = ConflictInstance if source.generate == "demo-agent" else DemoItem
     rows: list[Any] = list(read_models(source.fixture, model))
@@ -74,7 +72,7 @@ class GenerateStage:
     def run(self, layout: StudyLayout, settings: GenerateSettings) -> StageOutput:
         """The generation report (records, requests, truncated, wall seconds)."""
         from apps.demo.agent import DEMO_MODELS, AgentConfig, closed_book_answers, run_agent
-        from samples.jsonl import write_jsonl
+        from samples import write_jsonl
 
         source = settings.source
         known = {m.name: m for m in DEMO_MODELS}
@@ -147,7 +145,7 @@ class IngestStage:
 
     def run(self, layout: StudyLayout, settings: IngestSettings) -> StageOutput:
         """The ingest manifest as written; ``detail`` is the ``samples.ingest.IngestResult`` of each source."""
-        from samples.ingest import ingest
+        from samples import ingest_trajectories as ingest
 
         (first, *_) = settings.sources
         if first.name is None:
@@ -162,9 +160,8 @@ class IngestStage:
     def _merged(layout: StudyLayout, settings: IngestSettings) -> StageOutput:
         """Each named source into its own folder, then one generation of the merged trajectories, units and
         manifest (a killed run leaves the old set or the new); trajectory ids must be unique across sources."""
-        from samples.generation import publishing
-        from samples.ingest import ingest
-        from samples.jsonl import decode_json_line, iter_jsonl_lines
+        from samples import decode_json_line, iter_jsonl_lines, publishing
+        from samples import ingest_trajectories as ingest
 
         manifests: dict[str, Any] = {}
         skipped: list[str] = []
@@ -223,9 +220,8 @@ class JudgeSettings:
 def judged_units(layout: StudyLayout, settings: JudgeSettings) -> list[Any]:
     """The units the judges label, with what their message needs (identify_turn: turns 0..i, from the study's
     trajectories); a judge none of whose unit kinds the units have would run on nothing: an input error."""
-    from judges.tables import read_units
-    from samples.generation import check_generation
-    from samples.sampler import with_context
+    from judges import read_units
+    from samples import check_generation, with_context
 
     path = settings.units
     if settings.population:
@@ -263,8 +259,7 @@ class JudgeStage:
 
     def run(self, layout: StudyLayout, settings: JudgeSettings) -> StageOutput:
         """The run summary (``judges.runner.RunSummary.as_dict``); ``detail`` is the RunSummary."""
-        from judges.prices import PriceTable
-        from judges.runner import StudyPaths, run_judges
+        from judges import PriceTable, StudyPaths, run_judges
 
         units = judged_units(layout, settings)
         summary = run_judges(units, list(settings.judges), StudyPaths.in_dir(layout.judges_dir, cache=settings.cache),
@@ -367,8 +362,8 @@ class ImportStage:
         """Units first (if any), then every table checked against them, then all published as one generation
         (a failure changes nothing). The document is the summary `accord run` records; ``detail`` an ImportResult."""
         from annotate import human_import
-        from judges.imports import judge_import
-        from samples.imports import UnitMatcher, publish_import, read_table, select, units_from_rows, with_id_groups
+        from judges import judge_import
+        from samples import UnitMatcher, publish_import, read_table, select, units_from_rows, with_id_groups
 
         summary: dict[str, Any] = {}
         files: list[tuple[Path, Any]] = []
@@ -470,7 +465,7 @@ class AnnotateStage:
     def run(self, layout: StudyLayout, settings: AnnotateSettings) -> StageOutput:
         """The stage summary `accord run` records; ``detail`` an AnnotateResult."""
         from annotate import load_orders, load_tasks
-        from samples.generation import check_generation
+        from samples import check_generation
 
         summary: dict[str, Any] = {}
         pushed, labels, missing = None, None, {}

@@ -35,9 +35,7 @@ from pathlib import Path
 import streamlit as st
 
 from annotate import codebook_html, question
-from samples.errors import InputError
-from samples.kinds import first_turn_offered, get_kind
-from samples.records import BlindTask
+from samples import BlindTask, InputError, first_turn_offered, get_kind
 
 _HERE = Path(__file__).parent
 

@@ -38,9 +38,7 @@ from judges.providers.base import (
     provider_names,
 )
 from judges.spec import JudgeSpec
-from samples.errors import InputError
-from samples.jsonl import atomic_writer, json_objects
-from samples.records import Unit
+from samples import InputError, Unit, atomic_writer, json_objects
 
 # One request line per documented batch format (ProviderKind.batch_format): OpenAI's Batch API, Anthropic's Message Batches.
 _LINES: dict[str, Callable[[str, Any], dict[str, Any]]] = {
@@ -61,7 +59,7 @@ def write_batch(units: Sequence[Unit], judges: Sequence[JudgeSpec], out_dir: str
                 cache_path: str | Path) -> list[dict[str, Any]]:
     """Write ``<judge>.<format>-batch.jsonl`` + ``.requests.jsonl`` for every uncached request."""
     from judges.runner import build_tasks
-    from samples.jsonl import private_dir
+    from samples import private_dir
 
     out_dir = private_dir(out_dir)  # 0700: the requests carry the units' text
     cache = RequestCache(cache_path)

@@ -16,10 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from samples.canonical import canonical_json, sha256_hex
-from samples.errors import InputError
-from samples.jsonl import private_file
-from samples.sqlite import use_wal
+from samples import InputError, canonical_json, private_file, sha256_hex, use_wal
 
 # Append-only: never edit or reorder an applied migration; add a new named one.
 MIGRATIONS: tuple[tuple[str, str], ...] = (

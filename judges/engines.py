@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from samples.registry import Registry
+from samples import Registry
 
 # The engines sit below the runner and the judge spec that use them, so their types are named, not imported:
 # JudgeSpec is ``judges.spec.JudgeSpec``; a task and the run context are ``judges.runner._Task`` and ``RunContext``.

@@ -18,21 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from samples.canonical import file_sha256, sha256_hex
-from samples.errors import InputError
-from samples.imports import (
+from samples import (
     ANY_SCHEME,
+    InputError,
+    JudgeLabel,
     MatchColumns,
+    StudyLayout,
     TableRow,
     UnitMatcher,
     check_columns,
     collect,
+    file_sha256,
+    get_scheme,
     import_rows,
     label_text,
+    sha256_hex,
 )
-from samples.layout import StudyLayout
-from samples.records import JudgeLabel
-from samples.schemes import get_scheme
 
 JUDGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]*$"
 
@@ -61,7 +62,7 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
                            output_column: str, output_kind: str | None, parse_mode: str, scheme: str | None,
                            fingerprint: str) -> list[JudgeLabel]:
     from judges.parsers import PARSE_MODES, get_output_kind, parse_output
-    from samples.kinds import DEFAULT_SCHEME
+    from samples import DEFAULT_SCHEME
 
     if output_kind is not None:
         output_kind = get_output_kind(output_kind).name
@@ -103,7 +104,7 @@ def import_judge_labels(path: str | Path, study: str | Path, *, judge: str, matc
 
     ``rows``: the table's rows already read (and selected) by the caller; ``path`` still names the source.
     """
-    from samples.imports import publish_import
+    from samples import publish_import
 
     report, labels = judge_import(path, study, judge=judge, match=match, output_column=output_column,
                                   output_kind=output_kind, parse_mode=parse_mode, scheme=scheme, format=format,

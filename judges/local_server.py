@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from samples.errors import InputError
+from samples import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "llama_server.sh"

@@ -20,8 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from judges.tables import file_errors
-from samples.errors import InputError
-from samples.jsonl import private_dir
+from samples import InputError, private_dir
 
 # A refused run reads the holder's pid; the holder writes it just after locking, so a
 # read in between sees the previous holder's line (or none) and is tried again.

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from samples.registry import Registry
+from samples import Registry
 
 ParseMode = Literal["strict", "lenient"]
 PARSE_MODES: tuple[str, ...] = ("strict", "lenient")
@@ -315,7 +315,7 @@ _register_builtins()
 
 
 def get_output_kind(name: str) -> OutputKind:
-    from samples.errors import InputError
+    from samples import InputError
 
     # A name is typed on the command line and in study files: its case does not matter.
     found = [key for key in OUTPUT_KINDS if key.casefold() == name.strip().casefold()]

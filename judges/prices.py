@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from samples.errors import InputError
+from samples import InputError
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.toml")
 

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from samples.errors import InputError
-from samples.kinds import kinds as unit_kinds
+from samples import InputError, unit_kinds
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 _REQUIRED = ("name", "version", "output", "unit_kinds", "source", "system")
@@ -40,7 +39,7 @@ def load_prompt(path: str | Path) -> PromptSpec:
     """Read and validate one prompt file; errors name the file and the field."""
     from judges.parsers import get_output_kind
     from judges.tomlfile import load_toml
-    from samples.kinds import check_template
+    from samples import check_template
 
     path = Path(path)
     data, raw = load_toml(path, "prompt file")

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from judges.engines import register_engine
 from judges.providers.base import CONTEXT_EXCEEDED, OPENAI_API, get_provider
-from samples.errors import InputError
+from samples import InputError
 
 if TYPE_CHECKING:
     from judges.runner import RunContext, _Task

@@ -33,12 +33,7 @@ from judges.prices import PriceTable
 from judges.providers.base import CONTEXT_EXCEEDED, CallError, Completion, Provider, get_provider, make_provider
 from judges.spec import JudgeSpec
 from judges.tables import LabelStore, RunLog, current_labels
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.kinds import judge_message
-from samples.layout import StudyLayout
-from samples.records import JudgeLabel, LabelKey, Unit
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED, InputError, JudgeLabel, LabelKey, StudyLayout, Unit, judge_message, sha256_hex
 
 # Rough English average for token estimates in --dry-run and token-rate limiting; the
 # provider's own counts replace it for accounting.

@@ -20,8 +20,7 @@ from judges.parsers import PARSE_MODES, get_output_kind
 from judges.prompts import PromptSpec, resolve_prompt
 from judges.providers.base import ProviderConfig
 from judges.tomlfile import load_toml
-from samples.canonical import sha256_hex
-from samples.errors import InputError
+from samples import InputError, sha256_hex
 
 # Operational defaults (how hard to push a provider), not decision thresholds; each is
 # overridable per judge. ISE calls judges at temperature 1 with no max_tokens cap.

@@ -23,10 +23,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from samples.errors import InputError
-from samples.jsonl import PRIVATE_FILE, atomic_writer, private_dir, record_bytes, regular_file
-from samples.records import JudgeLabel, LabelKey, SampledUnit, Unit
-from samples.tables import judge_label_rows
+from samples import (
+    PRIVATE_FILE,
+    InputError,
+    JudgeLabel,
+    LabelKey,
+    SampledUnit,
+    Unit,
+    atomic_writer,
+    judge_label_rows,
+    private_dir,
+    record_bytes,
+    regular_file,
+)
 
 
 @contextmanager

@@ -6,12 +6,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from samples.errors import InputError
+from samples import InputError
 
 
 def load_toml(path: str | Path, what: str) -> tuple[dict[str, Any], bytes]:
     """Parsed content and raw bytes; a missing or malformed file is an InputError naming it."""
-    from samples.jsonl import read_settings
+    from samples import read_settings
 
     path = Path(path)
     if not path.exists():

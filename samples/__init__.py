@@ -1,6 +1,6 @@
 """Trajectories in, a blinded, stratified, reproducible sample out.
 
-Modules: ``records`` (data contracts, the label records too), ``tables`` (the one reader of the judge labels and the sealed key), ``adapters`` (source formats -> Trajectory,
+Modules: ``records`` (data contracts), ``adapters`` (source formats -> Trajectory,
 a registry), ``ingest`` (streaming load + manifest), ``kinds`` (the unit-kind
 registry: what judges and annotators read of each kind), ``registry`` (the one registry type
 of every extension point, and plugins through the ``accord.plugins`` entry-point group), ``units`` (unit cutting),
@@ -15,75 +15,278 @@ start-up do not pay for pydantic until they touch a record.
 
 from __future__ import annotations
 
-from samples.lazy import lazy_exports
+from typing import TYPE_CHECKING
 
-_EXPORTS: dict[str, str] = {
-    "InputError": "samples.errors",
-    "ConfidenceInterval": "samples.intervals",
-    "DEFAULT_LEVEL": "samples.intervals",
-    "Resampling": "samples.resampling",
-    "Registry": "samples.registry",
-    "load_plugins": "samples.registry",
-    "PLUGIN_GROUP": "samples.registry",
-    "canonical_json": "samples.canonical",
-    "sha256_hex": "samples.canonical",
-    "file_sha256": "samples.canonical",
-    "Trajectory": "samples.records",
-    "Step": "samples.records",
-    "ToolCall": "samples.records",
-    "Unit": "samples.records",
-    "SampledUnit": "samples.records",
-    "BlindTask": "samples.records",
-    "KeyEntry": "samples.records",
-    "JudgeLabel": "samples.records",
-    "HumanLabel": "samples.records",
-    "LabelKey": "samples.records",
-    "judge_label_rows": "samples.tables",
-    "key_entries": "samples.tables",
-    "UNIT_KINDS": "samples.records",
-    "STRATUM_FIELDS": "samples.records",
-    "LabelScheme": "samples.schemes",
-    "SCHEMES": "samples.schemes",
-    "DEFAULT_SCHEME": "samples.kinds",
-    "get_scheme": "samples.schemes",
-    "UnitKindSpec": "samples.kinds",
-    "get_kind": "samples.kinds",
-    "register_kind": "samples.kinds",
-    "judge_message": "samples.kinds",
-    "with_context": "samples.sampler",
-    "first_turn_problem": "samples.kinds",
-    "DEFAULT_SEED": "samples.seed",
-    "Adapter": "samples.adapters",
-    "BadRecord": "samples.adapters",
-    "adapters": "samples.adapters",
-    "get_adapter": "samples.adapters",
-    "register_adapter": "samples.adapters",
-    "ingest": "samples.ingest",
-    "expand_inputs": "samples.ingest",
-    "IngestResult": "samples.ingest",
-    "cut_units": "samples.units",
-    "render_turn": "samples.units",
-    "numbered_turns": "samples.units",
-    "strip_think": "samples.units",
-    "unit_id": "samples.units",
-    "SamplingPlan": "samples.plans",
-    "load_plan": "samples.plans",
-    "Draw": "samples.sampler",
-    "draw": "samples.sampler",
-    "sample_study": "samples.sampler",
-    "read_judge_labels": "samples.sampler",
-    "HardnessScorer": "samples.hardness",
-    "register_scorer": "samples.hardness",
-    "Scrubber": "samples.scrub",
-    "blind": "samples.blind",
-    "blind_study": "samples.blind",
-    "IdentityLeak": "samples.blind",
-    "infer_family": "samples.vocabulary",
-    "load_vocabulary": "samples.vocabulary",
-    "write_jsonl": "samples.jsonl",
-    "read_models": "samples.jsonl",
-}
+if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_exports imports it on first use
+    from samples.adapters import Adapter, BadRecord, get_adapter, register_adapter
+    from samples.adapters import adapters as trajectory_adapters
+    from samples.asa import AUTHORS, MILESTONES, REFERENCE_KEY, AsaReference
+    from samples.blind import IdentityLeak, annotator_order, blind_study, blinding_salt_for, task_id
+    from samples.blind import blind as blind_units
+    from samples.canonical import canonical_json, file_sha256, sha256_hex
+    from samples.documents import SampleManifest, read_blind_audit
+    from samples.errors import InputError
+    from samples.generation import check_generation, publishing
+    from samples.hardness import HardnessScorer, register_scorer
+    from samples.imports import (
+        ANY_SCHEME,
+        MatchColumns,
+        UnitMatcher,
+        check_columns,
+        check_label_types,
+        collect,
+        import_rows,
+        label_text,
+        publish_import,
+        read_table,
+        select,
+        table_source,
+        units_from_rows,
+        with_id_groups,
+    )
+    from samples.ingest import IngestResult, expand_inputs, usable_cores
+    from samples.ingest import ingest as ingest_trajectories
+    from samples.intervals import DEFAULT_LEVEL, ConfidenceInterval, check_level, held_interval
+    from samples.jsonl import (
+        PRIVATE_FILE,
+        atomic_writer,
+        decode_json_line,
+        iter_jsonl_lines,
+        json_objects,
+        json_objects_noting,
+        jsonable,
+        private_dir,
+        private_file,
+        read_json,
+        read_models,
+        read_settings,
+        record_bytes,
+        regular_file,
+        writable_folder,
+        write_json,
+        write_jsonl,
+        write_result,
+    )
+    from samples.kinds import (
+        DEFAULT_SCHEME,
+        UnitKindSpec,
+        check_schemes,
+        check_template,
+        first_turn_offered,
+        first_turn_problem,
+        get_kind,
+        is_kind,
+        judge_message,
+        projected_from,
+        register_kind,
+        response_kinds,
+        scheme_for,
+        study_schemes,
+    )
+    from samples.kinds import kinds as unit_kinds
+    from samples.label_sources import SIMULATED, LabelRows, register_label_source, simulated
+    from samples.label_sources import label_sources as human_label_sources
+    from samples.layout import StudyLayout
+    from samples.lazy import lazy_exports
+    from samples.leakcheck import LeakDetector
+    from samples.names import check_annotator_name
+    from samples.plans import SamplingPlan, load_plan
+    from samples.records import (
+        STRATUM_FIELDS,
+        UNIT_KINDS,
+        BlindTask,
+        HumanLabel,
+        JudgeLabel,
+        KeyEntry,
+        LabelKey,
+        SampledUnit,
+        Step,
+        ToolCall,
+        Trajectory,
+        Unit,
+        UnitKind,
+    )
+    from samples.registry import PLUGIN_GROUP, Registry, load_plugins
+    from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling, check_resamples
+    from samples.sampler import Draw, draw, judge_label, read_judge_labels, sample_study, with_context
+    from samples.schemes import SCHEMES, LabelScheme, get_scheme
+    from samples.scrub import Scrubber
+    from samples.seed import DEFAULT_SEED
+    from samples.sqlite import use_wal
+    from samples.table_rows import TableRow
+    from samples.tables import judge_label_rows, key_entries
+    from samples.units import cut_units, is_turn, numbered_turns, render_turn, strip_think, unit_id
+    from samples.vocabulary import UNKNOWN_FAMILY, infer_family, load_vocabulary
+else:
+    from samples.lazy import lazy_exports
 
-__all__ = sorted(_EXPORTS)
+    __getattr__, __dir__ = lazy_exports(__name__)
 
-__getattr__ = lazy_exports('samples', _EXPORTS)
+__all__ = [
+    # samples.adapters: Adapter registry: source formats -> canonical ``Trajectory`` records
+    "Adapter",
+    "BadRecord",
+    "get_adapter",
+    "register_adapter",
+    "trajectory_adapters",
+    # samples.asa: The ASA protected reference (seed 003, "Agentic Self-Awareness"): what a blocked task's design says
+    "AUTHORS",
+    "AsaReference",
+    "MILESTONES",
+    "REFERENCE_KEY",
+    # samples.blind: Blinding: a sample -> annotator tasks, a sealed key, per-annotator orders and an audit
+    "IdentityLeak",
+    "annotator_order",
+    "blind_study",
+    "blind_units",
+    "blinding_salt_for",
+    "task_id",
+    # samples.canonical: Canonical JSON and content hashes: the identity of requests, inputs and runs
+    "canonical_json",
+    "file_sha256",
+    "sha256_hex",
+    # samples.documents: Typed documents of the sampling and blinding stages: written and read back through the same ...
+    "SampleManifest",
+    "read_blind_audit",
+    # samples.errors: The one error type for user mistakes, shared by every accord package
+    "InputError",
+    # samples.generation: Stages that commit as a set: a stage's files are published together, as one generation
+    "check_generation",
+    "publishing",
+    # samples.hardness: Hard-negative scorers: which negatives are hardest to tell from a positive
+    "HardnessScorer",
+    "register_scorer",
+    # samples.imports: Bringing labels people already have into a study: their tables, and the units they are about
+    "ANY_SCHEME",
+    "MatchColumns",
+    "UnitMatcher",
+    "check_columns",
+    "check_label_types",
+    "collect",
+    "import_rows",
+    "label_text",
+    "publish_import",
+    "read_table",
+    "select",
+    "table_source",
+    "units_from_rows",
+    "with_id_groups",
+    # samples.ingest: Ingest: source files -> ``trajectories.jsonl`` (+ ``units.jsonl``) and ``ingest_manifest.json``
+    "IngestResult",
+    "expand_inputs",
+    "ingest_trajectories",
+    "usable_cores",
+    # samples.intervals: The one shape of a confidence interval, and the one default confidence level
+    "ConfidenceInterval",
+    "DEFAULT_LEVEL",
+    "check_level",
+    "held_interval",
+    # samples.jsonl: Deterministic JSONL files: canonical bytes out, line-numbered records in
+    "PRIVATE_FILE",
+    "atomic_writer",
+    "decode_json_line",
+    "iter_jsonl_lines",
+    "json_objects",
+    "json_objects_noting",
+    "jsonable",
+    "private_dir",
+    "private_file",
+    "read_json",
+    "read_models",
+    "read_settings",
+    "record_bytes",
+    "regular_file",
+    "writable_folder",
+    "write_json",
+    "write_jsonl",
+    "write_result",
+    # samples.kinds: Unit kinds: one spec per kind says how units are cut, what the judge reads and what a person sees
+    "DEFAULT_SCHEME",
+    "UnitKindSpec",
+    "check_schemes",
+    "check_template",
+    "first_turn_offered",
+    "first_turn_problem",
+    "get_kind",
+    "is_kind",
+    "judge_message",
+    "projected_from",
+    "register_kind",
+    "response_kinds",
+    "scheme_for",
+    "study_schemes",
+    "unit_kinds",
+    # samples.label_sources: Where human labels live besides labels files: the registry of human label sources
+    "LabelRows",
+    "SIMULATED",
+    "human_label_sources",
+    "register_label_source",
+    "simulated",
+    # samples.layout: Where every file of a study folder lives: the one place that spells its paths
+    "StudyLayout",
+    # samples.lazy: PEP 562 lazy exports, so `import agreement` (and the CLI start-up) stays cheap
+    "lazy_exports",
+    # samples.leakcheck: Leak detector: finds identity terms in a scrubbed text, independently of the scrubber
+    "LeakDetector",
+    # samples.names: The annotator-name rule, shared by blinding (refused at blind time) and the coding app's store
+    "check_annotator_name",
+    # samples.plans: Sampling plans: a TOML file declaring strata, an allocation and the sampling rules
+    "SamplingPlan",
+    "load_plan",
+    # samples.records: Canonical records: what every stage of accord reads and writes
+    "BlindTask",
+    "HumanLabel",
+    "JudgeLabel",
+    "KeyEntry",
+    "LabelKey",
+    "STRATUM_FIELDS",
+    "SampledUnit",
+    "Step",
+    "ToolCall",
+    "Trajectory",
+    "UNIT_KINDS",
+    "Unit",
+    "UnitKind",
+    # samples.registry: The one registry type of every extension point, and third-party plugins through entry points
+    "PLUGIN_GROUP",
+    "Registry",
+    "load_plugins",
+    # samples.resampling: The resampling settings of every interval (n_resamples, seed, level), validated once, here
+    "MAX_RESAMPLES",
+    "MIN_RESAMPLES",
+    "Resampling",
+    "check_resamples",
+    # samples.sampler: Stratified sampling with exact inclusion probabilities
+    "Draw",
+    "draw",
+    "judge_label",
+    "read_judge_labels",
+    "sample_study",
+    "with_context",
+    # samples.schemes: Label schemes: the closed set of labels each judgement task may produce
+    "LabelScheme",
+    "SCHEMES",
+    "get_scheme",
+    # samples.scrub: Identity scrubber: masks model, vendor and harness names before annotators see a text
+    "Scrubber",
+    # samples.seed: The one default seed: every sampled, blinded, resampled or simulated result is reproducible from it
+    "DEFAULT_SEED",
+    # samples.sqlite: What every SQLite file of accord shares (the judges' request cache, the coding app's store)
+    "use_wal",
+    # samples.table_rows: One row of a label table: the record every table reader returns (``samples.imports`` and ...
+    "TableRow",
+    # samples.tables: The one reader of each shared record table: the judge labels and the sealed key
+    "judge_label_rows",
+    "key_entries",
+    # samples.units: Cutting trajectories into units: exactly what each judge and annotator reads
+    "cut_units",
+    "is_turn",
+    "numbered_turns",
+    "render_turn",
+    "strip_think",
+    "unit_id",
+    # samples.vocabulary: The maintained identity vocabulary (``identity_vocabulary.toml``) and family inference
+    "UNKNOWN_FAMILY",
+    "infer_family",
+    "load_vocabulary",
+]

@@ -3,13 +3,17 @@
 apps -> (agreement, annotate, judges) -> samples; agreement, the statistics engine and
 the study layer over it, never imports judges or annotate (the study's labels reach it
 as files). Every import counts, also one inside a function: a lazy import still ties
-the two modules together, it only hides the knot until run time.
+the two modules together, it only hides the knot until run time. A package's export table (the
+``if TYPE_CHECKING:`` imports of its ``__init__``, imported lazily by ``samples.lazy``) is no import
+of its own: ``from agreement import gate_study`` counts as an import of the module the table names.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from samples.lazy import export_table
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("samples", "agreement", "annotate", "judges", "apps")
@@ -30,13 +34,35 @@ def module_files() -> dict[str, Path]:
     return files
 
 
+def run_time_nodes(path: Path) -> list[ast.AST]:
+    """The nodes of ``path``, without a package ``__init__``'s export table (imported only when a name is used)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if path.name == "__init__.py":
+        tree.body = [node for node in tree.body if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                                                        and node.test.id == "TYPE_CHECKING")] + [
+            statement for node in tree.body if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING" for statement in node.orelse]
+    return list(ast.walk(tree))
+
+
+def exported_from(tables: dict[str, dict[str, tuple[str, str]]], package: str, name: str) -> list[str]:
+    """The modules ``from package import name`` loads through export tables (one re-exporting another's)."""
+    modules: list[str] = []
+    while name in tables.get(package, {}) and len(modules) < len(tables):  # bounded: a table naming itself ends
+        package, name = tables[package][name]
+        modules.append(package)
+    return modules
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports (``from a import b`` counts ``a.b`` when it is a module)."""
+    """Module -> the project modules it imports (``from a import b`` counts ``a.b`` when it is a module, and
+    the module ``a``'s export table names for ``b``)."""
     files = module_files()
+    tables = {name: export_table(path) for name, path in files.items() if path.name == "__init__.py"}
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in run_time_nodes(path):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -44,7 +70,8 @@ def import_graph() -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, *([node.module] if node.module else [])])
-                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names),
+                           *(m for alias in node.names for m in exported_from(tables, base, alias.name))]
             else:
                 continue
             graph[name] |= {t for t in targets if t in files and t != name}
@@ -96,7 +123,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_packages() -> None:
     graph = import_graph()
     assert {name.split(".")[0] for name in graph} == set(PACKAGES)
-    assert "samples.errors" in graph["agreement.plan"]  # a plain `from samples.errors import InputError`
+    assert "samples.errors" in graph["agreement.plan"]  # `from samples import InputError`, through the export table
 
 
 def test_circles_are_found() -> None:

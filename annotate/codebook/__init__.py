@@ -13,8 +13,7 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-from samples.errors import InputError
-from samples.registry import Registry
+from samples import InputError, Registry
 
 _REGISTERED: Registry[Path] = Registry("codebook")
 
@@ -22,7 +21,7 @@ _REGISTERED: Registry[Path] = Registry("codebook")
 def register_codebook(scheme: str, path: str | Path) -> None:
     """Give a registered label scheme (``samples.schemes.register_scheme``) its Markdown codebook file,
     as the built-ins have theirs in this package."""
-    from samples.schemes import get_scheme
+    from samples import get_scheme
 
     get_scheme(scheme)
     path = Path(path)
@@ -66,7 +65,7 @@ def codebook_html(scheme: str) -> str:
 def question(kind: str, scheme: str) -> str:
     """The question a person answers for a unit of ``kind`` labelled under ``scheme``: the kind's own
     (``samples.kinds``), else the title of the scheme's codebook (its first ``# `` line)."""
-    from samples.kinds import get_kind
+    from samples import get_kind
 
     own = get_kind(kind).question
     if own:
@@ -78,6 +77,6 @@ def question(kind: str, scheme: str) -> str:
 
 def codebook_for_kind(kind: str) -> str:
     """The codebook the unit-kind registry names for ``kind``."""
-    from samples.kinds import get_kind
+    from samples import get_kind
 
     return codebook(get_kind(kind).codebook)

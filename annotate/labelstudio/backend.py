@@ -36,10 +36,7 @@ from annotate.labelstudio.state import (
     _save_model,
 )
 from annotate.tasks import check_orders
-from samples.errors import InputError
-from samples.kinds import scheme_for, study_schemes
-from samples.layout import StudyLayout
-from samples.records import BlindTask, HumanLabel
+from samples import BlindTask, HumanLabel, InputError, StudyLayout, scheme_for, study_schemes
 
 # Label Studio limits project titles to 50 characters.
 _TITLE_LIMIT = 50

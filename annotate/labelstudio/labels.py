@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from annotate.labelstudio.state import LabelStudioState, ProjectState
-from samples.errors import InputError
-from samples.jsonl import read_models
-from samples.kinds import first_turn_problem, get_kind, is_kind, kinds
-from samples.records import BlindTask, HumanLabel
-from samples.schemes import get_scheme
+from samples import BlindTask, HumanLabel, InputError, first_turn_problem, get_kind, get_scheme, is_kind, read_models
+from samples import unit_kinds as kinds
 
 # Names of the controls in labelstudio_configs/*.xml; pull reads results by these.
 _LABEL, _FIRST_TURN, _UNSURE, _NOTE = "label", "first_turn", "unsure", "note"

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from samples.errors import InputError
+from samples import InputError
 
 TOKEN_ENV = "ACCORD_LS_TOKEN"
 ADMIN_PASSWORD_ENV = "ACCORD_LS_ADMIN_PASSWORD"

@@ -9,10 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from samples.errors import InputError
-from samples.jsonl import atomic_writer
-from samples.layout import StudyLayout
-from samples.records import HumanLabel, UnitKind
+from samples import HumanLabel, InputError, StudyLayout, UnitKind, atomic_writer
 
 
 class ProjectState(BaseModel):

@@ -11,9 +11,7 @@ from typing import Any
 
 from annotate.engines import Connection
 from annotate.store.rows import Annotator
-from samples.errors import InputError
-from samples.kinds import first_turn_offered, first_turn_problem
-from samples.schemes import get_scheme
+from samples import InputError, first_turn_offered, first_turn_problem, get_scheme
 
 
 def now_iso() -> str:

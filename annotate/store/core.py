@@ -36,10 +36,7 @@ from annotate.store.rows import (
 from annotate.store.schema import MIGRATIONS, TABLES
 from annotate.store.study import store_location
 from annotate.tasks import check_name, check_orders
-from samples.errors import InputError
-from samples.kinds import scheme_for
-from samples.layout import StudyLayout
-from samples.records import BlindTask, HumanLabel
+from samples import BlindTask, HumanLabel, InputError, StudyLayout, scheme_for
 
 
 class Store:
@@ -213,7 +210,7 @@ class Store:
         Each task is coded under ``samples.kinds.scheme_for(kind, schemes)`` (the study's
         ``[annotation] schemes``); a loaded task asked for under another scheme is refused.
         """
-        from samples.blind import annotator_order
+        from samples import annotator_order
 
         check_orders(tasks, orders)
         loaded_at = now_iso()

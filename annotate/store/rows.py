@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from annotate.engines import Connection
-from samples.label_sources import SIMULATED
-from samples.records import HumanLabel
+from samples import SIMULATED, HumanLabel
 
 AnnotatorRole = Literal["annotator", "adjudicator"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from annotate.store.core import Store
 from annotate.store.rows import TableFingerprint, _table_fingerprint
 from annotate.store.schema import TABLES
-from samples.errors import InputError
+from samples import InputError
 
 
 def copy_store(source: Store, target: Store) -> dict[str, TableFingerprint]:

@@ -12,15 +12,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from annotate.engines import check_store_url, scheme_of
-from samples.errors import InputError
-from samples.layout import StudyLayout
+from samples import InputError, StudyLayout
 
 STORE_URL_ENV = "ACCORD_STORE_URL"
 
 
 def blinding_seed(layout: StudyLayout) -> int | None:
     """The seed ``accord blind`` recorded in ``blind/audit.json``; None when there is none."""
-    from samples.documents import read_blind_audit
+    from samples import read_blind_audit
 
     audit = read_blind_audit(layout)
     return None if audit is None else audit.seed

@@ -6,7 +6,7 @@ def resamples(text: str) -> int:
     (0 where an option documents it as "no bootstrap")."""
     import argparse
 
-    from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES
+    from samples import MAX_RESAMPLES, MIN_RESAMPLES
 
     try:
         value = int(text)

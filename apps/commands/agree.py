@@ -14,8 +14,7 @@ import math
 from typing import Any
 
 from apps.commands import resamples
-from samples.intervals import DEFAULT_LEVEL
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED
 
 NAMES = {"percent_agreement": "percent agreement", "fleiss_kappa": "Fleiss' kappa", "gwet_ac1": "Gwet's AC1",
          "krippendorff_alpha": "Krippendorff's alpha", "cohen_kappa": "Cohen's kappa",
@@ -60,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from samples.errors import InputError
+    from samples import InputError
 
     if args.bootstrap < 0:
         raise InputError(f"--bootstrap {args.bootstrap}: expected 0 (analytic only) or a number of resamples")
@@ -68,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--bootstrap {args.bootstrap}: use at least 100 resamples, or 0 for analytic intervals")
     if not 0.0 < args.level < 1.0:
         raise InputError(f"--level {args.level}: expected a confidence level between 0 and 1")
-    from agreement.panels import PanelSettings, panel_report, report_to_dict
-    from agreement.table import load_labels
+    from agreement import PanelSettings, load_labels, panel_report, report_to_dict
 
     data = load_labels(args.table, unit=args.unit, rater=args.rater, label=args.label, cluster=args.cluster,
                        weight=args.weight, categories=args.categories)
@@ -101,8 +99,8 @@ def _coefficients(text: str | None) -> tuple[str, ...] | None:
     """--coefficients: None (the default set), 'all' (every registered coefficient) or a comma list."""
     if text is None:
         return None
-    from agreement.coefficients import COEFFICIENTS
-    from samples.errors import InputError
+    from agreement import COEFFICIENTS
+    from samples import InputError
 
     names = list(COEFFICIENTS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in COEFFICIENTS]
@@ -118,7 +116,7 @@ def _read_column(path: str, unit: str, column: str) -> dict[str, str]:
     import json
     from pathlib import Path
 
-    from samples.errors import InputError
+    from samples import InputError
 
     source = Path(path)
     suffix = source.suffix.lower()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from annotate import Store
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate import Store
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     store = Store.for_study(args.study)
     if args.action == "list":
@@ -74,9 +73,7 @@ def add(store: Store, layout: StudyLayout, name: str, role: str) -> tuple[str, i
     store as it was and a printed token always works.
     """
     from annotate import blinding_seed, check_name, load_orders, load_tasks
-    from samples.errors import InputError
-    from samples.generation import check_generation
-    from samples.kinds import study_schemes
+    from samples import InputError, check_generation, study_schemes
 
     check_name(name)
     if role != "annotator" or not layout.tasks.is_file():

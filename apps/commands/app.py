@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from apps.streamlit_command import check_address, check_port_free, serve
-from samples.errors import InputError
+from samples import InputError
 
 STREAMLIT_HINT = "the coding app needs Streamlit: pip install 'accord[app]'"
 
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from annotate import AppBackend
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     study = Path(args.study).resolve()
     layout = StudyLayout(study)

@@ -19,8 +19,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
-from samples.intervals import DEFAULT_LEVEL
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _families(pairs: list[str], option: str = "--judge-family", name: str = "JUDGE") -> dict[str, str]:
-    from samples.errors import InputError
+    from samples import InputError
 
     out = {}
     for pair in pairs:
@@ -79,12 +78,11 @@ def _previous(path) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.audit import audit, format_audit, format_versus_majority, read_audit_table
-    from agreement.study_io import print_document, publish, status
+    from agreement import family_audit as audit
+    from agreement import format_audit, format_versus_majority, print_document, publish, read_audit_table, status
     from apps.builtin_stages import AuditSettings
     from apps.drivers import get_stage
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     if (args.study is None) == (args.table is None):
         raise InputError("give a study folder or --table FILE (not both)")
@@ -137,8 +135,8 @@ def _preference(study: str):
     """The study's self-preference document (``accord run``'s preference stage), None when it has none."""
     from pathlib import Path
 
-    from agreement.documents import PreferenceDocument, read_document
-    from samples.errors import InputError
+    from agreement import PreferenceDocument, read_document
+    from samples import InputError
 
     if not Path(study).is_dir():
         raise InputError(f"{study}: no such study folder")
@@ -148,7 +146,7 @@ def _preference(study: str):
 def _print_preference(document, *, as_json: bool) -> int:
     import json
 
-    from agreement.preference import summary_line
+    from agreement import summary_line
 
     line = summary_line(document.cells, document.level)
     if as_json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from apps.builtin_stages import BlindSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     settings = BlindSettings(annotators=tuple(args.annotators.split(",")), seed=args.seed, replace=args.replace,
                              keep=tuple(args.keep), keep_roles=args.keep_roles)

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import importlib.util
     from pathlib import Path
 
-    from samples.errors import InputError
+    from samples import InputError
 
     if not Path(args.study).is_dir():
         raise InputError(f"{args.study}: study folder not found")

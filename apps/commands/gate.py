@@ -32,10 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agreement.study_io import print_document, status
+    from agreement import print_document, status
     from apps.builtin_stages import GateSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout.of(args.study)
     settings = GateSettings(policy=Path(args.policy), judges=tuple(args.judge) if args.judge else None,

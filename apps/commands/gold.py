@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from samples.intervals import DEFAULT_LEVEL
+from samples import DEFAULT_LEVEL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate import Store, add_gold, add_practice, gold_accuracy, load_gold
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     layout = StudyLayout.of(args.study)
     if args.action == "add":

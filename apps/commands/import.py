@@ -123,7 +123,7 @@ def _judge_options(p: argparse.ArgumentParser, *, scheme: bool = True) -> None:
 
 
 def _match(args: argparse.Namespace):
-    from samples.imports import MatchColumns
+    from samples import MatchColumns
 
     return MatchColumns(unit=args.unit_column, task=getattr(args, "task_column", None),
                         trajectory=args.trajectory_column, kind=args.kind_column if args.trajectory_column else None,
@@ -133,7 +133,7 @@ def _match(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from samples.errors import InputError
+    from samples import InputError
 
     if not args.study.is_dir() and (args.action not in ("units", "table") or args.study.exists()):
         raise InputError(f"--study {str(args.study)!r}: not a study folder")
@@ -150,7 +150,7 @@ def _stage(args: argparse.Namespace, **settings) -> Any:
     """The import stage's driver run on the study with these settings (``apps.upstream_stages.ImportSettings``)."""
     from apps.drivers import get_stage
     from apps.upstream_stages import ImportSettings
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     return get_stage("import").run(StudyLayout.of(args.study), ImportSettings(**settings)).detail
 
@@ -193,7 +193,7 @@ def _judge_report(report) -> dict:
 
 
 def _where(pairs: list[str]) -> dict[str, str]:
-    from samples.errors import InputError
+    from samples import InputError
 
     where = {}
     for pair in pairs:
@@ -220,8 +220,7 @@ def _table(args: argparse.Namespace) -> dict:
     """Every row checked (units, key, human labels, each judge) before anything is written; then one generation."""
     from annotate import HumanColumns
     from apps.upstream_stages import HumanImport, JudgeImport, UnitsImport
-    from samples.errors import InputError
-    from samples.imports import MatchColumns, check_columns, label_text, read_table
+    from samples import InputError, MatchColumns, check_columns, label_text, read_table
 
     rows = read_table(args.file, format=args.format)
     long = args.rater_column is not None

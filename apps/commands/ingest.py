@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _workers(text: str) -> int:
     """``--workers``: an integer from 1 to the number of usable cores (more would only compete for them)."""
-    from samples.ingest import usable_cores
+    from samples import usable_cores
 
     cores = usable_cores()
     try:
@@ -46,7 +46,7 @@ def _workers(text: str) -> int:
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
-    from samples.errors import InputError
+    from samples import InputError
 
     options = {}
     for pair in pairs:
@@ -66,9 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     from apps.drivers import get_stage
     from apps.upstream_stages import IngestSettings, IngestSource
-    from samples.ingest import expand_inputs
-    from samples.layout import StudyLayout
-    from samples.records import UNIT_KINDS
+    from samples import UNIT_KINDS, StudyLayout, expand_inputs
 
     files = expand_inputs(args.inputs)
     kinds = None if args.no_units else (tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else UNIT_KINDS)

@@ -82,8 +82,8 @@ _FLAGS = {"base_url": "--base-url", "samples": "--samples", "timeout_s": "--time
 
 
 def _judges(args: argparse.Namespace) -> list[Any]:
-    from judges.spec import build_judge, load_judges, parse_judge_ref
-    from samples.errors import InputError
+    from judges import build_judge, load_judges, parse_judge_ref
+    from samples import InputError
 
     judges = []
     config = args.config
@@ -118,10 +118,8 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
     """--engine and the --ray-* flags applied to every judge (over its own [judge.ray] table)."""
     from dataclasses import asdict, replace
 
-    from judges.engines import get_engine
-    from judges.providers.base import get_provider
-    from judges.ray_engine import parse_options
-    from samples.errors import InputError
+    from judges import get_engine, get_provider, parse_options
+    from samples import InputError
 
     ray_flags = {"address": args.ray_address, "endpoints": args.ray_endpoint or None, "qps": args.qps}
     given = [flag for flag, value in (("--ray-address", args.ray_address), ("--ray-endpoint", args.ray_endpoint),
@@ -158,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     settings = _settings(args, _with_engine(args, _judges(args)), prices=args.prices, dry_run=args.dry_run,
                          progress=not (args.json or args.no_progress or args.dry_run))
@@ -215,10 +213,7 @@ def _print_summary(summary: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from judges.parsers import OUTPUT_KINDS
-    from judges.prompts import builtin_prompts
-    from judges.providers.base import provider_names
-    from judges.spec import load_judges
+    from judges import OUTPUT_KINDS, builtin_prompts, load_judges, provider_names
 
     prompts = [{"name": p.name, "version": p.version, "output": p.output, "scheme": p.scheme,
                 "unit_kinds": list(p.unit_kinds), "sha256": p.sha256, "source": p.source, "path": p.path}
@@ -250,7 +245,7 @@ def _list(args: argparse.Namespace) -> int:
     console.print(table)
     for p in prompts:  # below the table: a source is prose, and the names above must stay whole
         console.print(f"{p['name']}: {p['source']}", soft_wrap=True, highlight=False)
-    from judges.providers.rule import rule_names
+    from judges import rule_names
 
     console.print("providers: " + ", ".join(data["providers"]) + f"   (rule models: {', '.join(rule_names())})")
     console.print("output kinds: " + ", ".join(o["name"] for o in outputs))
@@ -260,15 +255,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _default_cache(args: argparse.Namespace) -> Path:
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     return StudyLayout.of(args.study).judge_cache
 
 
 def _batch_write(args: argparse.Namespace) -> int:
     from apps.upstream_stages import judged_units
-    from judges.batch import write_batch
-    from samples.layout import StudyLayout
+    from judges import write_batch
+    from samples import StudyLayout
 
     judges = _judges(args)
     units = judged_units(StudyLayout.of(args.study), _settings(args, judges))
@@ -283,7 +278,7 @@ def _batch_write(args: argparse.Namespace) -> int:
 
 
 def _batch_import(args: argparse.Namespace) -> int:
-    from judges.batch import import_batch_results
+    from judges import import_batch_results
 
     result = import_batch_results(args.results, args.requests, cache_path=args.cache or _default_cache(args))
     if args.json:

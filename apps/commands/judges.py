@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from judges.local_server import LlamaServer, stop_named
+    from judges import LlamaServer, stop_named
 
     if args.action == "stop":
         stopped = stop_named(args.name)

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate import Store, export_labels, load_gold, split_labels
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     layout = StudyLayout.of(args.study)
     out = Path(args.out) if args.out else layout.app_labels.with_suffix(f".{args.format}")

@@ -48,8 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from annotate.labelstudio import ADMIN_PASSWORD_ENV, TOKEN_ENV, LabelStudioBackend
-    from samples.errors import InputError
+    from annotate import LABELSTUDIO_ADMIN_PASSWORD_ENV as ADMIN_PASSWORD_ENV
+    from annotate import LABELSTUDIO_TOKEN_ENV as TOKEN_ENV
+    from annotate import LabelStudioBackend
+    from samples import InputError
 
     token = os.environ.get(TOKEN_ENV, "")
     if not token.strip():
@@ -72,7 +74,7 @@ def _push(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The annotate stage's push (``apps.upstream_stages``) to this server (closing it releases nothing)."""
     from apps.drivers import get_stage
     from apps.upstream_stages import AnnotateSettings
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     settings = AnnotateSettings(backend=lambda layout: backend, pull=False, tasks=args.tasks,
                                 orders=args.orders)
@@ -103,7 +105,7 @@ def _pull(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The annotate stage's pull from this server, keeping the server's report of what changed."""
     from apps.drivers import get_stage
     from apps.upstream_stages import AnnotateSettings
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     reporting = _Reporting(backend)
     settings = AnnotateSettings(backend=lambda layout: reporting, push=False, wait=False)
@@ -142,9 +144,8 @@ def _status(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _close(backend: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from agreement.monitor import study_decided
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from agreement import study_decided
+    from samples import InputError, StudyLayout
 
     if study_decided(args.study) is None:
         raise InputError(f"{StudyLayout.of(args.study).verdict}: no decided anytime verdict for every judge (accord "

@@ -41,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from agreement.gate import load_policy
-    from agreement.plan import Design, format_plan, plan, plot_oc
-    from samples.errors import InputError
+    from agreement import Design, format_plan, load_policy, plot_oc
+    from agreement import plan_policy as plan
+    from samples import InputError
 
     policy = load_policy(args.policy)
     coefficient = args.coefficient or next(
@@ -69,9 +69,8 @@ def _sequential(policy, design, result, args) -> tuple[list[dict], str]:
     """Units to an anytime decision at the design's agreement and at each floor, beside the fixed-n answer."""
     from dataclasses import asdict
 
-    from agreement.anytime import sequential_plan
-    from samples.errors import InputError
-    from samples.sampler import DEFAULT_SEED
+    from agreement import sequential_plan
+    from samples import DEFAULT_SEED, InputError
 
     if not 10 <= args.max_units <= 100_000:
         raise InputError(f"--max-units {args.max_units}: expected 10 to 100000 units")
@@ -90,6 +89,6 @@ def _sequential(policy, design, result, args) -> tuple[list[dict], str]:
 
 
 def _status(message: str):
-    from agreement.study_io import status
+    from agreement import status
 
     return status(message)

@@ -24,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from agreement.gate import load_policy
-    from agreement.preregistration import preregister
-    from samples.layout import StudyLayout
+    from agreement import load_policy, preregister
+    from samples import StudyLayout
 
     record = preregister(args.study, load_policy(args.policy), args.judge)
     if args.json:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
-from samples.intervals import DEFAULT_LEVEL
+from samples import DEFAULT_LEVEL
 
 DEFAULTS = {"tie_policy": "exclude", "n_resamples": 10_000, "level": DEFAULT_LEVEL}
 
@@ -35,17 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.quality import QualitySettings, format_quality, settings_from_policy
-    from agreement.study_io import status
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from agreement import QualitySettings, format_quality, settings_from_policy, status
+    from samples import InputError, StudyLayout
 
     given = {name: getattr(args, name) for name in DEFAULTS if getattr(args, name) is not None}
     if args.policy and given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise InputError(f"{flags}: the settings come from --policy {args.policy}; give one or the other")
     if args.policy:
-        from agreement.gate import load_policy
+        from agreement import load_policy
 
         settings = settings_from_policy(load_policy(args.policy))
     else:
@@ -59,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        from agreement.documents import QualityDocument
+        from agreement import QualityDocument
 
         document = QualityDocument.model_validate(written.document)
         print(json.dumps(document.model_dump(mode="json"), indent=2, sort_keys=True))

@@ -19,10 +19,10 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from agreement.study_io import status
+    from agreement import status
     from apps.builtin_stages import ReportSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     with status("rendering the report and its plots ..."):
         written = get_stage("report").run(StudyLayout.of(args.study),

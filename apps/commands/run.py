@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from samples.errors import InputError
+    from samples import InputError
 
     if args.jobs < 1:
         raise InputError(f"--jobs: expected a number of worker processes >= 1, got {args.jobs}")
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{study.path} and {folders[study.output]} both write to {study.output}; expected one "
                              "study folder per study file")
         folders[study.output] = study.path
-    from samples.jsonl import writable_folder
+    from samples import writable_folder
 
     for study, _ in studies:
         writable_folder(study.output, "output")  # before the first line: a bad output is one line, nothing else
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def _prepare(path: str, args: argparse.Namespace) -> tuple[Any, bool]:
     """The loaded study file and whether its simulated panel labels."""
     from apps.study import load_study_file
-    from samples.errors import InputError
+    from samples import InputError
 
     study = load_study_file(path, output=args.output)
     simulate = args.simulate_annotators or (study.annotation.simulate and not args.interactive)
@@ -103,7 +103,7 @@ def _run_study(prepared: tuple[Any, bool], args: argparse.Namespace, *,
     from rich.console import Console
 
     from apps.stages import Context, run_study
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     study, simulate = prepared
     console = Console(stderr=True, force_terminal=None if sys.stderr.isatty() else False, quiet=args.quiet)
@@ -130,7 +130,7 @@ def _one_of_several(prepared: tuple[Any, bool], args: argparse.Namespace, *,
     """A study among several: an input error in it is its one line and exit 2; the others still run."""
     import sys
 
-    from samples.errors import InputError
+    from samples import InputError
 
     try:
         return _run_study(prepared, args, start_server=start_server)
@@ -182,8 +182,7 @@ def _worker_signals() -> None:
 
 def decision_lines(layout) -> list[str]:
     """The study's decision figures (``[decisions]``: Aggarwal's tables and baselines), every run."""
-    from agreement.decisions import summary_lines
-    from agreement.documents import DecisionDocument, read_document
+    from agreement import DecisionDocument, read_document, summary_lines
 
     document = read_document(DecisionDocument, layout)
     return [] if document is None else summary_lines(document)
@@ -191,8 +190,7 @@ def decision_lines(layout) -> list[str]:
 
 def preference_lines(layout) -> list[str]:
     """The self-preference answer of a pairwise study (``[preference]``), as `accord audit` prints it."""
-    from agreement.documents import PreferenceDocument, read_document
-    from agreement.preference import summary_line
+    from agreement import PreferenceDocument, read_document, summary_line
 
     document = read_document(PreferenceDocument, layout)
     return [] if document is None else [summary_line(document.cells, document.level)]
@@ -200,8 +198,7 @@ def preference_lines(layout) -> list[str]:
 
 def verdict_lines(layout) -> list[str]:
     """One line per gated judge: its verdict and the criterion that decided it (the report's cards)."""
-    from agreement.documents import ValidationDocument, VerdictDocument, read_document
-    from agreement.report import verdict_cards
+    from agreement import ValidationDocument, VerdictDocument, read_document, verdict_cards
 
     verdict = read_document(VerdictDocument, layout)
     if verdict is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from apps.builtin_stages import SampleSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     with Progress(SpinnerColumn(), TextColumn("sample: {task.completed:,} unit lines read"), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True, disable=args.json or not sys.stderr.isatty()) as bar:

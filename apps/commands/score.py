@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
-from samples.intervals import DEFAULT_LEVEL
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,12 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from agreement.report import ehq_text
-    from agreement.scoring import GateRefusal, format_score
-    from agreement.study_io import print_document, status
+    from agreement import GateRefusal, ehq_text, format_score, print_document, status
     from apps.builtin_stages import ScoreSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     settings = ScoreSettings(identify_judge=args.identify_judge, escalate_judge=args.escalate_judge,
                              correctness_judge=args.correctness_judge, correctness_field=args.correctness_field,

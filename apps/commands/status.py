@@ -26,8 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     from apps.stages import folder_status, study_status
     from apps.study import load_study_file
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     target = Path(args.study)
     if target.is_dir():

@@ -23,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from annotate import Store, check_store_url, copy_store, store_location, with_study_schema
-    from samples.errors import InputError
-    from samples.layout import StudyLayout
+    from samples import InputError, StudyLayout
 
     layout = StudyLayout.of(args.study)
     if not layout.root.is_dir():

@@ -17,8 +17,7 @@ from __future__ import annotations
 import argparse
 
 from apps.commands import resamples
-from samples.intervals import DEFAULT_LEVEL
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_LEVEL, DEFAULT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,12 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agreement.report import ehq_text
-    from agreement.study_io import print_document, status
-    from agreement.validation import format_validation
+    from agreement import ehq_text, format_validation, print_document, status
     from apps.builtin_stages import ValidateSettings
     from apps.drivers import get_stage
-    from samples.layout import StudyLayout
+    from samples import StudyLayout
 
     settings = ValidateSettings(cluster=args.cluster, judges=tuple(args.judge) if args.judge else None,
                                 tie_policy=args.tie_policy, weighted=args.weighted, n_resamples=args.n_resamples,

@@ -6,35 +6,55 @@ judge-validation study on real items and real local models without people.
 
 from __future__ import annotations
 
-from samples.lazy import lazy_exports
+from typing import TYPE_CHECKING
 
-_EXPORTS: dict[str, str] = {
-    "DemoItem": "apps.demo.items",
-    "load_ehq": "apps.demo.items",
-    "eligible_items": "apps.demo.items",
-    "select_demo_items": "apps.demo.items",
-    "ConflictInstance": "apps.demo.conflict",
-    "build_pair": "apps.demo.conflict",
-    "build_instances": "apps.demo.conflict",
-    "DemoModel": "apps.demo.agent",
-    "DEMO_MODELS": "apps.demo.agent",
-    "AgentConfig": "apps.demo.agent",
-    "RunReport": "apps.demo.agent",
-    "run_agent": "apps.demo.agent",
-    "closed_book_answers": "apps.demo.agent",
-    "SimulatedAnnotator": "apps.demo.panel",
-    "DEFAULT_PANEL": "apps.demo.panel",
-    "SIMULATED_NOTICE": "apps.demo.panel",
-    "PanelReport": "apps.demo.panel",
-    "latent_label": "apps.demo.panel",
-    "simulate_label": "apps.demo.panel",
-    "run_panel": "apps.demo.panel",
-    "build_fixture": "apps.demo.fixture",
-    "FIXTURE_DIR": "apps.demo.fixture",
-    "load_items": "apps.demo.fixture",
-    "load_instances": "apps.demo.fixture",
-}
+if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_exports imports it on first use
+    from apps.demo.agent import DEMO_MODELS, AgentConfig, DemoModel, RunReport, closed_book_answers, run_agent
+    from apps.demo.conflict import ConflictInstance, build_instances, build_pair
+    from apps.demo.fixture import FIXTURE_DIR, build_fixture, load_instances, load_items
+    from apps.demo.items import DemoItem, eligible_items, load_ehq, select_demo_items
+    from apps.demo.panel import (
+        DEFAULT_PANEL,
+        SIMULATED_NOTICE,
+        PanelReport,
+        SimulatedAnnotator,
+        latent_label,
+        run_panel,
+        simulate_label,
+    )
+else:
+    from samples import lazy_exports
 
-__all__ = sorted(_EXPORTS)
+    __getattr__, __dir__ = lazy_exports(__name__)
 
-__getattr__ = lazy_exports("apps.demo", _EXPORTS)
+__all__ = [
+    # apps.demo.agent: A minimal search-tool agent and closed-book answers: the demo's model outputs
+    "AgentConfig",
+    "DEMO_MODELS",
+    "DemoModel",
+    "RunReport",
+    "closed_book_answers",
+    "run_agent",
+    # apps.demo.conflict: Controlled knowledge conflict, built as the ISE paper builds it (section 2.1)
+    "ConflictInstance",
+    "build_instances",
+    "build_pair",
+    # apps.demo.fixture: Build the shipped fixture folder ``data/demo/``: items, conflict/control instances, manifest
+    "FIXTURE_DIR",
+    "build_fixture",
+    "load_instances",
+    "load_items",
+    # apps.demo.items: Demo items: real EHQ-3000 questions, stratified across its four categories
+    "DemoItem",
+    "eligible_items",
+    "load_ehq",
+    "select_demo_items",
+    # apps.demo.panel: A simulated three-annotator panel: seeded labels submitted through the coding app's store
+    "DEFAULT_PANEL",
+    "PanelReport",
+    "SIMULATED_NOTICE",
+    "SimulatedAnnotator",
+    "latent_label",
+    "run_panel",
+    "simulate_label",
+]

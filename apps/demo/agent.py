@@ -36,7 +36,7 @@ from typing import Any
 
 from apps.demo.conflict import DATASET, ConflictInstance
 from apps.demo.items import DEFAULT_SEED, DemoItem
-from samples.errors import InputError
+from samples import InputError
 
 AGENT_NAME = "accord-demo-agent"
 TOOL_NAME = "search"

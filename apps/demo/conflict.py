@@ -41,8 +41,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from apps.demo.items import DATE_PATTERN, DEFAULT_SEED, MONTHS, DemoItem, eligible_items, phrase_pattern
-from samples.canonical import sha256_hex
-from samples.errors import InputError
+from samples import InputError, sha256_hex
 
 SETTING = "controlled"
 DATASET = "EHQ-3000"

@@ -23,8 +23,7 @@ from apps.demo.items import (
     load_ehq,
     select_demo_items,
 )
-from samples.canonical import sha256_hex
-from samples.jsonl import read_models, write_json, write_jsonl
+from samples import read_models, sha256_hex, write_json, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_DIR = REPO / "data" / "demo"

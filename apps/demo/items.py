@@ -31,8 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from samples.errors import InputError
-from samples.seed import DEFAULT_SEED
+from samples import DEFAULT_SEED, InputError
 
 CATEGORIES: tuple[str, ...] = ("FEQ", "PCQ", "HNQ", "CCQ")
 DEFAULT_PER_CATEGORY = 4

@@ -49,13 +49,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from apps.demo.items import DEFAULT_SEED
-from samples.canonical import sha256_hex
-from samples.errors import InputError
-from samples.kinds import DEFAULT_SCHEME, first_turn_offered
-from samples.label_sources import SIMULATED
-from samples.records import BlindTask
-from samples.registry import Registry
-from samples.schemes import get_scheme
+from samples import (
+    DEFAULT_SCHEME,
+    SIMULATED,
+    BlindTask,
+    InputError,
+    Registry,
+    first_turn_offered,
+    get_scheme,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from annotate import Store

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from samples.registry import Registry
+from samples import Registry
 
 
 @dataclass(frozen=True, kw_only=True)

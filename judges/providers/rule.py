@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from judges.providers.base import CallError, Completion, ProviderConfig, register_provider
-from samples.errors import InputError
-from samples.registry import Registry
+from samples import InputError, Registry
 
 EHQ_ITEM_KEY = "ehq_item"
 
@@ -174,8 +173,7 @@ class _AsaRubric:
         return "asa-rubric/1"
 
     def request(self, unit: Any, user: str) -> dict[str, Any]:
-        from samples.asa import REFERENCE_KEY, AsaReference
-        from samples.kinds import get_kind
+        from samples import REFERENCE_KEY, AsaReference, get_kind
 
         reference = AsaReference.from_mapping(unit.reference.get(REFERENCE_KEY), where=f"unit {unit.unit_id}: reference.asa")
         if not reference.deferral_call:

@@ -33,7 +33,7 @@ from judges.providers.base import (
     register_provider,
     status_is_retryable,
 )
-from samples.errors import InputError
+from samples import InputError
 
 
 def llama_constraint(output_kind: str) -> dict[str, Any]:
