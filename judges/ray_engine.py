@@ -354,11 +354,14 @@ def _http_processor(build_processor: Any, spec: JudgeSpec, options: RayOptions, 
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         return {"key": row["key"], "response": json.dumps(row["http_response"])}
 
-    # Row reshaping is light but not free: a tiny CPU share, and at most two tasks at a time, since a
-    # fractional share alone lets Ray start a Python worker process per pending block.
-    light = {"num_cpus": 0.01, "compute": TaskPoolStrategy(size=2)}
+    # Every Ray Data operator that runs as tasks starts Python worker processes of its own (seconds of CPU
+    # each, per run): the preprocess asks for the HTTP actors' CPU share so Ray Data fuses it into them
+    # (MapWorker(Map(_preprocess)->MapBatches(HttpRequestUDF))), and the postprocess, which cannot fuse
+    # after an actor stage, runs one task at a time on a tiny CPU share (a fractional share alone lets Ray
+    # start a worker process per pending block).
     return build_processor(config, preprocess=preprocess, postprocess=postprocess,
-                           preprocess_map_kwargs=light, postprocess_map_kwargs=light)
+                           preprocess_map_kwargs={"num_cpus": options.num_cpus},
+                           postprocess_map_kwargs={"num_cpus": 0.01, "compute": TaskPoolStrategy(size=1)})
 
 
 def vllm_sampling(body: Mapping[str, Any]) -> dict[str, Any]:
