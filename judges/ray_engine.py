@@ -177,8 +177,13 @@ class RayEngine:
                 "concurrency": spec.concurrency}
 
     def check(self, judges: Sequence[JudgeSpec]) -> None:
-        """Ray importable, one reachable cluster for every Ray judge, each judge's processor usable there."""
-        ray = _import_ray()
+        """Ray installed, one reachable cluster for every Ray judge, each judge's processor usable there.
+        Ray Data's LLM API is imported only by a run with calls to make (seconds of start-up a rerun that
+        the cache answers need not pay); a Ray without it is refused there, before any call."""
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise InputError(INSTALL_HINT)
         address = _cluster_address(judges)
         for spec in judges:
             options: RayOptions = spec.engine_options or RayOptions()
@@ -193,6 +198,7 @@ class RayEngine:
         vllm = [spec for spec in judges if (spec.engine_options or RayOptions()).processor == "vllm"]
         if not vllm:  # call_all joins, and only when the cache leaves calls to make: a rerun never joins
             return
+        ray = _import_ray()
         _join(ray, address)
         gpus = cluster_gpus(ray)
         for spec in vllm:
