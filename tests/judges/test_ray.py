@@ -133,6 +133,7 @@ def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, end
     local = _run(_command(local_study, units_file, config))
     assert local["calls"] == n and local["ok"] == n
     before = [p.calls() for p in endpoints]
+    ray_cluster.ready()  # a worker node replaced by the worker-kill test has joined
     remote = _run(_command(ray_study, units_file, config, *_ray_flags(ray_cluster, endpoints)))
     sent = [p.calls() - b for p, b in zip(endpoints, before)]
     assert remote["calls"] == n and remote["ok"] == n and remote["failed"] == 0
@@ -214,7 +215,7 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, u
     config = _config(tmp_path / "judges.toml", endpoints[0].base_url,
                      ray='batch_size = 1\nnum_cpus = 1\n')
     study = tmp_path / "study"
-    command = _command(study, units_file, config, *_ray_flags(ray_cluster, endpoints))
+    command = _command(study, units_file, config, *_ray_flags(ray_cluster.ready(), endpoints))
     process = subprocess.Popen(command, cwd=cli_runs.REPO, env=cli_runs.env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
@@ -228,7 +229,7 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, u
     finally:
         if process.poll() is None:
             process.kill()
-        ray_cluster.start_worker()
+        ray_cluster.start_worker(wait=False)  # it joins while the study is checked (and resumed)
     assert process.returncode == 0 and out.strip(), err[-3000:]
     assert fused == on_worker, f"{on_worker} actor process(es) on the worker node, {fused} of them {FUSED_ACTOR}"
     first = json.loads(out)["judges"][0]

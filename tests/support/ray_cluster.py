@@ -50,6 +50,7 @@ class RayCluster:
     port: int = field(default_factory=free_port)
     head: subprocess.Popen | None = None
     worker: subprocess.Popen | None = None
+    joining: int | None = None  # the node-manager port of a worker node started but not yet waited for
 
     @property
     def address(self) -> str:
@@ -76,12 +77,20 @@ class RayCluster:
         self.start_worker()
         return self
 
-    def start_worker(self) -> None:
-        """A (new) worker node joined to the head; waits until the cluster counts it and no longer counts
-        the one it replaces."""
-        port = free_port()
-        self.worker = self._start("worker", ["--address", self.address, "--node-manager-port", str(port)])
-        self.wait_nodes(2, self.worker, node_manager_port=port)
+    def start_worker(self, *, wait: bool = True) -> None:
+        """A (new) worker node joined to the head. ``wait`` False: it joins while the caller goes on, and
+        ``ready()`` waits for it (a node start costs seconds that a test checking its study need not wait)."""
+        self.joining = free_port()
+        self.worker = self._start("worker", ["--address", self.address, "--node-manager-port", str(self.joining)])
+        if wait:
+            self.ready()
+
+    def ready(self) -> RayCluster:
+        """Both nodes alive: a joining worker node counted and the one it replaces no longer counted."""
+        if self.joining is not None:
+            self.wait_nodes(2, self.worker, node_manager_port=self.joining)
+            self.joining = None
+        return self
 
     def kill_worker(self) -> None:
         """SIGKILL the worker node: ``ray start``, its raylet and every process below it (Ray's
