@@ -60,9 +60,10 @@ def endpoints(request):
 
 # Units per run. The stub endpoints carry the bulk; a real model's call costs seconds on 2 cores, and every
 # assertion of the llama runs holds for any count (row-for-row equality, a kill between the first and last
-# label): 4 is two calls per endpoint; 6 is more than the 4 HTTP actors take at once, so calls are answered
-# both before and after a kill.
-UNITS = {"llama": {"equal": 4, "driver kill": 6, "worker kill": 6},
+# label): 2 is a call per endpoint; 6 is more than the 4 HTTP actors take at once, so calls are answered
+# both before and after a kill. (SmolLM2 reads a judge prompt of about 500 tokens at 40-90 tokens/s on one
+# thread of a loaded 2-core machine: each call saved here is seconds.)
+UNITS = {"llama": {"equal": 2, "driver kill": 6, "worker kill": 6},
          "stub": {"equal": 16, "driver kill": 16, "worker kill": 24}}
 # The process title of a Ray Data HTTP actor with the row preprocess fused into it (judges/ray_engine.py):
 # an unfused preprocess would start Python worker processes of its own on every run.
