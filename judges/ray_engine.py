@@ -177,8 +177,13 @@ class RayEngine:
                 "concurrency": spec.concurrency}
 
     def check(self, judges: Sequence[JudgeSpec]) -> None:
-        """Ray importable, one reachable cluster for every Ray judge, each judge's processor usable there."""
-        ray = _import_ray()
+        """Ray installed, one reachable cluster for every Ray judge, each judge's processor usable there.
+        Ray Data's LLM API is imported only by a run with calls to make (seconds of start-up a rerun that
+        the cache answers need not pay); a Ray without it is refused there, before any call."""
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise InputError(INSTALL_HINT)
         address = _cluster_address(judges)
         for spec in judges:
             options: RayOptions = spec.engine_options or RayOptions()
@@ -193,6 +198,7 @@ class RayEngine:
         vllm = [spec for spec in judges if (spec.engine_options or RayOptions()).processor == "vllm"]
         if not vllm:  # call_all joins, and only when the cache leaves calls to make: a rerun never joins
             return
+        ray = _import_ray()
         _join(ray, address)
         gpus = cluster_gpus(ray)
         for spec in vllm:
@@ -354,11 +360,14 @@ def _http_processor(build_processor: Any, spec: JudgeSpec, options: RayOptions, 
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         return {"key": row["key"], "response": json.dumps(row["http_response"])}
 
-    # Row reshaping is light but not free: a tiny CPU share, and at most two tasks at a time, since a
-    # fractional share alone lets Ray start a Python worker process per pending block.
-    light = {"num_cpus": 0.01, "compute": TaskPoolStrategy(size=2)}
+    # Every Ray Data operator that runs as tasks starts Python worker processes of its own (seconds of CPU
+    # each, per run): the preprocess asks for the HTTP actors' CPU share so Ray Data fuses it into them
+    # (MapWorker(Map(_preprocess)->MapBatches(HttpRequestUDF))), and the postprocess, which cannot fuse
+    # after an actor stage, runs one task at a time on a tiny CPU share (a fractional share alone lets Ray
+    # start a worker process per pending block).
     return build_processor(config, preprocess=preprocess, postprocess=postprocess,
-                           preprocess_map_kwargs=light, postprocess_map_kwargs=light)
+                           preprocess_map_kwargs={"num_cpus": options.num_cpus},
+                           postprocess_map_kwargs={"num_cpus": 0.01, "compute": TaskPoolStrategy(size=1)})
 
 
 def vllm_sampling(body: Mapping[str, Any]) -> dict[str, Any]:

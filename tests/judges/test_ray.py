@@ -59,9 +59,15 @@ def endpoints(request):
 
 
 # Units per run. The stub endpoints carry the bulk; a real model's call costs seconds on 2 cores, and every
-# assertion of the llama runs holds for any count (row-for-row equality, a kill between the first and last label).
-UNITS = {"llama": {"equal": 6, "driver kill": 12, "worker kill": 12},
-         "stub": {"equal": 16, "driver kill": 24, "worker kill": 24}}
+# assertion of the llama runs holds for any count (row-for-row equality, a kill between the first and last
+# label): 2 is a call per endpoint; 6 is more than the 4 HTTP actors take at once, so calls are answered
+# both before and after a kill. (SmolLM2 reads a judge prompt of about 500 tokens at 40-90 tokens/s on one
+# thread of a loaded 2-core machine: each call saved here is seconds.)
+UNITS = {"llama": {"equal": 2, "driver kill": 6, "worker kill": 6},
+         "stub": {"equal": 16, "driver kill": 16, "worker kill": 24}}
+# The process title of a Ray Data HTTP actor with the row preprocess fused into it (judges/ray_engine.py):
+# an unfused preprocess would start Python worker processes of its own on every run.
+FUSED_ACTOR = "MapWorker(Map(_preprocess)->MapBatches(HttpRequestUDF))"
 
 
 @pytest.fixture
@@ -128,6 +134,7 @@ def test_ray_run_equals_the_local_run_and_a_rerun_makes_no_call(ray_cluster, end
     local = _run(_command(local_study, units_file, config))
     assert local["calls"] == n and local["ok"] == n
     before = [p.calls() for p in endpoints]
+    ray_cluster.ready()  # a worker node replaced by the worker-kill test has joined
     remote = _run(_command(ray_study, units_file, config, *_ray_flags(ray_cluster, endpoints)))
     sent = [p.calls() - b for p, b in zip(endpoints, before)]
     assert remote["calls"] == n and remote["ok"] == n and remote["failed"] == 0
@@ -209,21 +216,23 @@ def test_killed_worker_node_loses_and_doubles_no_label(ray_cluster, endpoints, u
     config = _config(tmp_path / "judges.toml", endpoints[0].base_url,
                      ray='batch_size = 1\nnum_cpus = 1\n')
     study = tmp_path / "study"
-    command = _command(study, units_file, config, *_ray_flags(ray_cluster, endpoints))
+    command = _command(study, units_file, config, *_ray_flags(ray_cluster.ready(), endpoints))
     process = subprocess.Popen(command, cwd=cli_runs.REPO, env=cli_runs.env(), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
         cli_runs.wait_for(lambda: cli_runs.log_lines(study) >= 2 and ray_cluster.worker_processes("MapWorker") > 0,
                           process, timeout_s=900)
         on_worker = ray_cluster.worker_processes("MapWorker")
+        fused = ray_cluster.worker_processes(FUSED_ACTOR)
         logged = cli_runs.log_lines(study)
         ray_cluster.kill_worker()
         out, err = process.communicate(timeout=1200)
     finally:
         if process.poll() is None:
             process.kill()
-        ray_cluster.start_worker()
+        ray_cluster.start_worker(wait=False)  # it joins while the study is checked (and resumed)
     assert process.returncode == 0 and out.strip(), err[-3000:]
+    assert fused == on_worker, f"{on_worker} actor process(es) on the worker node, {fused} of them {FUSED_ACTOR}"
     first = json.loads(out)["judges"][0]
     # Whatever the cluster could not answer after the kill is an unscored call_failed row, retried by the next run.
     resumed = _run(command) if first["failed"] else first
