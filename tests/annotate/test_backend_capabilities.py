@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from annotate import (
-    SIMULATED,
     AppBackend,
     BackendType,
-    HumanLabel,
     Store,
     backend_names,
     get_backend_factory,
     register_backend,
 )
+from samples import SIMULATED, HumanLabel
 from samples.layout import StudyLayout
 from tests.annotate.helpers import write_study
 
