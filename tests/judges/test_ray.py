@@ -1,6 +1,6 @@
 """Judge runs on a real two-node Ray cluster against two real llama-server endpoints.
 
-The cluster (tests/support/ray_cluster.py) is one per session; the endpoints are the
+The cluster (tests/support/ray_cluster.py) is one per module (this one); the endpoints are the
 session's llama-server and a second one started here, each behind a counting proxy
 (tests/support/counting_proxy.py) so that which requests reached a model is seen from
 outside accord. Every run is the CLI in a subprocess (the driver a test can kill).

@@ -1,4 +1,4 @@
-"""A real two-node Ray cluster on this machine, one per pytest session (the ``ray`` marker).
+"""A real two-node Ray cluster on this machine, one per test module (the ``ray`` marker).
 
 ``ray start --head --block`` and ``ray start --address ... --block`` each run in their own
 process group, so stopping a node ends its raylet, GCS and workers and nothing else on
@@ -181,9 +181,11 @@ def _kill(root: int) -> None:
             pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayCluster]:
-    """One two-node cluster for every ``ray`` test of the session; a missing Ray is a failure naming the extra."""
+    """One two-node cluster for the ``ray`` tests of a module (all of them are in tests/judges/test_ray.py, so it
+    starts once); it stops when the module ends, since an idle cluster's raylets, GCS and monitors took CPU from
+    the rest of the service tier. A missing Ray is a failure naming the extra."""
     try:
         import ray.data.llm  # noqa: F401
     except ImportError:
