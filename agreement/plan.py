@@ -306,6 +306,17 @@ class Simulator:
         weights (the weighted sums over (X, S, n) took a tenth of ``accord gate`` at 1e5 units)."""
         return np.bincount(flat[mask.ravel()], minlength=mask.size).astype(float).reshape(mask.shape)
 
+    def _cells_counted(self, judge: np.ndarray, majority: np.ndarray, keep: np.ndarray, flat: np.ndarray
+                       ) -> list[np.ndarray]:
+        """``_counted`` of the four kept judge x majority cells (judge & majority, judge & ~majority,
+        ~judge & majority, ~judge & ~majority), in one count over the kept units: unit -> cell 2 (1 - judge)
+        + (1 - majority), slot cell * X S n + slot (four masked counts took a tenth of ``accord gate`` at
+        1e5 units)."""
+        kept = keep.ravel()
+        cell = (2 * ~judge + ~majority).ravel()[kept]
+        counts = np.bincount(cell * keep.size + flat[kept], minlength=4 * keep.size).astype(float)
+        return list(counts.reshape((4, *keep.shape)))
+
     def _slots(self, X: int, cluster: np.ndarray, n: int) -> np.ndarray:
         return (np.arange(X)[:, None, None] * self.studies * n + cluster[None]).ravel()
 
@@ -333,8 +344,7 @@ class Simulator:
         every = np.ones((acc.size, S), dtype=bool)
         df = scale.clusters(clusters) - 1
         tq = _t_quantiles(df, 1 - self.z)
-        cells = [judge & majority, judge & ~majority, ~judge & majority, ~judge & ~majority]
-        cell_sums = [self._counted(c & keep, flat) for c in cells]  # each (X, S, n)
+        cell_sums = self._cells_counted(judge, majority, keep, flat)  # each (X, S, n)
         for c in self.criteria:
             if c.type in ("agreement_floor", "tracks_input"):
                 ok = self._floor(c, cell_sums, slot_count, kept, clusters, tq, scale)

@@ -29,7 +29,7 @@ from samples.imports import (
     label_text,
     table_source,
 )
-from samples.kinds import study_schemes
+from samples.kinds import scheme_for, study_schemes
 from samples.layout import StudyLayout
 from samples.names import check_annotator_name
 from samples.schemes import get_scheme
@@ -74,12 +74,12 @@ def _name(value: str, where: str) -> str:
 
 
 def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes: Mapping[str, str] | None) -> str:
-    from samples.kinds import scheme_for
-
     name = scheme or scheme_for(kind, schemes)
     if name == ANY_SCHEME:
         return label
     known = get_scheme(name)
+    if label in known.labels:  # as the scheme spells it (checked per imported label: the common case first)
+        return label
     return known.canonical(label) or known.check(label, where=where)
 
 
