@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,7 +276,7 @@ class Simulator:
         self.simulated_units = simulated_units
         self.criteria = [c for c in criteria if c.planned]
         self.z = (1 - level) / 2
-        self._gram: tuple[list[np.ndarray], list[list[np.ndarray]]] | None = None
+        self._gram: tuple[weakref.ref[np.ndarray], list[list[np.ndarray]]] | None = None
 
     def _studies(self, n: int, rng: np.random.Generator):
         d, S = self.design, self.studies
@@ -311,10 +312,10 @@ class Simulator:
         """``_counted`` of the four kept judge x majority cells (judge & majority, judge & ~majority,
         ~judge & majority, ~judge & ~majority), in one count over the kept units: unit -> cell 2 (1 - judge)
         + (1 - majority), slot cell * X S n + slot (four masked counts took a tenth of ``accord gate`` at
-        1e5 units)."""
+        1e5 units). Whole numbers, kept as integers (no float copy of the four (X, S, n) arrays)."""
         kept = keep.ravel()
         cell = (2 * ~judge + ~majority).ravel()[kept]
-        counts = np.bincount(cell * keep.size + flat[kept], minlength=4 * keep.size).astype(float)
+        counts = np.bincount(cell * keep.size + flat[kept], minlength=4 * keep.size)
         return list(counts.reshape((4, *keep.shape)))
 
     def _slots(self, X: int, cluster: np.ndarray, n: int) -> np.ndarray:
@@ -415,13 +416,13 @@ class Simulator:
         slot_count = sum_i cs_i and M_ij = P_ij - s_j sum_k P_ik - s_i sum_k P_jk + s_i s_j sum_kl P_kl.
         The products depend only on the simulated studies, so one pass over the (X, S, n) slots serves the
         bound of every criterion (the influence summed per criterion took a fifth of ``accord gate`` at 1e5
-        units); kept for the ``cell_sums`` of the current ``pass_rates`` call."""
-        if self._gram is None or self._gram[0] is not cell_sums:
+        units); kept, without keeping the cells alive, for the ``cell_sums`` of the current ``pass_rates`` call."""
+        if self._gram is None or self._gram[0]() is not cell_sums[0]:
             products = [[np.empty(0)] * 4 for _ in range(4)]
             for i in range(4):
                 for j in range(i, 4):
                     products[i][j] = products[j][i] = np.einsum("xsn,xsn->xs", cell_sums[i], cell_sums[j])
-            self._gram = (cell_sums, products)
+            self._gram = (weakref.ref(cell_sums[0]), products)
         products = self._gram[1]
         row = [sum(products[i]) for i in range(4)]
         total = sum(row)
