@@ -403,9 +403,10 @@ def _constant_ac1(answer_positive: bool, reference_share: np.ndarray) -> np.ndar
     return (po - pe) / (1 - pe)
 
 
-def _baseline_difference(stream: Stream, coefficient: str, code: int, k: int, both: np.ndarray, alpha: float
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(low, high, looks) of the judge's ``coefficient`` minus that of always answering category ``code``, at ``alpha``."""
+def _baseline_difference(stream: Stream, coefficient: str, code: int, k: int, both: np.ndarray, alpha: float,
+                         boxes: dict[tuple[float, int], Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(low, high, looks) of the judge's ``coefficient`` minus that of always answering category ``code``, at ``alpha``
+    (``boxes``: ``_ac1_over_constant``'s sequences, shared by both constants)."""
     if coefficient == "percent_agreement":
         d = (stream.judge == stream.reference).astype(float) - (stream.reference == code)
         cs, where = _bounded_mean(stream, both, (d + 1) / 2, alpha)
@@ -414,7 +415,7 @@ def _baseline_difference(stream: Stream, coefficient: str, code: int, k: int, bo
         found = agreement_sequence(stream, "cohen_kappa", alpha)
         return None if found is None else (found[0], found[1], found[3])
     if coefficient == "gwet_ac1":
-        return _ac1_over_constant(stream, code == k, k, both, alpha)
+        return _ac1_over_constant(stream, code == k, k, both, alpha, boxes=boxes)
     return None
 
 
@@ -423,7 +424,8 @@ _BOX_GRID = 401
 
 
 def _ac1_over_constant(stream: Stream, answer_positive: bool, k: int, both: np.ndarray, alpha: float, *,
-                       grid: int = GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       grid: int = GRID, boxes: dict[tuple[float, int], Any] | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Judge's AC1 minus always answering one category, bounded over a box of three sequences at alpha / 3.
 
     Both AC1s move with the reference's positive share p_R (the constant's steeply: about -1.6 per unit of
@@ -435,12 +437,17 @@ def _ac1_over_constant(stream: Stream, answer_positive: bool, k: int, both: np.n
     p_R + (p_J - p_R) / 2; so for each p_R its lowest value takes p_o's lower bound and the pi of the
     box nearest 1/2, its highest p_o's upper bound and the pi farthest from 1/2 (an end). Over p_R the
     difference is smooth, searched on a grid that includes the box's ends (exact there, off by a
-    second-order term between grid points).
+    second-order term between grid points). The three sequences do not depend on the constant: ``boxes``
+    ((alpha, grid) -> them) keeps them for the other constant of one stream (they were most of ``accord plan
+    --sequential``).
     """
-    agree = (stream.judge == stream.reference).astype(float)
-    judge_pos, ref_pos = (stream.judge == k).astype(float), (stream.reference == k).astype(float)
-    (po, where), (shift, _), (share, _) = [_bounded_mean(stream, both, score, alpha / 3, grid=grid) for score in (
-        agree, (judge_pos - ref_pos + 1) / 2, ref_pos)]
+    boxes = {} if boxes is None else boxes
+    if (alpha, grid) not in boxes:
+        agree = (stream.judge == stream.reference).astype(float)
+        judge_pos, ref_pos = (stream.judge == k).astype(float), (stream.reference == k).astype(float)
+        boxes[alpha, grid] = [_bounded_mean(stream, both, score, alpha / 3, grid=grid) for score in (
+            agree, (judge_pos - ref_pos + 1) / 2, ref_pos)]
+    (po, where), (shift, _), (share, _) = boxes[alpha, grid]
     t = np.linspace(0.0, 1.0, _BOX_GRID)
     p_r = share.low[:, None] + (share.high - share.low)[:, None] * t[None, :]
     near = p_r + (shift.low - 0.5)[:, None]  # pi's range at this p_R: p_R + (p_J - p_R) / 2, (p_J - p_R) = 2 s - 1
@@ -479,10 +486,11 @@ def _baselines_path(criterion: Any, stream: Stream, alpha: float) -> CriterionPa
     k = stream.categories.index(stream.positive) if stream.positive in stream.categories else 1
     comparisons = [(c, code) for c in criterion.coefficients for code in range(2)]
     lows, highs, names = [], [], []
+    boxes: dict[tuple[float, int], Any] = {}
     for coefficient, code in comparisons:
-        lower = _baseline_difference(stream, coefficient, code, k, both, alpha)
+        lower = _baseline_difference(stream, coefficient, code, k, both, alpha, boxes)
         upper = lower if lower is None or len(comparisons) == 1 else _baseline_difference(
-            stream, coefficient, code, k, both, alpha / len(comparisons))
+            stream, coefficient, code, k, both, alpha / len(comparisons), boxes)
         if lower is None or upper is None:
             return CriterionPath(name=criterion.name, type="beats_baselines", decisions=None, threshold=threshold,
                                  method=f"baseline comparison on {coefficient}: {END_ONLY}")

@@ -12,6 +12,7 @@ scipy.stats to 1e-12 relative.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -69,8 +70,13 @@ def _density(t: float, df: float) -> float:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with ``df`` degrees of freedom (df >= 1)."""
+    """The p-quantile of Student's t with ``df`` degrees of freedom (df >= 1).
+
+    Cached: a pure function asked again and again with the same level and cluster count
+    (each criterion, each simulated study of a coverage check), and each miss costs
+    Newton steps on a continued fraction in Python."""
     if not 0.0 < p < 1.0 or not df >= 1.0:
         return math.nan
     if p < 0.5:

@@ -30,6 +30,7 @@ from samples import (
     get_scheme,
     import_rows,
     label_text,
+    scheme_for,
     study_schemes,
     table_source,
 )
@@ -74,12 +75,12 @@ def _name(value: str, where: str) -> str:
 
 
 def _check_label(label: str, kind: str, scheme: str | None, where: str, schemes: Mapping[str, str] | None) -> str:
-    from samples import scheme_for
-
     name = scheme or scheme_for(kind, schemes)
     if name == ANY_SCHEME:
         return label
     known = get_scheme(name)
+    if label in known.labels:  # as the scheme spells it (checked per imported label: the common case first)
+        return label
     return known.canonical(label) or known.check(label, where=where)
 
 

@@ -528,7 +528,8 @@ class _DefaultSchemes(Mapping[str, str]):
         return kinds()
 
     def __getitem__(self, kind: str) -> str:
-        return self._kinds()[kind].scheme
+        # One registry look-up, not a copy of every kind: asked per imported row.
+        return _KINDS[kind].scheme
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._kinds())

@@ -7,6 +7,7 @@ a judge label and a human label of the same unit compare directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from samples.errors import InputError
 from samples.registry import Registry
@@ -27,8 +28,15 @@ class LabelScheme:
     def canonical(self, label: str) -> str | None:
         """``label`` as this scheme spells it, ignoring case and surrounding space ("Yes " -> "yes"), for what a
         person typed in a table; None when it is no label of the scheme."""
-        matches = [known for known in self.labels if known.casefold() == label.strip().casefold()]
-        return matches[0] if len(matches) == 1 else None
+        return self._folded.get(label.strip().casefold())
+
+    @cached_property
+    def _folded(self) -> dict[str, str | None]:
+        """Case-folded label -> the label; None where two labels fold alike (asked per imported row)."""
+        folded: dict[str, str | None] = {}
+        for known in self.labels:
+            folded[known.casefold()] = None if known.casefold() in folded else known
+        return folded
 
 
 SCHEMES: Registry[LabelScheme] = Registry("label scheme")

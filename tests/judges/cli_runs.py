@@ -3,6 +3,7 @@ every kill/concurrency test makes on the study it leaves: nothing lost, nothing 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -52,6 +53,22 @@ def env() -> dict[str, str]:
 def start(study: Path, units: Path, config: Path) -> subprocess.Popen:
     return subprocess.Popen(command(study, units, config), cwd=REPO, env=env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def run_in_process(study: Path, units: Path, config: Path, capsys) -> tuple[int, str, str]:
+    """A run nobody kills or races: in process, the code ``start`` runs without an interpreter's start-up, with
+    its working folder and environment (no API keys); (exit code, stdout, stderr)."""
+    from apps.cli import main
+
+    saved = {key: os.environ.pop(key) for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if key in os.environ}
+    capsys.readouterr()
+    try:
+        with contextlib.chdir(REPO):
+            code = main(command(study, units, config)[3:])
+    finally:
+        os.environ.update(saved)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def log_lines(study: Path) -> int:

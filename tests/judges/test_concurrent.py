@@ -66,9 +66,8 @@ def test_a_second_run_is_refused_naming_the_first_and_a_killed_first_frees_the_s
     assert cli_runs.lock_holder(study) == first.pid  # the file still names it, but nobody holds the lock
     fault_server.delay_s = 0.0
     fault_server.released.set()
-    resumed = cli_runs.start(study, units_file, config)
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
+    code, out, err = cli_runs.run_in_process(study, units_file, config, capsys)  # the resume: nothing kills it
+    assert code == 0, err
     tally = cli_runs.tally(study, units)
     assert (tally.rows, tally.lost, tally.duplicated) == (N_UNITS * len(cli_runs.JUDGES), 0, 0)
     assert cli_runs.lock_holder(study) is None  # released cleanly this time

@@ -99,9 +99,8 @@ def test_repeated_kills_under_faults_then_resume(fault_server, tmp_path, capsys)
         assert tally.duplicated == 0 and tally.rows == tally.keys
     assert cli_runs.log_lines(study) < expected, "the kills must land before the end"
 
-    resumed = cli_runs.start(study, units_file, config)
-    out, err = resumed.communicate(timeout=180)
-    assert resumed.returncode == 0, err
+    code, out, err = cli_runs.run_in_process(study, units_file, config, capsys)  # the resume: nothing kills it
+    assert code == 0, err
     tally = cli_runs.tally(study, units)
     assert (tally.rows, tally.lost, tally.duplicated) == (expected, 0, 0)
     table = read_labels(layout.judge_labels)
@@ -117,9 +116,8 @@ def test_repeated_kills_under_faults_then_resume(fault_server, tmp_path, capsys)
     # A rerun calls nothing and changes nothing.
     before = layout.judge_labels.read_bytes()
     served = len(fault_server.attempts)
-    again = cli_runs.start(study, units_file, config)
-    out, err = again.communicate(timeout=120)
-    assert again.returncode == 0, err
+    code, out, err = cli_runs.run_in_process(study, units_file, config, capsys)
+    assert code == 0, err
     assert len(fault_server.attempts) == served
     assert sum(j["already_done"] for j in json.loads(out)["judges"]) == expected
     assert layout.judge_labels.read_bytes() == before

@@ -3,6 +3,7 @@ processes (--jobs), each study's lines in the order given, every file byte-ident
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -25,6 +26,17 @@ def _accord(*argv: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=600)
 
 
+def _in_process(capsys, *argv: str) -> tuple[int, str]:
+    """The CLI in this process from the same folder (the code the console script runs, without its start-up):
+    (exit code, stdout)."""
+    from apps.cli import main
+
+    capsys.readouterr()
+    with contextlib.chdir(REPO):
+        code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
 def _copy(study: Path, tmp: Path, name: str) -> Path:
     """The shipped study file with its output in ``tmp/name`` and its policy path made absolute."""
     text = study.read_text()
@@ -43,13 +55,13 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow  # two real studies, each run twice: about 10 CPU-seconds
-def test_studies_side_by_side_print_in_order_and_write_what_each_alone_writes(shared, tmp_path):
+def test_studies_side_by_side_print_in_order_and_write_what_each_alone_writes(shared, tmp_path, capsys):
     # lesion (six judges) takes longer than MAD (one judge) and is given first: its lines must still come first.
     names = ["lesion", "mad"]
     files = {"lesion": STUDIES / "alttest" / "lesion" / "study.toml", "mad": STUDIES / "mad" / "study.toml"}
     copies = [str(_copy(files[n], tmp_path, n)) for n in names]
-    alone = [_accord("run", copy, "--quiet") for copy in copies]
-    assert [r.returncode for r in alone] == [1, 1]  # both reject a judge
+    alone = [_in_process(capsys, "run", copy, "--quiet") for copy in copies]  # the side-by-side run is the script's
+    assert [code for code, _ in alone] == [1, 1]  # both reject a judge
     written = {n: _files(tmp_path / n) for n in names}
     for n in names:  # the same folders again, written by one run of both
         shutil.rmtree(tmp_path / n)
@@ -57,7 +69,7 @@ def test_studies_side_by_side_print_in_order_and_write_what_each_alone_writes(sh
     both = _accord("run", *copies, "--quiet", "--jobs", "2")
     assert both.returncode == 1, both.stderr
     assert both.stderr == ""
-    assert both.stdout == "".join(r.stdout for r in alone)
+    assert both.stdout == "".join(out for _, out in alone)
     assert both.stdout.splitlines()[0].startswith("alttest-lesion: ")
     assert both.stdout.splitlines()[-1].startswith("mad-mast-lint: REJECT mast-lint: ")
     for n in names:

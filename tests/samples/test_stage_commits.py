@@ -8,6 +8,7 @@ figures (``-s`` shows them) and the totals are asserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -48,6 +49,14 @@ def _run(*argv: str, cwd: Path) -> float:
     _, err = process.communicate(timeout=600)
     assert process.returncode == 0, err.decode()
     return time.monotonic() - started
+
+
+def _in_process(*argv: str, cwd: Path) -> None:
+    """A run nobody kills: in process, the same code as ``python -m apps`` without an interpreter's start-up."""
+    from apps.cli import main
+
+    with contextlib.chdir(cwd):
+        assert main(list(argv)) == 0
 
 
 def _descendants(pid: int) -> list[int]:
@@ -158,8 +167,9 @@ def _kill_loop(stage: str, template: Path, argv: list[str], inputs: Path, tmp_pa
         figures["temp_files_after_reader"] += len(_temps(work))
         print(f"{stage} kill {attempt} ({how}): at {delay:.2f}s of {duration:.2f}s -> {outcome}, {len(left)} temp file(s) "
               f"left by the kill, {len(alive)} worker(s) alive")
-    # the next run of the stage finishes from whatever the last kill left
-    _run(*study_args, cwd=inputs)
+    # the next run of the stage finishes from whatever the last kill left (in process, unless it forks
+    # workers: forking the test's threaded process could deadlock them)
+    (_run if "--workers" in argv else _in_process)(*study_args, cwd=inputs)
     assert _state(work, stage) == new and not _temps(work)
     print(f"{stage}: {json.dumps(figures)}")
     assert figures["mixed"] == 0
@@ -170,22 +180,22 @@ def _kill_loop(stage: str, template: Path, argv: list[str], inputs: Path, tmp_pa
 @pytest.mark.slow  # 10 s on 2 idle cores: make test runs it, make test-fast does not
 def test_killed_ingest_leaves_old_or_new(big_input: Path, tmp_path: Path) -> None:
     template = tmp_path / "template"
-    _run("ingest", "old.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
+    _in_process("ingest", "old.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
     _kill_loop("ingest", template, ["ingest", "new.jsonl", "--adapter", "ise", "--workers", "2"], big_input, tmp_path)
 
 
 def test_killed_sample_leaves_old_or_new(big_input: Path, tmp_path: Path) -> None:
     template = tmp_path / "template"
-    _run("ingest", "new.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
-    _run("sample", str(template), "--plan", "plan_old.toml", cwd=big_input)
+    _in_process("ingest", "new.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
+    _in_process("sample", str(template), "--plan", "plan_old.toml", cwd=big_input)
     _kill_loop("sample", template, ["sample", "--plan", "plan_new.toml", "--seed", "7"], big_input, tmp_path)
 
 
 def test_killed_blind_replace_leaves_old_or_new(big_input: Path, tmp_path: Path) -> None:
     template = tmp_path / "template"
-    _run("ingest", "old.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
-    _run("sample", str(template), "--plan", "plan_old.toml", cwd=big_input)
-    _run("blind", str(template), "--annotators", "a,b", cwd=big_input)
+    _in_process("ingest", "old.jsonl", "--adapter", "ise", "--study", str(template), cwd=big_input)
+    _in_process("sample", str(template), "--plan", "plan_old.toml", cwd=big_input)
+    _in_process("blind", str(template), "--annotators", "a,b", cwd=big_input)
     _kill_loop("blind", template, ["blind", "--annotators", "a,b", "--seed", "9", "--replace"], big_input, tmp_path)
 
 
