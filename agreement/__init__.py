@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_e
         scott_pi,
     )
     from agreement.correction import ppi_mean, rogan_gladen
+    from agreement.criteria import register_criterion
     from agreement.decisions import DecisionSettings, decision_study, summary_lines
     from agreement.documents import (
         DOCUMENTS,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_e
     )
     from agreement.ehq import ehq_study
     from agreement.estimate import Estimate
-    from agreement.gate import Verdict, gate_study, load_policy, register_criterion
+    from agreement.gate import Verdict, gate_study, load_policy
     from agreement.identity import evaluated_families, self_family_notes
     from agreement.majority import TIE_POLICIES, MajorityVote, majority_vote
     from agreement.monitor import COMPLETE_MESSAGE, anytime_state, criterion_rows, state_lines, study_decided
@@ -163,6 +164,8 @@ __all__ = [
     # agreement.correction: Bias-corrected rates from a human-validated sample: Rogan-Gladen and PPI++
     "ppi_mean",
     "rogan_gladen",
+    # agreement.criteria: What a gate criterion is: the ``Criterion`` protocol, its result, and the ``CRITERIA`` ...
+    "register_criterion",
     # agreement.decisions: Aggarwal's decision statistics ("Calibrated Enough to Know, Not Calibrated to Act", seed 004)
     "DecisionSettings",
     "decision_study",
@@ -190,7 +193,6 @@ __all__ = [
     "Verdict",
     "gate_study",
     "load_policy",
-    "register_criterion",
     # agreement.identity: The exact call a judge's labels come from, and whether a verdict covers it
     "evaluated_families",
     "self_family_notes",

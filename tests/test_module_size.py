@@ -14,7 +14,6 @@ LIMIT = 700
 # Module -> its length (lines) when listed; each is to be split, none may be added.
 ALLOWED: dict[str, int] = {
     "apps.stages": 1076,
-    "agreement.gate": 1006,
     "agreement.validation": 833,
     "agreement.panels": 838,
     "agreement.report": 820,

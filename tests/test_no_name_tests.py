@@ -7,7 +7,7 @@ third party's provider or backend is treated as a built-in. A comparison such as
 this AST scan over the five packages fails on one. A registry module (where the named objects
 are defined and registered) may speak of its own names.
 
-Gate criteria likewise (``agreement.gate.CRITERIA``: the planner, the policy loader and every view ask a
+Gate criteria likewise (``agreement.criteria.CRITERIA``: the planner, the policy loader and every view ask a
 criterion for ``plan()``, ``agreement_bound``, ``counts``, ...): a comparison against a registered criterion
 type's name fails anywhere, except inside the class registered under that name.
 """
@@ -103,7 +103,7 @@ def test_no_registered_name_is_tested_outside_its_registry() -> None:
 
 
 def test_no_criterion_type_is_tested_outside_its_class() -> None:
-    from agreement.gate import CRITERIA
+    from agreement.criteria import CRITERIA
 
     names = frozenset(CRITERIA)
     assert {"agreement_floor", "beats_baselines", "tracks_input", "human_ceiling", "unscored_share"} <= names
@@ -113,5 +113,5 @@ def test_no_criterion_type_is_tested_outside_its_class() -> None:
     hits = {relative: found for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))
             if (found := criterion_type_tests(path.read_text(encoding="utf-8"), names))
             for relative in [path.relative_to(REPO).as_posix()]}
-    assert hits == {}, ("ask the registered criterion for a capability (agreement.gate.Criterion) instead of "
+    assert hits == {}, ("ask the registered criterion for a capability (agreement.criteria.Criterion) instead of "
                         f"testing its type name: {hits}")

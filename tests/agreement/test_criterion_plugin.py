@@ -2,7 +2,7 @@
 
 The plugin is a real installed distribution (``tests.test_plugins.install``: a module and its ``.dist-info``
 in the ``accord.plugins`` entry-point group) registering ``kappa_floor``: a floor on Cohen's kappa against
-the human majority, written against the public ``agreement.gate`` API only. Nothing in accord names it; the
+the human majority, written against the public ``agreement.criteria`` API only. Nothing in accord names it; the
 gate, the built-in criteria, the operating characteristic and ``accord plan`` reach it through the
 ``CRITERIA`` registry and its capabilities. The reference is the built-in ``agreement_floor`` on the same
 coefficient, reference and bound: the two policies must give the same numbers everywhere except the
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from agreement.gate import register_criterion
+from agreement.criteria import register_criterion
 from tests.agreement.test_study_io import write_ise_study
 from tests.test_plugins import accord, install
 
 PLUGIN = '''
 """accord_kappa_floor: the lower bound of Cohen's kappa (judge vs the human majority) at or above a floor."""
 
-from agreement.gate import AgreementBound, CriterionResult, register_criterion
+from agreement.criteria import AgreementBound, CriterionResult, register_criterion
 
 
 @register_criterion("kappa_floor")

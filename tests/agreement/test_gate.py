@@ -13,7 +13,8 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from agreement.audit import audit
-from agreement.gate import ACCEPT, CRITERIA, REJECT, evaluate, load_policy
+from agreement.criteria import CRITERIA
+from agreement.gate import ACCEPT, REJECT, evaluate, load_policy
 from agreement.study_io import labels_table, load_study
 from agreement.validation import GateEvidence
 from apps.cli import main

@@ -12,7 +12,8 @@ import pytest
 
 from agreement import RatingData
 from agreement.bootstrap import DEFAULT_SEED
-from agreement.gate import BUILT_IN, evaluate, load_policy
+from agreement.criteria import BUILT_IN
+from agreement.gate import evaluate, load_policy
 from agreement.panels import PanelSettings, baseline_differences
 from agreement.validation import BaselineComparison
 from apps.cli import main

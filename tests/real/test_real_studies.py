@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from agreement.criteria import BUILT_IN
 from agreement.documents import PreferenceDocument, ValidationDocument, VerdictDocument, read_document
-from agreement.gate import BUILT_IN
 from apps.cli import main
 from tests.agreement.test_alttest import PUBLISHED
 
