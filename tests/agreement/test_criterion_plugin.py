@@ -146,3 +146,24 @@ def test_a_criterion_without_its_capabilities_is_refused_where_it_registers() ->
     with pytest.raises(TypeError, match=r"criterion type 'half': Half lacks \['plan', 'agreement_bound', "
                                          r"'exclude_flagged', 'labels'\]"):
         register_criterion("half")(Half)
+
+
+def test_the_registry_alone_knows_every_built_in_criterion_type(tmp_path) -> None:
+    """A fresh process importing only ``agreement.criteria`` (as a plugin does) finds the built-in types: the
+    registry imports ``agreement.builtin_criteria`` on its first look-up, not the gate. The nine names are
+    the types data/policies/README.md documents."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, json\nfrom agreement.criteria import CRITERIA\n"
+            "before = 'agreement.builtin_criteria' in sys.modules\n"
+            "print(json.dumps([before, sorted(CRITERIA), 'agreement.gate' in sys.modules]))\n")
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(repo)}, check=False)
+    assert done.returncode == 0, done.stderr
+    before, names, gate = json.loads(done.stdout)
+    assert (before, gate) == (False, False)
+    assert names == ["agreement_floor", "alt_test", "beats_baselines", "family_contrast", "human_ceiling",
+                     "min_units_per_stratum", "preregistration", "tracks_input", "unscored_share"]
