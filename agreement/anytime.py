@@ -1,38 +1,34 @@
 """The gate under continuous monitoring: a verdict that may be looked at after every label.
 
-With ``[policy] monitoring = "anytime"`` every criterion that has a sequential form is
-decided by a confidence sequence or an e-process (``agreement.sequential``), read at
-every look: once its interval clears the bound the criterion has PASSED for good, once
-it lies wholly on the wrong side it has FAILED for good, otherwise it is undecided.
-The study is ACCEPTED at the first look where every criterion has passed, REJECTED at
-the first look where one has failed, and otherwise CONTINUES, with an estimate of the
-labels still needed. Because every form is valid at any stopping time, looking after
-every label does not inflate the false-accept rate, and there is no "too small"
-cutoff: a small study with strong evidence is decided.
+With ``[policy] monitoring = "anytime"`` every criterion that has a sequential form is decided by a confidence
+sequence or an e-process (``agreement.sequential``), read at every look: once its interval clears the bound the
+criterion has PASSED for good, once it lies wholly on the wrong side it has FAILED for good, otherwise it is
+undecided. The study is ACCEPTED at the first look where every criterion has passed, REJECTED at the first look
+where one has failed, and otherwise CONTINUES, with an estimate of the labels still needed. Because every form is
+valid at any stopping time, looking after every label does not inflate the false-accept rate, and there is no "too
+small" cutoff: a small study with strong evidence is decided.
 
-Looks are clusters (a trajectory's turns are labelled and resampled together), taken
-in the order people finished them: a unit arrives with its last human label (the
-order of the labels table's human rows: the store's submission order, an imported
-table's row order), a cluster with its last unit.
+Looks are clusters (a trajectory's turns are labelled and resampled together), taken in the order people finished
+them: a unit arrives with its last human label (the order of the labels table's human rows: the store's submission
+order, an imported table's row order), a cluster with its last unit.
 
-Sequential forms, by criterion type (``SEQUENTIAL_FORMS``; a third-party criterion
-registers its own the same way):
+Sequential forms, by criterion type (``SEQUENTIAL_FORMS``; a third-party criterion registers its own the same
+way):
 
-- ``agreement_floor``: percent agreement as a bounded mean; Cohen's kappa and Gwet's
-  AC1 (binary schemes) from three confidence sequences, on observed agreement and on
-  the judge's and the reference's positive shares, each at alpha / 3, combined at the
-  least favourable corner of the box (the coefficients are monotone in the observed
+- ``agreement_floor``: percent agreement as a bounded mean; Cohen's kappa and Gwet's AC1 (binary schemes) from
+  three confidence sequences, on observed agreement and on the judge's and the reference's positive shares, each
+  at alpha / 3, combined at the least favourable corner of the box (the coefficients are monotone in the observed
   and the chance agreement), so the combined bound holds whenever all three do.
-- ``human_ceiling`` on percent agreement: the per-unit difference (mean judge-annotator
-  minus mean annotator-annotator agreement) as a bounded mean.
-- ``alt_test``: an e-process per annotator against "the annotator's advantage is at
-  least epsilon", e-BH at q across annotators (FDR under any dependence).
+- ``human_ceiling`` on percent agreement: the per-unit difference (mean judge-annotator minus mean
+  annotator-annotator agreement) as a bounded mean.
+- ``alt_test``: an e-process per annotator against "the annotator's advantage is at least epsilon", e-BH at q
+  across annotators (FDR under any dependence).
 - ``unscored_share``: the unscored indicator as a bounded mean.
 - ``min_units_per_stratum``: a count.
 
-Other criteria (the family contrast, a kappa or AC1 human ceiling) have no valid
-sequential form here: they say so and are evaluated once, by the fixed-n gate, when
-labelling is complete; until then the study can be REJECTED but not ACCEPTED.
+Other criteria (the family contrast, a kappa or AC1 human ceiling) have no valid sequential form here: they say so
+and are evaluated once, by the fixed-n gate, when labelling is complete; until then the study can be REJECTED but
+not ACCEPTED.
 """
 
 from __future__ import annotations
@@ -405,8 +401,7 @@ def _constant_ac1(answer_positive: bool, reference_share: np.ndarray) -> np.ndar
 
 def _baseline_difference(stream: Stream, coefficient: str, code: int, k: int, both: np.ndarray, alpha: float,
                          boxes: dict[tuple[float, int], Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(low, high, looks) of the judge's ``coefficient`` minus that of always answering category ``code``, at ``alpha``
-    (``boxes``: ``_ac1_over_constant``'s sequences, shared by both constants)."""
+    """(low, high, looks): the judge's ``coefficient`` minus always answering ``code``, at ``alpha``."""
     if coefficient == "percent_agreement":
         d = (stream.judge == stream.reference).astype(float) - (stream.reference == code)
         cs, where = _bounded_mean(stream, both, (d + 1) / 2, alpha)
@@ -437,9 +432,7 @@ def _ac1_over_constant(stream: Stream, answer_positive: bool, k: int, both: np.n
     p_R + (p_J - p_R) / 2; so for each p_R its lowest value takes p_o's lower bound and the pi of the
     box nearest 1/2, its highest p_o's upper bound and the pi farthest from 1/2 (an end). Over p_R the
     difference is smooth, searched on a grid that includes the box's ends (exact there, off by a
-    second-order term between grid points). The three sequences do not depend on the constant: ``boxes``
-    ((alpha, grid) -> them) keeps them for the other constant of one stream (they were most of ``accord plan
-    --sequential``).
+    second-order term between grid points). ``boxes`` keeps the three sequences, free of the constant, for the other.
     """
     boxes = {} if boxes is None else boxes
     if (alpha, grid) not in boxes:
