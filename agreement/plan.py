@@ -179,7 +179,7 @@ class PlannedCriterion:
     """None: not planned (``reason`` says why)."""
     reason: str | None = None
     bound: Any = None
-    """The criterion's ``agreement.gate.AgreementBound`` (a floor on the judge's agreement), or None: the OC
+    """The criterion's ``agreement.criteria.AgreementBound`` (a floor on the judge's agreement), or None: the OC
     plot draws the floors on its coefficient, and the curve starts 0.2 below the lowest."""
 
     @property
@@ -188,7 +188,7 @@ class PlannedCriterion:
 
 
 def planned_criteria(policy: Any) -> list[PlannedCriterion]:
-    """Each criterion of the policy through its own ``plan()`` (``agreement.gate.Criterion``): a check on the
+    """Each criterion of the policy through its own ``plan()`` (``agreement.criteria.Criterion``): a check on the
     simulated studies, or the reason it is not planned."""
     out = []
     for c in policy.criteria:
