@@ -154,14 +154,20 @@ def test_the_report_shows_the_self_preference_matrix(mtbench_study):
     assert "Pairwise self-preference: judge family x response family" in html and "self-family" in html
 
 
+@pytest.fixture(scope="module")
+def wax_study(shared, tmp_path_factory) -> Path:
+    """The one alt-test study the browser test reads: the service tier builds it alone, not all nine again."""
+    return _run(tmp_path_factory.mktemp("wax"), STUDIES / "alttest" / "wax" / "study.toml")
+
+
 @pytest.mark.browser
-def test_report_cards_and_ceiling_plot_are_on_the_first_screen(alttest_studies):
+def test_report_cards_and_ceiling_plot_are_on_the_first_screen(wax_study):
     """At 1400x900 every judge's card and the forest plot are visible without scrolling; the screenshot is kept."""
     from playwright.sync_api import sync_playwright
 
     from tests.support.browser import CHROMIUM_ARGS, chromium_path
 
-    report = alttest_studies["wax"] / "report" / "report.html"
+    report = wax_study / "report" / "report.html"
     artifacts = REPO / "out" / "test-artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
