@@ -10,13 +10,10 @@ export ACCORD_CACHE
 
 .PHONY: demo demo-deps demo-interactive real-studies test test-fast bench venv venv-demo system system-build services-deps stop clean
 
-# --no-compile: Python compiles a module's bytecode on its first import instead, so the modules nothing
-# imports (most of Ray, vLLM's and Label Studio's clients, ...) are never compiled: 58 s -> 27 s for a clean
-# venv on 2 cores.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check --no-compile -e '.[all,dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[all,dev]'
 	touch $@ $(VENV)/.installed-demo
 
 # The demo needs the judges, the report and the coding app, not the test tools or the
@@ -24,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 $(VENV)/.installed-demo: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check --no-compile -e '.[judges,app,report]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[judges,app,report]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -57,8 +54,12 @@ services-deps: venv system
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
 IN_PROCESS_LOG := .run/tests-in-process.log
+# The checkout's own modules are compiled once up front: where PYTHONDONTWRITEBYTECODE is set (as on these
+# machines) every `accord` subprocess a test starts would otherwise compile what it imports again (pip's
+# install compiles the dependencies; pip --no-compile made the Ray tests half as slow again for that reason).
 test: services-deps
 	$(PY) -m ruff check .
+	$(PY) -m compileall -q -j 0 samples judges agreement annotate apps tests benchmarks >/dev/null
 	@mkdir -p .run; echo "in-process tier (mypy, then pytest -m 'not services') at nice 19 -> $(IN_PROCESS_LOG)"
 	(nice -n 19 $(PY) -m mypy && nice -n 19 $(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope) \
 	  > $(IN_PROCESS_LOG) 2>&1 & fast=$$!; \
