@@ -56,7 +56,7 @@ SERVICE_WORKERS ?= 2
 IN_PROCESS_LOG := .run/tests-in-process.log
 # The checkout's own modules are compiled once up front: where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines) every `accord` subprocess a test starts would otherwise compile what it imports again (pip's
-# install compiles the dependencies; pip --no-compile made the Ray tests half as slow again for that reason).
+# install compiles the dependencies; with pip --no-compile the Ray tests took 1.5 times as long).
 test: services-deps
 	$(PY) -m ruff check .
 	$(PY) -m compileall -q -j 0 samples judges agreement annotate apps tests benchmarks >/dev/null
