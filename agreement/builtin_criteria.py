@@ -40,13 +40,19 @@ class _Rule(TypedDict):
 _share: _Rule = {"check": lambda v: 0.0 <= v <= 1.0, "allowed": "a number in [0, 1]"}
 
 
-@register_criterion("agreement_floor")
-class AgreementFloor:
-    """Lower CI bound of judge-vs-reference agreement at or above a floor."""
+class _Capabilities:
+    """What a criterion tells the planner and the gate when it says nothing else: no agreement floor, no
+    counting, flagged units kept, no labels of its own (``agreement.criteria.Criterion``)."""
 
+    agreement_bound: Any = None
     counts = False
     exclude_flagged = False
     labels: tuple[str, ...] = ()
+
+
+@register_criterion("agreement_floor")
+class AgreementFloor(_Capabilities):
+    """Lower CI bound of judge-vs-reference agreement at or above a floor."""
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "reference", "min_lower_bound"}, where)
@@ -94,18 +100,13 @@ def _lower_bound(evidence: Evidence, *, name: str, type_name: str, coefficient: 
 
 
 @register_criterion("human_ceiling")
-class HumanCeiling:
+class HumanCeiling(_Capabilities):
     """Non-inferiority: judge-annotator agreement at least annotator-annotator agreement minus a margin.
 
     The difference (mean judge-annotator minus mean annotator-annotator coefficient)
     has an interval from a paired cluster bootstrap over the same units; the
     criterion passes when its lower bound is at or above -margin.
     """
-
-    agreement_bound = None
-    counts = False
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"coefficient", "margin", "exclude_flagged"}, where)
@@ -153,13 +154,8 @@ class HumanCeiling:
 
 
 @register_criterion("alt_test")
-class AltTest:
+class AltTest(_Capabilities):
     """Calderon et al.'s Alternative Annotator Test: the judge's winning rate over annotators."""
-
-    agreement_bound = None
-    counts = False
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         known = {"scoring", "epsilon", "q", "min_humans_per_instance", "min_instances_per_human", "min_winning_rate"}
@@ -218,11 +214,12 @@ class FamilyContrastBound:
     at or below it).
     """
 
-    MIN_MODELS = 3
-    CONTRASTS = ("adjusted", "raw")
     agreement_bound = None
     counts = False
     exclude_flagged = False
+
+    MIN_MODELS = 3
+    CONTRASTS = ("adjusted", "raw")
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"positive", "max_abs_contrast", "alpha", "adjusted", "contrast", "fail_on_significant",
@@ -330,13 +327,8 @@ class FamilyContrastBound:
 
 
 @register_criterion("unscored_share")
-class UnscoredShare:
+class UnscoredShare(_Capabilities):
     """The judge's unscored share on the validation sample below a cap."""
-
-    agreement_bound = None
-    counts = False
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"max_share", "point_estimate"}, where)
@@ -371,13 +363,10 @@ class UnscoredShare:
 
 
 @register_criterion("min_units_per_stratum")
-class MinUnitsPerStratum:
+class MinUnitsPerStratum(_Capabilities):
     """Every sampling stratum has at least ``min_units`` units with a judge and a human label."""
 
-    agreement_bound = None
     counts = True
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"min_units"}, where)
@@ -406,7 +395,7 @@ _REFERENCE: _Rule = {"check": lambda v: v in ("human_majority", "resolved"),
 
 
 @register_criterion("beats_baselines")
-class BeatsBaselines:
+class BeatsBaselines(_Capabilities):
     """Built into every policy: the judge beats every constant answer, the majority-class rule and the
     policy's named baseline judges, on the same units, in every coefficient the policy's floors use and
     in accuracy (Aggarwal et al., section 2.1: a score a strategy without understanding can reach is not
@@ -418,11 +407,6 @@ class BeatsBaselines:
     exceed ``min_lower_bound`` (0 unless the policy tightens it). A policy may tighten this criterion,
     never drop or loosen it.
     """
-
-    agreement_bound = None
-    counts = False
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     @classmethod
     def built_in_table(cls, table: dict[str, Any], floors: list[AgreementBound], where: str) -> dict[str, Any]:
@@ -496,16 +480,11 @@ class BeatsBaselines:
 
 
 @register_criterion("tracks_input")
-class TracksInput:
+class TracksInput(_Capabilities):
     """Built into every policy: chance-corrected evidence that the judge tracks the input, whatever
     coefficient the floors use: the lower bound of Cohen's kappa against the reference exceeds
     ``min_lower_bound`` (0 unless the policy tightens it). AC1 and raw agreement reward a constant
     answer on skewed data; kappa of a constant answer is 0."""
-
-    agreement_bound = None
-    counts = False
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     @classmethod
     def built_in_table(cls, table: dict[str, Any], floors: list[AgreementBound], where: str) -> dict[str, Any]:
@@ -530,15 +509,12 @@ class TracksInput:
 
 
 @register_criterion("preregistration")
-class Preregistered:
+class Preregistered(_Capabilities):
     """Validation that cannot be tuned on: the policy and the judge's calls registered (``accord preregister``)
     before the human labels (``required``), and at most ``max_versions_per_sample`` versions of the judge gated
     on the same human sample (a revised prompt needs a fresh sample: ``accord sample --exclude-labelled``)."""
 
-    agreement_bound = None
     counts = True
-    exclude_flagged = False
-    labels: tuple[str, ...] = ()
 
     def __init__(self, table: dict[str, Any], where: str) -> None:
         _unknown(table, {"required", "max_versions_per_sample"}, where)
