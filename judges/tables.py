@@ -32,9 +32,9 @@ from samples import (
     Unit,
     atomic_writer,
     judge_label_rows,
+    open_rows_file,
     private_dir,
     record_bytes,
-    regular_file,
 )
 
 
@@ -60,15 +60,7 @@ def read_units(path: str | Path) -> list[Unit]:
     path = Path(path)
     units: list[Unit] = []
     problems: list[str] = []
-    if path.exists():
-        regular_file(path, "units file")  # by type first: a FIFO would block, /dev/zero fill memory
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"{path}: units file not found") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the units file: {error.strerror or error}") from None
-    with handle:
+    with open_rows_file(path, "units file") as handle:  # by type first: a FIFO would block, /dev/zero fill memory
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue

@@ -204,6 +204,19 @@ def regular_file(path: str | Path, what: str = "input") -> Path:
     return path
 
 
+def open_rows_file(path: str | Path, what: str) -> IO[bytes]:
+    """``path`` opened for reading rows, refused by type first (``regular_file``); a missing or unreadable
+    file is one InputError naming ``what``."""
+    path = Path(path)
+    if path.exists():
+        regular_file(path, what)
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the {what}: {error.strerror or error}") from None
+
 def read_settings(path: str | Path, what: str) -> bytes:
     """The bytes of a small settings file the user named, refused by type and size before reading."""
     path = regular_file(path, what)

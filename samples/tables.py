@@ -19,6 +19,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from samples.errors import InputError
+from samples.jsonl import open_rows_file
 from samples.records import JudgeLabel, KeyEntry
 
 _Row = TypeVar("_Row", bound=BaseModel)
@@ -40,13 +41,7 @@ def _rows(path: Path, model: type[_Row], *, torn_tail: bool) -> Iterator[tuple[i
     append-only log, ``judges.tables``), never a finished row, so it is skipped.
     """
     problems: list[str] = []
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read {model.__name__} rows: {error.strerror or error}") from None
-    with handle:
+    with open_rows_file(path, f"{model.__name__} file") as handle:
         try:
             for number, line in enumerate(handle, 1):
                 if not line.strip() or (torn_tail and not line.endswith(b"\n")):

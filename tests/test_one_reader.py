@@ -321,3 +321,18 @@ def test_a_bad_row_reads_the_same_in_every_view(tmp_path, bad, said) -> None:
         with pytest.raises(InputError) as caught:
             read()
         assert said in str(caught.value) and str(caught.value).count("not a JudgeLabel row") == 1
+
+
+def test_the_one_reader_refuses_special_files_by_type_and_names_a_missing_file(tmp_path):
+    """The reader opens through the same refuse-by-type rule as every other user file: a FIFO given as a
+    judge labels file or sealed key would block the open forever (no writer ever comes)."""
+    import os
+
+    from samples import InputError, judge_label_rows, key_entries
+
+    fifo = tmp_path / "labels.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"JudgeLabel file is a named pipe \(FIFO\), not a regular file"):
+        list(judge_label_rows(fifo))
+    with pytest.raises(InputError, match=r"key\.jsonl: KeyEntry file not found"):
+        list(key_entries(tmp_path / "key.jsonl"))
