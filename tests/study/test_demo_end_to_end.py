@@ -1,4 +1,4 @@
-"""The demo study end to end on the real local models (reduced to one item per EHQ category).
+"""The demo study end to end on the real local models (reduced for CI: tests/support/demo.py).
 
 Runs `accord run data/demo/study.toml` with real llama-server models, the simulated
 panel through the coding app's store, validation, audit, gate, score and report;
@@ -17,6 +17,7 @@ import pytest
 
 from apps.study import load_study_file
 from tests.study.helpers import human_labels_match_store, recompute_matches, run_json, snapshot, statuses
+from tests.support.demo import AGENT_CATEGORIES
 
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
 
@@ -32,13 +33,16 @@ def test_demo_study_end_to_end_then_nothing_to_redo(capsys, demo_study) -> None:
     # The tiny local judges do not track their input: the gate must reject them (exit 1).
     assert code == 1 and result["verdict"] == "REJECT"
 
-    # Model outputs: one item per category -> 4 conflict + 4 control instances per model, 4 closed-book items.
+    # Model outputs: one item per agent category -> 2 conflict + 2 control instances per model; one closed-book
+    # item per EHQ category, answered by both models.
     agent, closed = _rows(out / "sources" / "agent.jsonl"), _rows(out / "sources" / "closed-book.jsonl")
-    assert len(agent) == 16 and Counter(r["server_model"] for r in agent) == {"smollm2": 8, "gemma3-270m": 8}
-    assert Counter(r["split"] for r in agent) == {"conflict": 8, "control": 8}
+    assert len(agent) == 2 * 2 * len(AGENT_CATEGORIES)
+    assert Counter(r["server_model"] for r in agent) == {"smollm2": 4, "gemma3-270m": 4}
+    assert Counter(r["split"] for r in agent) == {"conflict": 4, "control": 4}
+    assert {r["category"] for r in agent} == set(AGENT_CATEGORIES)
     assert len(closed) == 8 and len({r["category"] for r in closed}) == 4
     trajectories, units = _rows(out / "trajectories.jsonl"), _rows(out / "units.jsonl")
-    assert len(trajectories) == 24 and {t["family"] for t in trajectories} == {"huggingface", "google"}
+    assert len(trajectories) == 16 and {t["family"] for t in trajectories} == {"huggingface", "google"}
 
     # Judges: every judge labelled every population unit of its kinds, once; unscored rows are kept.
     labels = _rows(out / "judges" / "labels.jsonl")
