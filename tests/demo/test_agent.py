@@ -141,13 +141,16 @@ def test_a_server_that_keeps_dropping_requests_is_retried_a_bounded_number_of_ti
 
 @pytest.fixture(scope="module")
 def demo_items():
-    # One item with a short passage keeps the model calls few (4 runs, 12 requests at most).
+    # One item with a short passage keeps the model calls few.
     return select_demo_items(per_category=1, categories=["HNQ"])
 
 
 @pytest.fixture(scope="module")
 def runs(llama_server, demo_items):
-    instances = build_instances(demo_items)
+    # The item's conflict instance alone: 2 runs, 6 requests at most (the session's demo run covers the control
+    # split on the same models, tests/study/test_demo_end_to_end.py).
+    instances = [i for i in build_instances(demo_items) if i.split == "conflict"]
+    assert len(instances) == 1
     records, report = run_agent(instances, base_url=llama_server.base_url, config=CONFIG)
     return instances, records, report
 
