@@ -10,18 +10,26 @@ export ACCORD_CACHE
 
 .PHONY: demo demo-deps demo-interactive real-studies test test-fast bench venv venv-demo system system-build services-deps stop clean
 
+# pip byte-compiles what it installs one file at a time; installing with --no-compile and then compiling the
+# venv's site-packages with compileall on every core does the same work (every module gets its .pyc, which
+# matters where PYTHONDONTWRITEBYTECODE is set) in about half the wall time on 2 cores.
+PIP_INSTALL := $(PY) -m pip install -q --disable-pip-version-check --no-compile
+COMPILE_VENV := $(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[all,dev]'
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e '.[all,dev]'
+	$(COMPILE_VENV)
 	touch $@ $(VENV)/.installed-demo
 
 # The demo needs the judges, the report and the coding app, not the test tools or the
 # Label Studio client: a cold `make demo` installs less (a full venv satisfies it too).
 $(VENV)/.installed-demo: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[judges,app,report]'
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e '.[judges,app,report]'
+	$(COMPILE_VENV)
 	touch $@
 
 venv: $(VENV)/.installed
