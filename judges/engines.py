@@ -31,6 +31,8 @@ class Engine(Protocol):
     remote: bool
     """Whether calls are answered outside this process (a ``[judge.<name>]`` options table configures where);
     a provider that answers in process (``ProviderKind.in_process``) is never sent there."""
+    flags: Mapping[str, str]
+    """``accord judge run`` flags (argparse dest) that set keys of this engine's options table, dest -> key."""
 
     def options(self, where: str, table: Mapping[str, Any]) -> Any:
         """The engine's validated options from a judge's ``[judge.<name>]`` table (no heavy import)."""
@@ -54,6 +56,9 @@ _REGISTRY: Registry[Engine] = Registry("engine", builtins=("judges.runner", "jud
 
 
 def register_engine(engine: Engine) -> None:
+    if not isinstance(engine, Engine):  # a plugin written against an older protocol fails here, not mid-run
+        raise TypeError(f"engine {engine!r} does not implement judges.engines.Engine "
+                        "(name, remote, flags, options, check, describe, call_all)")
     _REGISTRY.register(engine.name, engine)
 
 

@@ -36,6 +36,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from judges.engines import register_engine
@@ -166,6 +167,7 @@ def cluster_gpus(ray: Any) -> float:
 class RayEngine:
     name = "ray"
     remote = True
+    flags: Mapping[str, str] = MappingProxyType({"ray_address": "address", "ray_endpoint": "endpoints", "qps": "qps"})
 
     def options(self, where: str, table: Mapping[str, Any]) -> RayOptions:
         return parse_options(where, table)

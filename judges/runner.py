@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from judges.cache import RequestCache, RequestKeyer, request_key
@@ -434,6 +435,7 @@ class LocalEngine:
 
     name = DEFAULT_ENGINE
     remote = False
+    flags: Mapping[str, str] = MappingProxyType({})
 
     def options(self, where: str, table: Mapping[str, Any]) -> None:
         raise InputError(f"{where}: the local engine takes no options table")

@@ -20,10 +20,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("samples", "agreement", "annotate", "judges", "apps")
-NAMES = frozenset({"rule", "local", "openai", "anthropic", "app", "labelstudio", "simulated"})
+NAMES = frozenset({"rule", "local", "openai", "anthropic", "ray", "app", "labelstudio", "simulated"})
 # The modules that define and register the named objects: they alone may speak of their own names.
 REGISTRY_MODULES = frozenset({
     "judges/providers/base.py", "judges/providers/sdk.py", "judges/providers/rule.py", "judges/engines.py",
+    "judges/ray_engine.py",  # the Ray engine's own module
     "annotate/base.py", "annotate/app_backend.py", "annotate/labelstudio/backend.py", "samples/label_sources.py",
     "annotate/store/study.py",  # the coding app's registered settings (AppSettings) and where its store is
 })
@@ -87,8 +88,9 @@ def scan() -> dict[str, list[tuple[int, str]]]:
 
 def test_the_scan_sees_each_form() -> None:
     source = ('a == "rule"\n"local" != b\nc in ("app", "labelstudio")\nd not in ["simulated"]\n'
-              'e == "ray"\nf in (g, "x")\nh = "openai"\n')
-    assert name_tests(source) == [(1, "rule"), (2, "local"), (3, "app"), (3, "labelstudio"), (4, "simulated")]
+              'e == "ray"\nf in (g, "x")\nh = "openai"\ni == "vllm"\n')
+    assert name_tests(source) == [(1, "rule"), (2, "local"), (3, "app"), (3, "labelstudio"), (4, "simulated"),
+                                  (5, "ray")]
 
 
 def test_no_registered_name_is_tested_outside_its_registry() -> None:

@@ -212,6 +212,7 @@ from judges.providers.base import Completion, register_provider
 class Inline:
     name = "inline"
     remote = False
+    flags = {}  # no `accord judge run` flags of its own
 
     def options(self, where, table):
         return None

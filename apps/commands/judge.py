@@ -114,32 +114,42 @@ def _judges(args: argparse.Namespace) -> list[Any]:
     return judges
 
 
+# The `judge run` flags that set keys of a remote engine's options table; which engine takes each (and under
+# which key) is that engine's own ``flags`` (judges.engines.Engine).
+ENGINE_FLAGS = ("ray_address", "ray_endpoint", "qps")
+
+
 def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
-    """--engine and the --ray-* flags applied to every judge (over its own [judge.ray] table)."""
+    """--engine and the engine's flags applied to every judge (over its own ``[judge.<engine>]`` table)."""
     from dataclasses import asdict, replace
 
-    from judges import get_engine, get_provider, parse_options
+    from judges import engine_names, get_engine, get_provider
     from samples import InputError
 
-    ray_flags = {"address": args.ray_address, "endpoints": args.ray_endpoint or None, "qps": args.qps}
-    given = [flag for flag, value in (("--ray-address", args.ray_address), ("--ray-endpoint", args.ray_endpoint),
-                                      ("--qps", args.qps)) if value]
+    given = {dest: getattr(args, dest) for dest in ENGINE_FLAGS if getattr(args, dest) not in (None, [])}
     if args.engine is None and not given:
         return judges
-    if args.engine != "ray" and given:
-        raise InputError(f"{', '.join(given)} need --engine ray")
+    owners = {dest: name for name in engine_names() for dest in get_engine(name).flags}
+    misplaced = [dest for dest in given if owners.get(dest) != args.engine]
+    if misplaced:
+        flags = ", ".join("--" + dest.replace("_", "-") for dest in misplaced)
+        raise InputError(f"{flags} need --engine {owners.get(misplaced[0])}")
+    engine = get_engine(args.engine)
+    from_flags = {engine.flags[dest]: value for dest, value in given.items()}
     out = []
     for judge in judges:
-        if not get_engine(args.engine).remote:
+        if not engine.remote:
             out.append(replace(judge, engine=args.engine, engine_options=None))
             continue
         if get_provider(judge.provider).in_process:
             out.append(judge)  # rule classifiers run in this process whatever the engine
             continue
-        table = {k: v for k, v in asdict(judge.engine_options).items() if v is not None} if judge.engine == "ray" else {}
-        table.update({k: v for k, v in ray_flags.items() if v is not None})
+        own = judge.engine_options if judge.engine == args.engine and judge.engine_options is not None else None
+        table = {k: v for k, v in asdict(own).items() if v is not None} if own is not None else {}
+        table.update(from_flags)
         table = {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
-        out.append(replace(judge, engine="ray", engine_options=parse_options(f"judge {judge.name!r} (--engine ray)", table)))
+        where = f"judge {judge.name!r} (--engine {args.engine})"
+        out.append(replace(judge, engine=args.engine, engine_options=engine.options(where, table)))
     return out
 
 
