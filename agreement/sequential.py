@@ -117,9 +117,13 @@ def betting_cs(sums: np.ndarray, sizes: np.ndarray, *, alpha: float, bound: floa
         payoff = z[:, None] - th[None, :] * w[:, None]
         up = np.minimum(bets[:, None], TRUNCATION / np.maximum(th, 1e-12)[None, :])
         down = np.minimum(bets[:, None], TRUNCATION / np.maximum(1.0 - th, 1e-12)[None, :])
-        log_up = np.cumsum(np.log1p(up * payoff), axis=0)
-        log_down = np.cumsum(np.log1p(-down * payoff), axis=0)
-        wealth = np.logaddexp(log_up, log_down) - math.log(2.0)
+        # In place (the same values as log_up = cumsum(log1p(up * payoff)), log_down = cumsum(log1p(-down *
+        # payoff)), wealth = logaddexp(log_up, log_down) - log 2): fresh looks x candidates arrays per step
+        # cost about a third of the time.
+        log_up = np.cumsum(np.log1p(np.multiply(up, payoff, out=up), out=up), axis=0, out=up)
+        log_down = np.cumsum(np.log1p(np.multiply(np.negative(down, out=down), payoff, out=down), out=down),
+                             axis=0, out=down)
+        wealth = np.subtract(np.logaddexp(log_up, log_down, out=log_up), math.log(2.0), out=log_up)
         excluded[:, start:start + step] = np.logical_or.accumulate(wealth >= threshold, axis=0)
     low, high = _bounds(excluded, theta)
     return ConfidenceSequence(statistic=np.cumsum(sums) / n, low=low, high=high, n=n, level=level)
