@@ -360,7 +360,7 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     anytime gate's (``agreement.anytime``): ACCEPT, REJECT or CONTINUE, with the look
     at which it was decided; the fixed-n results stand beside it.
     """
-    from agreement.identity import judge_identity
+    from agreement.identity import judge_identity, unit_kinds
     from agreement.preregistration import human_sample_sha256, record_gating, registration_status
     from agreement.study_io import SIMULATED_NOTE, labels_table
     from agreement.validation import GateEvidence
@@ -377,10 +377,11 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     verdicts, texts = {}, []
     layout = StudyLayout.of(study.root)
     gated = []
+    unit_kind = unit_kinds(study)
     for judge in names:
         kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"].unique())
         mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
-        identity = judge_identity(study, judge, units=set(mine["unit"].unique()))
+        identity = judge_identity(study, judge, kinds=unit_kind, units=set(mine["unit"].unique()))
         human_sample = human_sample_sha256(mine)
         registration = registration_status(study, policy, judge, identity, human_sample)
         evidence = GateEvidence(table, judge=judge, tie_policy=s["tie_policy"], level=s["level"],

@@ -52,19 +52,29 @@ def call_identities(rows: pd.DataFrame, kinds: pd.Series, parts: dict[str, dict[
     return [found[k] for k in sorted(found)]
 
 
-def judge_identity(study: Any, judge: str, *, units: set[str] | None = None) -> dict[str, Any]:
-    """``{"calls": [...], "sha256": ...}`` of ``judge``'s labels (sample 0) on ``units`` (None: every unit)."""
-    from agreement.study_io import isin, read_rows
+def unit_kinds(study: Any) -> pd.Series:
+    """unit_id -> kind of the study's units (units.jsonl first, then the sealed key). Read once per study and
+    passed to each judge's ``judge_identity``: at 1e5 units reading units.jsonl takes about a second."""
+    from agreement.study_io import read_rows
 
     layout = StudyLayout.of(study.root)
-    rows = study.judge[(study.judge["judge"] == judge) & (study.judge["sample_index"] == 0)]
-    if units is not None:
-        rows = rows[isin(rows["unit_id"], units)]
     kinds = study.key.drop_duplicates("unit_id").set_index("unit_id")["kind"]
     if layout.units.is_file():
         every = pd.DataFrame(read_rows(layout.units, ("unit_id", "kind"))).drop_duplicates("unit_id")
         kinds = pd.concat([every.set_index("unit_id")["kind"], kinds])
         kinds = kinds[~kinds.index.duplicated()]
+    return kinds
+
+
+def judge_identity(study: Any, judge: str, *, kinds: pd.Series, units: set[str] | None = None) -> dict[str, Any]:
+    """``{"calls": [...], "sha256": ...}`` of ``judge``'s labels (sample 0) on ``units`` (None: every unit);
+    ``kinds`` is ``unit_kinds(study)``."""
+    from agreement.study_io import isin
+
+    layout = StudyLayout.of(study.root)
+    rows = study.judge[(study.judge["judge"] == judge) & (study.judge["sample_index"] == 0)]
+    if units is not None:
+        rows = rows[isin(rows["unit_id"], units)]
     if "fingerprint" not in rows.columns:
         rows = rows.assign(fingerprint="unknown")
     if "projected_from" in rows.columns:  # a trajectory call read on sampled turns is that trajectory call

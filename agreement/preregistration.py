@@ -51,7 +51,7 @@ def preregister(study_root: str | Path, policy: Any, judges: list[str], *, now: 
     """Append a registration of the policy (an ``agreement.gate.Policy``, loaded by the caller), the judges'
     calls on the sample and the sample files."""
     from agreement.documents import Preregistration
-    from agreement.identity import judge_identity
+    from agreement.identity import judge_identity, unit_kinds
     from agreement.study_io import load_study
     from samples import write_jsonl
 
@@ -60,8 +60,9 @@ def preregister(study_root: str | Path, policy: Any, judges: list[str], *, now: 
     units = set(study.key["unit_id"])
     present = sorted(set(study.judge["judge"]))
     identities = {}
+    kinds = unit_kinds(study)
     for judge in judges:
-        identity = judge_identity(study, judge, units=units)
+        identity = judge_identity(study, judge, kinds=kinds, units=units)
         if not identity["calls"]:
             raise InputError(f"--judge {judge}: no labels on the sampled units to register; judges present: {present}")
         identities[judge] = identity

@@ -522,13 +522,13 @@ def check_verdict(study: Any, judges: list[str], *, force: bool) -> dict[str, An
 
 def other_calls(study: Any, verdict: Any, judge: str) -> list[str]:
     """How the calls behind ``judge``'s labels differ from those its verdict validated (empty: the same)."""
-    from agreement.identity import call_differences, judge_identity
+    from agreement.identity import call_differences, judge_identity, unit_kinds
 
     validated = (verdict.judge_identity or {}).get("calls")
     if validated is None:
         return [f"judge {judge!r}: the verdict names no validated call (gated before calls were recorded; "
                 f"rerun accord gate)"]
-    used = judge_identity(study, judge)["calls"]
+    used = judge_identity(study, judge, kinds=unit_kinds(study))["calls"]
     return [f"judge {judge!r}: the ACCEPT is for another call ({d})" for d in call_differences(validated, used)]
 
 

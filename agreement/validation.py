@@ -291,12 +291,19 @@ def _unscored(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _section(kind: str, table: pd.DataFrame, *, judges: list[str], tie_policy: str, weighted: bool,
-             settings: PanelSettings) -> Section:
-    categories, positive = scheme_of(sorted(set(table["kind"].unique())), table["label"])
+def _section_data(table: pd.DataFrame, *, weighted: bool) -> Any:
+    """The section's rating data in its scheme's categories; built once and shared with `_section` (at 1e5
+    units each build is about a second)."""
+    categories, _ = scheme_of(sorted(set(table["kind"].unique())), table["label"])
     if categories is None:  # labels imported as found (scheme "any"): nominal categories, as the reference's
         categories = tuple(sorted(set(table["label"].dropna().astype(str).unique()))) or None
-    data = rating_data(table, weighted=weighted, categories=categories)
+    return rating_data(table, weighted=weighted, categories=categories)
+
+
+def _section(kind: str, table: pd.DataFrame, data: Any, *, judges: list[str], tie_policy: str,
+             settings: PanelSettings) -> Section:
+    """``data`` is ``_section_data(table)``."""
+    _, positive = scheme_of(sorted(set(table["kind"].unique())), table["label"])
     kind_judges = [j for j in judges if j in data.raters]
     binary_positive = positive if data.categories and len(data.categories) == 2 else None
     report = panel_report(data, judges=kind_judges, tie_policy=tie_policy, positive=binary_positive,
@@ -427,12 +434,13 @@ def validate_table(table: pd.DataFrame, *, tie_policy: str, weighted: bool = Fal
              for k in sorted(set(table["kind"].unique()) - labelled)]
     table = table[table["kind"].isin(labelled)]
     kinds = sorted(labelled)
-    sections = [_section(k, table[table["kind"] == k], judges=judges, tie_policy=tie_policy, weighted=weighted,
-                         settings=settings) for k in kinds]
+    parts = {k: table[table["kind"] == k] for k in kinds}
+    sections = [_section(k, part, _section_data(part, weighted=weighted), judges=judges, tie_policy=tie_policy,
+                         settings=settings) for k, part in parts.items()]
     schemes = {DEFAULT_SCHEME.get(k) for k in kinds}
     if len(kinds) > 1 and len(schemes) == 1:
-        sections.append(_section("all", table, judges=judges, tie_policy=tie_policy, weighted=weighted,
-                                 settings=settings))
+        sections.append(_section("all", table, _section_data(table, weighted=weighted), judges=judges,
+                                 tie_policy=tie_policy, settings=settings))
     elif len(kinds) > 1:
         notes.append(f"no overall section: the unit kinds {kinds} use different label schemes, so pooling "
                      f"their labels would compare unlike judgements")
@@ -531,9 +539,9 @@ class GateEvidence:
         """``agreement.preregistration.registration_status`` of this judge (None: not known)."""
         self.section: Section | None = None
         if self.missing_reason is None:
-            self.section = _section("+".join(kinds), self.table, judges=[judge], tie_policy=tie_policy,
-                                    weighted=weighted, settings=PanelSettings(n_resamples=n_resamples, seed=seed))
-            self._data = rating_data(self.table, weighted=weighted, categories=self.section.categories)
+            self._data = _section_data(self.table, weighted=weighted)
+            self.section = _section("+".join(kinds), self.table, self._data, judges=[judge], tie_policy=tie_policy,
+                                    settings=PanelSettings(n_resamples=n_resamples, seed=seed))
 
     @property
     def scheme_labels(self) -> tuple[str, ...]:

@@ -82,6 +82,16 @@ def study(tmp_path_factory) -> Path:
     return root
 
 
+def in_process(capsys, *argv: str) -> tuple[int, str]:
+    """The built-in policy needs no plugin: the CLI in this process (the code ``accord`` runs, without a
+    subprocess's start-up), as (exit code, stdout)."""
+    from apps.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
 def policies(tmp_path: Path) -> tuple[Path, Path]:
     plugin, built_in = tmp_path / "plugin.toml", tmp_path / "built_in.toml"
     plugin.write_text(HEAD + PLUGIN_FLOOR, encoding="utf-8")
@@ -90,14 +100,14 @@ def policies(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-def test_a_plugin_criterion_gates_as_the_built_in_floor_does(site, study, tmp_path) -> None:
+def test_a_plugin_criterion_gates_as_the_built_in_floor_does(site, study, tmp_path, capsys) -> None:
     plugin, built_in = policies(tmp_path)
-    verdicts = {}
-    for path in (plugin, built_in):
-        done = accord(site, "gate", str(study), "--policy", str(path), "--judge", "identify@j", "--json")
-        assert done.returncode == 0, done.stderr  # ACCEPT
-        verdicts[path] = json.loads(done.stdout)["judges"]["identify@j"]
-    mine, theirs = verdicts[plugin], verdicts[built_in]
+    argv = ("gate", str(study), "--judge", "identify@j", "--json")
+    done = accord(site, *argv, "--policy", str(plugin))
+    assert done.returncode == 0, done.stderr  # ACCEPT
+    code, out = in_process(capsys, *argv, "--policy", str(built_in))
+    assert code == 0, out  # ACCEPT
+    mine, theirs = (json.loads(text)["judges"]["identify@j"] for text in (done.stdout, out))
     assert [c["type"] for c in mine["criteria"]] == ["kappa_floor", "beats_baselines", "tracks_input"]
     assert [c["type"] for c in theirs["criteria"]] == ["agreement_floor", "beats_baselines", "tracks_input"]
     floor, reference = mine["criteria"][0], theirs["criteria"][0]
@@ -119,14 +129,13 @@ def test_a_plugin_criterion_gates_as_the_built_in_floor_does(site, study, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_plugin_criterion_is_planned_as_the_built_in_floor_is(site, tmp_path) -> None:
+def test_a_plugin_criterion_is_planned_as_the_built_in_floor_is(site, tmp_path, capsys) -> None:
     plugin, built_in = policies(tmp_path)
-    plans = {}
-    for path in (plugin, built_in):
-        done = accord(site, "plan", "--policy", str(path), *DESIGN)
-        assert done.returncode == 0, done.stderr
-        plans[path] = json.loads(done.stdout)
-    mine, theirs = plans[plugin], plans[built_in]
+    done = accord(site, "plan", "--policy", str(plugin), *DESIGN)
+    assert done.returncode == 0, done.stderr
+    code, out = in_process(capsys, "plan", "--policy", str(built_in), *DESIGN)
+    assert code == 0, out
+    mine, theirs = json.loads(done.stdout), json.loads(out)
     assert mine["design"]["coefficient"] == "cohen_kappa"  # the default axis: the first floor's coefficient
     assert list(mine["units_needed"]) == ["kappa floor", "beats constant answers (cohen_kappa, percent_agreement)",
                                           "tracks the input (cohen_kappa vs human majority > 0.0)", "policy"]

@@ -141,16 +141,23 @@ def family_cell(n: int, rate: float, studies: int, start: int = 0) -> dict:
     truth = (1 - rate) * (FAMILY_SHIFT[0] - FAMILY_SHIFT[1])
     families = np.array(MODELS)
     per_model = n // families.size
+    # Every study's models drawn at once (the simulation is this test's harness; the interval under test,
+    # model_contrast, still runs once per study): row r = (study, model), latent() per row, vectorised.
+    rng = np.random.default_rng([n, int(rate * 100), start, studies, 2])
+    rows = studies * families.size
+    ends = np.cumsum(1 + rng.poisson(2, (rows, per_model)), axis=1)  # trajectories of 1 + Poisson(2) turns
+    stride = int(ends[:, -1].max()) + 1
+    offset = np.arange(rows)[:, None] * stride
+    # Turn u of row r is in trajectory #(trajectory ends <= u), as trajectories() numbers them.
+    clusters = np.searchsorted((ends + offset).ravel(), (np.arange(per_model) + offset).ravel(), side="right")
+    p = rng.beta(4 * rate, 4 * (1 - rate), rows * per_model)[clusters].reshape(rows, per_model)
+    y = rng.random((rows, per_model)) < p
+    fp = 0.05 + np.array(FAMILY_SHIFT)[np.tile(families, studies)] + rng.uniform(-0.03, 0.03, rows)
+    j = np.where(y, rng.random((rows, per_model)) >= 0.1, rng.random((rows, per_model)) < fp[:, None])
+    biases = (j.mean(axis=1) - y.mean(axis=1)).reshape(studies, families.size)
+    mask = families == 0
     hits: dict = {}
-    for seed in range(start, start + studies):
-        rng = np.random.default_rng([n, int(rate * 100), seed, 2])
-        bias = np.empty(families.size)
-        for m, family in enumerate(families):
-            y, _ = latent(per_model, rate, rng)
-            fp = 0.05 + FAMILY_SHIFT[family] + rng.uniform(-0.03, 0.03)
-            j = np.where(y, rng.random(per_model) >= 0.1, rng.random(per_model) < fp)
-            bias[m] = j.mean() - y.mean()
-        mask = families == 0
+    for bias in biases:
         contrast = model_contrast(bias, mask, LEVEL)
         lo, hi = contrast.ci_low, contrast.ci_high
         tally(hits, "family_contrast", "pooled_t", (lo, hi), truth)

@@ -107,22 +107,19 @@ def test_a_judge_at_the_floor_is_accepted_at_most_5_percent(tmp_path, rate, anno
 
 
 def gate_table(judge: np.ndarray, humans: np.ndarray, clusters: np.ndarray) -> pd.DataFrame:
-    """A labels table (agreement.study_io.labels_table's columns) for one judge and the annotators."""
-    n = judge.size
-    units = [f"u{i}" for i in range(n)]
-    frames = [pd.DataFrame({"unit": units, "rater": "judge@sim", "label": np.where(judge, "yes", "no"),
-                            "source": "judge", "backend": "judge"})]
-    for index, column in enumerate(humans):
-        frames.append(pd.DataFrame({"unit": units, "rater": f"ann{index}", "label": np.where(column, "yes", "no"),
-                                    "source": "human", "backend": "app"}))
-    table = pd.concat(frames, ignore_index=True)
-    info = pd.DataFrame({"unit": units, "cluster": [f"t{c}" for c in clusters], "kind": "identify_trajectory",
-                         "inclusion_prob": 1.0, "stratum": "all", "agent": "a", "backbone": "b", "family": "f",
-                         "dataset": "d", "setting": "s", "split": "conflict"})
-    table = table.merge(info, on="unit")
-    table["unscored_reason"] = None
-    table["weight"] = 1.0
-    return table
+    """A labels table (agreement.study_io.labels_table's columns) for one judge and the annotators: the judge's
+    rows, then each annotator's, every row with its unit's fields. Built in one DataFrame (a concat and a merge
+    per simulated study cost more than the gate's own table work)."""
+    n, raters = judge.size, 1 + len(humans)
+    return pd.DataFrame({
+        "unit": [f"u{i}" for i in range(n)] * raters,
+        "rater": np.repeat(["judge@sim", *(f"ann{i}" for i in range(len(humans)))], n).astype(object),
+        "label": np.where(np.concatenate([judge, *humans]), "yes", "no"),
+        "source": np.repeat(["judge", *["human"] * len(humans)], n).astype(object),
+        "backend": np.repeat(["judge", *["app"] * len(humans)], n).astype(object),
+        "cluster": [f"t{c}" for c in clusters] * raters, "kind": "identify_trajectory", "inclusion_prob": 1.0,
+        "stratum": "all", "agent": "a", "backbone": "b", "family": "f", "dataset": "d", "setting": "s",
+        "split": "conflict", "unscored_reason": None, "weight": 1.0})
 
 
 @pytest.mark.slow
