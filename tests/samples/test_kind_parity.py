@@ -30,12 +30,12 @@ from judges.runner import build_tasks
 from judges.spec import build_judge
 from judges.tables import read_units
 from samples.blind import blind
+from samples.context import with_context
 from samples.errors import InputError
 from samples.ingest import ingest
 from samples.kinds import get_kind, template_fields
 from samples.layout import StudyLayout
 from samples.records import BlindTask, SampledUnit, Unit
-from samples.sampler import with_context
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "ise_example.jsonl"
