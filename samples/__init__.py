@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_e
     from samples.blind import IdentityLeak, annotator_order, blind_study, blinding_salt_for, task_id
     from samples.blind import blind as blind_units
     from samples.canonical import canonical_json, file_sha256, sha256_hex
+    from samples.context import with_context
     from samples.documents import SampleManifest, read_blind_audit
     from samples.errors import InputError
     from samples.generation import check_generation, publishing
@@ -109,7 +110,7 @@ if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_e
     )
     from samples.registry import PLUGIN_GROUP, Registry, load_plugins
     from samples.resampling import MAX_RESAMPLES, MIN_RESAMPLES, Resampling, check_resamples
-    from samples.sampler import Draw, draw, judge_label, read_judge_labels, sample_study, with_context
+    from samples.sampler import Draw, draw, judge_label, read_judge_labels, sample_study
     from samples.schemes import SCHEMES, LabelScheme, get_scheme
     from samples.scrub import Scrubber
     from samples.seed import DEFAULT_SEED
@@ -146,6 +147,8 @@ __all__ = [
     "canonical_json",
     "file_sha256",
     "sha256_hex",
+    # samples.context: The numbered context (the unit's turns 0..i) that units of some kinds need in their judge message
+    "with_context",
     # samples.documents: Typed documents of the sampling and blinding stages: written and read back through the same ...
     "SampleManifest",
     "read_blind_audit",
@@ -264,7 +267,6 @@ __all__ = [
     "judge_label",
     "read_judge_labels",
     "sample_study",
-    "with_context",
     # samples.schemes: Label schemes: the closed set of labels each judgement task may produce
     "LabelScheme",
     "SCHEMES",

@@ -370,7 +370,7 @@ class IdentifyTurn(_Kind):
         if unit.turns is None:
             raise InputError(f"{unit.kind} unit {getattr(unit, 'unit_id', '?')}: its numbered context (turns 0.."
                              f"{unit.focus_turn}) is not attached; judge sampled units or attach it with "
-                             "samples.kinds.with_context(units, STUDY/trajectories.jsonl)")
+                             "samples.context.with_context(units, STUDY/trajectories.jsonl)")
         return {"text": unit.text, "context": "\n\n".join(unit.turns), "focus_turn": str(unit.focus_turn)}
 
     def annotator_view(self, task: Shown) -> AnnotatorView:

@@ -22,7 +22,7 @@ Unit texts:
 * ``identify_turn``: for each turn i, the turn itself ("[turn i] ...", the thing
   labelled); ``focus_turn`` = i. Its numbered context (turns 0..i, what the agent
   had done up to that turn) is attached as ``turns`` when the unit is sampled
-  (``samples.sampler``) or judged (``samples.kinds.with_context``), not in the
+  (``samples.sampler``) or judged (``samples.context.with_context``), not in the
   population file: context per turn would make ``units.jsonl`` grow with the square
   of trajectory length. Judges and annotators both read that context.
 * ``escalate_final``: the final step's text, ``<think>`` stripped (its hidden

@@ -64,10 +64,14 @@ def test_loadgroup_keeps_each_service_group_on_one_worker(tmp_path) -> None:
     import re
     import subprocess
     import sys
+    import tomllib
 
     from tests.conftest import REPO
 
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    demo\n    llama\n    ray\n    labelstudio\n    services\n")
+    # the repo's addopts (which plugins load, as in make test) with the markers the hook adds
+    addopts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = {addopts}\n"
+                                         "markers =\n    demo\n    llama\n    ray\n    labelstudio\n    services\n")
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n")
     (tmp_path / "test_groups.py").write_text(
         "import time\nimport pytest\n\n"

@@ -7,15 +7,17 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from streamlit.components.v2.bidi_component.main import _make_trigger_id
-from streamlit.testing.v1 import AppTest
 
 from annotate.app_backend import sign_in
 from annotate.store import Store
 from tests.annotate.conftest import ENGINE_PARAMS
 from tests.annotate.helpers import IDENTITY_MARKERS, ORDERS, TASKS
+
+if TYPE_CHECKING:  # streamlit is imported where an app runs, not when the suite is collected
+    from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "apps" / "coding_app.py")
 
@@ -24,6 +26,8 @@ APP = str(Path(__file__).resolve().parents[2] / "apps" / "coding_app.py")
 def app(loaded_study, monkeypatch, repo):
     monkeypatch.setenv("ACCORD_STUDY", str(loaded_study.root))
     monkeypatch.chdir(repo)
+
+    from streamlit.testing.v1 import AppTest
 
     def start(who: str | None = None) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=30)
@@ -75,6 +79,8 @@ def send(at: AppTest, event: str, value: object) -> AppTest:
     """Run the app as after the browser's workspace fires ``event`` with ``value``: Streamlit's
     frontend sends a component's events as a JSON list on one trigger widget per component.
     AppTest has no way to fire a component's events, hence its lower-level run call."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+
     element = component(at)
     states = at._tree.get_widget_states()
     trigger = states.widgets.add()
@@ -144,6 +150,8 @@ def go_to(at: AppTest, number: int) -> AppTest:
 
 
 def test_without_a_study_the_app_says_how_to_start(monkeypatch, repo):
+    from streamlit.testing.v1 import AppTest
+
     monkeypatch.delenv("ACCORD_STUDY", raising=False)
     monkeypatch.chdir(repo)
     at = AppTest.from_file(APP, default_timeout=30).run()
@@ -417,6 +425,8 @@ class _Index(HTMLParser):
 def long_app(tmp_path, monkeypatch, repo):
     """The coding app on a study of the long tool-using trajectory (tests/annotate/long_units.py)
     with script-injection payloads in a speaker name, a message and a tool result."""
+    from streamlit.testing.v1 import AppTest
+
     from annotate.app_backend import AppBackend
     from tests.annotate.helpers import write_study
     from tests.annotate.long_units import long_tasks

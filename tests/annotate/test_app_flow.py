@@ -3,10 +3,14 @@ after the last unit and the last disagreement, and the adjudicator moved on to t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from tests.annotate.test_app import APP, button, drawn, heading, submit
+
+if TYPE_CHECKING:  # streamlit is imported where an app runs, not when the suite is collected
+    from streamlit.testing.v1 import AppTest
 
 
 @pytest.fixture
@@ -14,6 +18,7 @@ def app(loaded_study, monkeypatch, repo):
     """The coding app in AppTest, signed in as a person of ``loaded_study`` (as tests/annotate/test_app.py's)."""
     monkeypatch.setenv("ACCORD_STUDY", str(loaded_study.root))
     monkeypatch.chdir(repo)
+    from streamlit.testing.v1 import AppTest
 
     def start(who: str) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=30)

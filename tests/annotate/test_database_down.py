@@ -8,9 +8,9 @@ The test stops and restarts a PostgreSQL cluster of its own (fast shutdown), nev
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from annotate.app_backend import AppBackend
 from annotate.store import STORE_URL_ENV, Store
@@ -18,6 +18,9 @@ from apps.cli import main
 from tests.annotate.helpers import write_study
 from tests.annotate.test_app import APP, button, drawn, submit
 from tests.support.postgres import REPO, temporary_cluster
+
+if TYPE_CHECKING:  # streamlit is imported where the app runs, not when the suite is collected
+    from streamlit.testing.v1 import AppTest
 
 
 def _warnings(at: AppTest) -> str:
@@ -35,6 +38,8 @@ def cluster():
 
 @pytest.mark.slow  # 12 s on 2 idle cores: make test runs it, make test-fast does not
 def test_the_coding_app_waits_for_the_database_and_loses_nothing(cluster, tmp_path: Path, monkeypatch, capsys):
+    from streamlit.testing.v1 import AppTest
+
     url = cluster.create_database("down")
     monkeypatch.setenv(STORE_URL_ENV, url)
     root = write_study(tmp_path / "study")

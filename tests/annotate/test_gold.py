@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import kstest
-from statsmodels.stats.proportion import proportion_confint
 
 from annotate.app_backend import AnnotatorSession, AppBackend
 from annotate.gold import place_gold, wilson_interval
@@ -112,6 +110,8 @@ def test_gold_tasks_are_placed_at_the_rate_and_look_like_every_task(study, capsy
 def test_gold_positions_carry_no_ordering_tell():
     """Over many annotators the gold positions are uniform over the order (KS test against the uniform
     law), the first and last places are as likely as any, and which gold units are chosen varies."""
+    from scipy.stats import kstest
+
     real = [f"t_{i:016x}" for i in range(90)]
     gold = [f"t_{i:016x}" for i in range(1000, 1010)]
     positions, first, chosen = [], 0, set()
@@ -131,6 +131,8 @@ def test_gold_positions_carry_no_ordering_tell():
 
 
 def test_gold_accuracy_per_annotator_matches_a_hand_count(study, capsys):
+    from statsmodels.stats.proportion import proportion_confint
+
     assert main(["gold", "add", str(study / "gold_table.jsonl"), "--study", str(study), "--rate", "0.2"]) == 0
     store, tokens = push(study)
     units = {u["task"]["task_id"]: u for u in json.loads(StudyLayout.of(study).gold.read_text())["units"]}
@@ -162,6 +164,8 @@ def test_gold_accuracy_per_annotator_matches_a_hand_count(study, capsys):
 
 
 def test_wilson_interval_against_statsmodels_and_undefined_without_labels():
+    from statsmodels.stats.proportion import proportion_confint
+
     for correct, n, level in ((0, 5, 0.95), (5, 5, 0.9), (7, 19, 0.95), (180, 200, 0.99)):
         assert wilson_interval(correct, n, level) == pytest.approx(
             proportion_confint(correct, n, alpha=1 - level, method="wilson"))
@@ -267,6 +271,8 @@ def test_a_gold_key_from_an_earlier_blinding_is_refused_at_push(study, capsys):
 def test_quality_document_and_report_table_carry_gold_accuracy_per_kind(study, capsys):
     """`accord quality` on a study with gold: per unit kind and annotator the accuracy equals a hand count,
     with the Wilson interval statsmodels gives; the report table shows it; the sealed key stays unread by agreement."""
+    from statsmodels.stats.proportion import proportion_confint
+
     from agreement.documents import QualityDocument, read_document
     from agreement.report import annotator_quality_table
 

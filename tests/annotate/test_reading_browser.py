@@ -20,7 +20,6 @@ from playwright.sync_api import expect
 
 from annotate.app_backend import AppBackend
 from annotate.store import Store
-from apps.workspace import FOLD_CHARS
 from samples.ingest import ingest
 from samples.jsonl import read_models
 from samples.records import BlindTask, Trajectory
@@ -137,6 +136,8 @@ def test_a_long_unit_opens_at_its_top_with_the_focus_turn_one_key_away(who_and_w
 
 
 def test_long_blocks_arrive_folded_with_a_preview_and_expand(who_and_when_app):
+    from apps.workspace import FOLD_CHARS  # imports streamlit: here, not when the suite is collected
+
     app = who_and_when_app
     # Folded: every turn whose text is longer than the fold length, except the focus turn.
     expected = [i for i, content in enumerate(app.contents) if len(content.strip()) > FOLD_CHARS and i != 42]
@@ -168,6 +169,8 @@ def test_long_blocks_arrive_folded_with_a_preview_and_expand(who_and_when_app):
 
 
 def test_find_marks_every_match_opens_folds_and_escape_returns_to_the_unit(who_and_when_app):
+    from apps.workspace import FOLD_CHARS  # imports streamlit: here, not when the suite is collected
+
     app = who_and_when_app
     word = "Lincoln Park"
     expected = sum(content.lower().count(word.lower()) for content in app.contents)

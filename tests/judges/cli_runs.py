@@ -58,13 +58,19 @@ def start(study: Path, units: Path, config: Path) -> subprocess.Popen:
 def run_in_process(study: Path, units: Path, config: Path, capsys) -> tuple[int, str, str]:
     """A run nobody kills or races: in process, the code ``start`` runs without an interpreter's start-up, with
     its working folder and environment (no API keys); (exit code, stdout, stderr)."""
+    return run_command_in_process(command(study, units, config), capsys)
+
+
+def run_command_in_process(argv: list[str], capsys) -> tuple[int, str, str]:
+    """``argv`` (``python -m apps ...``) run in process as ``run_in_process`` runs ``command``."""
     from apps.cli import main
 
+    assert argv[1:3] == ["-m", "apps"], argv
     saved = {key: os.environ.pop(key) for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if key in os.environ}
     capsys.readouterr()
     try:
         with contextlib.chdir(REPO):
-            code = main(command(study, units, config)[3:])
+            code = main(argv[3:])
     finally:
         os.environ.update(saved)
     out, err = capsys.readouterr()

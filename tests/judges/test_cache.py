@@ -92,22 +92,27 @@ def test_another_programs_database_is_refused_before_anything_is_written(tmp_pat
 def test_processes_opening_a_new_cache_at_once_all_open_it_and_migrate_once(tmp_path) -> None:
     """Two judge runs on a fresh study open its cache together: neither may meet "database is locked"
     (SQLite refuses a concurrent switch to WAL without waiting) and each migration is applied once."""
+    import os
     import subprocess
     import sys
-    import time
 
-    opener = ("import sys, time, pathlib\n"
+    # Each opener says it is imported and ready, then blocks on one pipe they all share; closing its write
+    # end wakes all six at once (no fixed sleep, no polling), so they open the cache together.
+    opener = ("import sys\n"
               "from judges.cache import RequestCache\n"
-              "go = pathlib.Path(sys.argv[2])\n"
-              "while not go.exists(): time.sleep(0.0005)\n"
+              "print('ready', flush=True)\n"
+              "sys.stdin.read()\n"
               "RequestCache(sys.argv[1]).close()\n")
     for round_ in range(5):
-        path, go = tmp_path / f"cache{round_}.sqlite", tmp_path / f"go{round_}"
-        openers = [subprocess.Popen([sys.executable, "-c", opener, str(path), str(go)], stderr=subprocess.PIPE, text=True)
-                   for _ in range(6)]
-        time.sleep(2.0)  # every interpreter started, imported and waiting, so they open the cache together
-        go.touch()
+        path = tmp_path / f"cache{round_}.sqlite"
+        go_read, go_write = os.pipe()
+        openers = [subprocess.Popen([sys.executable, "-c", opener, str(path)], stdin=go_read, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for _ in range(6)]
+        os.close(go_read)
+        ready = [p.stdout.readline() for p in openers]
+        os.close(go_write)
         errors = [p.communicate(timeout=120)[1] for p in openers]
+        assert ready == ["ready\n"] * 6, errors
         assert [p.returncode for p in openers] == [0] * 6, errors
         with sqlite3.connect(path) as db:
             assert db.execute("SELECT name FROM migrations").fetchall() == [(name,) for name, _ in MIGRATIONS]

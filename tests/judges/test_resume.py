@@ -26,7 +26,7 @@ def _cli(study, units, base_url) -> list[str]:
             "--base-url", base_url + "/v1", "--concurrency", str(CONCURRENCY), "--json"]
 
 
-def test_sigkill_then_resume(fault_server, tmp_path) -> None:
+def test_sigkill_then_resume(fault_server, tmp_path, capsys) -> None:
     fault_server.delay_s = 0.1
     units = escalate_units(N_UNITS)
     units_file = cli_runs.write_units(tmp_path / "units.jsonl", units)
@@ -46,10 +46,10 @@ def test_sigkill_then_resume(fault_server, tmp_path) -> None:
         paid_before = {json.loads(r[0])["body"]["messages"][-1]["content"] for r in db.execute("SELECT request FROM responses")}
     served_before = len(fault_server.attempts)
 
-    resumed = subprocess.run(_cli(study, units_file, fault_server.base_url), cwd=cli_runs.REPO, env=cli_runs.env(),
-                             capture_output=True, text=True, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr
-    stats = json.loads(resumed.stdout)["judges"][0]
+    # the resume: nothing kills it, so in process (the same code without an interpreter's start-up)
+    code, out, err = cli_runs.run_command_in_process(_cli(study, units_file, fault_server.base_url), capsys)
+    assert code == 0, err
+    stats = json.loads(out)["judges"][0]
 
     # Every unit labelled exactly once, in the file as well as in the table.
     lines = layout.judge_labels.read_text().splitlines()

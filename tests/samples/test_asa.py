@@ -10,7 +10,6 @@ import pytest
 
 from annotate.codebook import codebook, question
 from annotate.labelstudio import display_payload, labeling_config
-from apps.workspace import task_html
 from judges.providers.base import make_provider
 from judges.runner import build_tasks
 from judges.spec import build_judge
@@ -73,6 +72,8 @@ def test_milestone_units_of_blocked_runs_only(runs) -> None:
 
 
 def test_judge_and_people_read_the_same_reference_and_trajectory(runs) -> None:
+    from apps.workspace import task_html  # imports streamlit: here, not when the suite is collected
+
     units = [u for r in runs for u in cut_units(r, KINDS)[0]]
     assert len(units) == 40
     sent, judge = _sent("asa-milestone", units)

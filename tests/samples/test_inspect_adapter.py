@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -22,93 +23,23 @@ from apps.cli import main
 from samples.jsonl import iter_jsonl_lines
 from samples.layout import StudyLayout
 
-inspect_ai = pytest.importorskip("inspect_ai", reason="inspect-ai is not installed: pip install 'accord[inspect]'")
-
-from inspect_ai import Task  # noqa: E402
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import (  # noqa: E402
-    ChatCompletionChoice,
-    ChatMessageAssistant,
-    ContentReasoning,
-    ContentText,
-    GenerateConfig,
-    ModelOutput,
-    ModelUsage,
-    get_model,
-)
-from inspect_ai.scorer import Score, Target, includes, match, model_graded_qa, scorer  # noqa: E402
-from inspect_ai.solver import TaskState, generate, system_message, use_tools  # noqa: E402
-from inspect_ai.tool import ToolCall, tool  # noqa: E402
-
 REPO = Path(__file__).resolve().parents[2]
 # inspect_ai 0.3.285 passes tenacity a deprecated argument on every model it builds
 pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
-MOCK = "mockllm/model"
-# Usage set on every scripted output: without it mockllm counts tokens with tiktoken,
-# which downloads its encoding (no network here).
-USAGE = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
-
-
-@tool
-def add():
-    async def execute(x: int, y: int):
-        """Add two integers.
-
-        Args:
-            x: the first integer
-            y: the second integer
-
-        """
-        return x + y
-
-    return execute
-
-
-@scorer(metrics=[])
-def half_credit():
-    """A numeric scorer: 1.0 for the first sample, 0.5 (no correctness label) for the second, 0 for the third."""
-
-    async def score(state: TaskState, target: Target) -> Score:
-        return Score(value={"s0": 1.0, "s1": 0.5, "s2": 0}[str(state.sample_id)])
-
-    return score
-
-
-def _output(text: str, reasoning: str | None = None, call: tuple[str, dict] | None = None) -> ModelOutput:
-    content = ([ContentReasoning(reasoning=reasoning)] if reasoning else []) + [ContentText(text=text)]
-    calls = [ToolCall(id=call[0], function="add", arguments=call[1])] if call else None
-    message = ChatMessageAssistant(content=content, tool_calls=calls, model=MOCK)
-    return ModelOutput(model=MOCK, usage=USAGE, choices=[ChatCompletionChoice(
-        message=message, stop_reason="tool_calls" if call else "stop")])
-
-
-def _tool_run(folder: Path, log_format: str) -> Path:
-    """A real inspect_ai eval of a 3-sample task with an ``add`` tool, three scorers, one log file."""
-    samples = [Sample(id=f"s{i}", input=f"What is {a} + {b}?", target=str(a + b), metadata={"pair": [a, b]})
-               for i, (a, b) in enumerate([(1, 2), (3, 4), (10, 5)])]
-    script = [
-        _output("I'll add them.", "The user wants 1+2.", ("c1", {"x": 1, "y": 2})), _output("3"),
-        _output("Adding.", None, ("c2", {"x": 3})),  # misses y: inspect_ai's validation fails the call
-        _output("Retry.", None, ("c3", {"x": 3, "y": 4})), _output("The sum is 8"),
-        _output("", "Easy.", ("c4", {"x": 10, "y": 5})), _output("15"),
-    ]
-    grades = [ModelOutput(model=MOCK, usage=USAGE, choices=[ChatCompletionChoice(
-        message=ChatMessageAssistant(content=grade), stop_reason="stop")])
-        for grade in ("GRADE: C", "GRADE: I", "GRADE: C")]
-    task = Task(dataset=samples, name="addition",
-                solver=[system_message("Use the add tool."), use_tools(add()), generate()],
-                scorer=[match(), model_graded_qa(model=get_model(MOCK, custom_outputs=grades)), half_credit()])
-    [log] = inspect_eval(task, model=get_model(MOCK, custom_outputs=script), max_samples=1, log_dir=str(folder),
-                         log_format=log_format, display="none")
-    assert log.status == "success", log.error
-    return Path(log.location)
 
 
 @pytest.fixture(scope="module")
-def tool_log(tmp_path_factory) -> Path:
-    return _tool_run(tmp_path_factory.mktemp("inspect-logs"), "eval")
+def inspect_runs() -> ModuleType:
+    """tests/samples/inspect_runs.py (inspect_ai and the scripted runs), imported by the tests that use it."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai is not installed: pip install 'accord[inspect]'")
+    from tests.samples import inspect_runs
+
+    return inspect_runs
+
+
+@pytest.fixture(scope="module")
+def tool_log(inspect_runs: ModuleType, tmp_path_factory) -> Path:
+    return inspect_runs.tool_run(tmp_path_factory.mktemp("inspect-logs"), "eval")
 
 
 def _rows(path: Path) -> list[dict]:
@@ -127,6 +58,8 @@ def _ingest(log: Path, study: Path, capsys) -> dict[str, dict]:
 
 
 def test_tool_run_turns_and_tool_calls_intact(tool_log: Path, tmp_path: Path, capsys) -> None:
+    from inspect_ai.log import read_eval_log
+
     runs = _ingest(tool_log, tmp_path / "study", capsys)
     log = read_eval_log(str(tool_log))
     assert sorted(runs) == [f"{tool_log.stem}/{s.id}" for s in log.samples]
@@ -135,7 +68,7 @@ def test_tool_run_turns_and_tool_calls_intact(tool_log: Path, tmp_path: Path, ca
         assert (run["question"], run["references"], run["dataset"]) == (sample.input, [sample.target], "addition")
         assert (run["backbone"], run["family"]) == ("model", "unknown")  # mockllm/model names no family
         assert run["metadata"]["pair"] == sample.metadata["pair"]
-        assert run["metadata"]["inspect"]["model"] == MOCK and run["metadata"]["inspect"]["sample_id"] == sample.id
+        assert run["metadata"]["inspect"]["model"] == "mockllm/model" and run["metadata"]["inspect"]["sample_id"] == sample.id
         # every message but the tool results (folded into their calls) is a step, in order
         kept = [(i, m) for i, m in enumerate(sample.messages) if m.role != "tool"]
         assert [(s["index"], s["role"]) for s in run["steps"]] == [(i, m.role) for i, m in kept]
@@ -164,8 +97,9 @@ def test_tool_run_turns_and_tool_calls_intact(tool_log: Path, tmp_path: Path, ca
     assert (retry["result"], retry["success"], s1["final_answer"]) == ("7", True, "The sum is 8")
 
 
-def test_json_log_reads_like_eval_log_and_ingest_is_deterministic(tool_log: Path, tmp_path: Path, capsys) -> None:
-    json_log = _tool_run(tmp_path / "json-logs", "json")
+def test_json_log_reads_like_eval_log_and_ingest_is_deterministic(inspect_runs: ModuleType, tool_log: Path,
+                                                                  tmp_path: Path, capsys) -> None:
+    json_log = inspect_runs.tool_run(tmp_path / "json-logs", "json")
     assert json_log.suffix == ".json"
     from_eval, from_json = _ingest(tool_log, tmp_path / "a", capsys), _ingest(json_log, tmp_path / "b", capsys)
 
@@ -179,6 +113,8 @@ def test_json_log_reads_like_eval_log_and_ingest_is_deterministic(tool_log: Path
 
 
 def test_scores_import_as_judge_labels(tool_log: Path, tmp_path: Path, capsys) -> None:
+    from inspect_ai.log import read_eval_log
+
     study = tmp_path / "study"
     _ingest(tool_log, study, capsys)
     log = read_eval_log(str(tool_log))
@@ -226,7 +162,7 @@ def test_two_scorers_need_a_choice(tool_log: Path, tmp_path: Path, capsys) -> No
     assert not (StudyLayout.of(study).imported_judge_labels_dir / "j.jsonl").exists()
 
 
-def test_bad_inputs(tmp_path: Path, capsys) -> None:
+def test_bad_inputs(inspect_runs: ModuleType, tmp_path: Path, capsys) -> None:  # skipped as the others without it
     not_a_log = tmp_path / "runs.json"
     not_a_log.write_text('{"a": 1}')
     assert main(["ingest", str(not_a_log), "--adapter", "inspect", "--study", str(tmp_path / "s")]) == 2
@@ -252,6 +188,15 @@ def test_missing_extra_names_the_install(tool_log: Path, tmp_path: Path) -> None
 @pytest.mark.llama
 def test_real_local_model_run(llama_server, tmp_path: Path, capsys) -> None:
     """SmolLM2 behind llama-server, through inspect_ai's OpenAI-compatible provider, no tools."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai is not installed: pip install 'accord[inspect]'")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import GenerateConfig, get_model
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import generate
+
     model = get_model("openai-api/local/smollm2", base_url=llama_server.base_url + "/v1", api_key="none",
                       config=GenerateConfig(temperature=0, max_tokens=24, seed=0))
     questions = [("What is 2 + 2? Answer with a number.", "4"), ("What is the capital of France?", "Paris"),
@@ -276,9 +221,18 @@ def test_real_local_model_run(llama_server, tmp_path: Path, capsys) -> None:
     assert (report["rows"], report["ok"]) == (3, expected_ok)
 
 
-def test_epochs_and_limits(tmp_path: Path, capsys) -> None:
+def test_epochs_and_limits(inspect_runs: ModuleType, tmp_path: Path, capsys) -> None:
     """Each epoch is its own run (ids end /epoch<n>, scores match per epoch); a run cut by a message limit
     has no final answer and is truncated."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate, use_tools
+
+    MOCK, USAGE, add = inspect_runs.MOCK, inspect_runs.USAGE, inspect_runs.add
     samples = [Sample(id="p", input="What is 1 + 2?", target="3"), Sample(id="q", input="What is 2 + 2?", target="5")]
     replies = [ModelOutput(model=MOCK, usage=USAGE, choices=[ChatCompletionChoice(
         message=ChatMessageAssistant(content="3", model=MOCK), stop_reason="stop")]) for _ in range(4)]
@@ -302,7 +256,7 @@ def test_epochs_and_limits(tmp_path: Path, capsys) -> None:
     assert by_run == {f"{path.stem}/{s}/epoch{e}": ("correct" if s == "p" else "incorrect")
                       for s in "pq" for e in (1, 2)}
 
-    looping = [_output("Again.", None, (f"c{i}", {"x": i, "y": 1})) for i in range(3)]
+    looping = [inspect_runs.output("Again.", None, (f"c{i}", {"x": i, "y": 1})) for i in range(3)]
     [cut] = inspect_eval(Task(dataset=samples[:1], solver=[use_tools(add()), generate()], scorer=match(),
                               name="loop", message_limit=4),
                          model=get_model(MOCK, custom_outputs=looping), log_dir=str(tmp_path / "cut"), display="none")

@@ -24,18 +24,17 @@ import pytest
 
 from annotate.labelstudio import display_payload
 from annotate.store import Store
-from apps.workspace import task_html
 from judges.providers.base import make_provider
 from judges.runner import build_tasks
 from judges.spec import build_judge
 from judges.tables import read_units
 from samples.blind import blind
+from samples.context import with_context
 from samples.errors import InputError
 from samples.ingest import ingest
 from samples.kinds import get_kind, template_fields
 from samples.layout import StudyLayout
 from samples.records import BlindTask, SampledUnit, Unit
-from samples.sampler import with_context
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "ise_example.jsonl"
@@ -155,6 +154,8 @@ def _sent(prompt: str, units: list[Unit]) -> tuple[dict[str, str], Any]:
 
 
 def assert_parity(unit: Unit, message: str, template: str, task: BlindTask) -> None:
+    from apps.workspace import task_html  # imports streamlit: here, not when the suite is collected
+
     spec = get_kind(unit.kind)
     values = spec.judge_fields(unit)
     assert message == template.format_map(values)
@@ -178,6 +179,8 @@ def assert_parity(unit: Unit, message: str, template: str, task: BlindTask) -> N
 
 
 def test_identify_trajectory_every_turn_for_both(ise_units) -> None:
+    from apps.workspace import task_html
+
     _, units = ise_units
     units = [u for u in units if u.kind == "identify_trajectory"]
     sent, _ = _sent("ise-identify", units)
@@ -212,6 +215,8 @@ def test_identify_turn_numbered_context_with_the_focus_turn_marked(ise_units) ->
 
 @pytest.mark.parametrize(("kind", "prompt"), [("escalate_final", "ise-escalate"), ("correctness", "ise-correctness")])
 def test_final_answer_kinds_are_the_same_text_for_both(ise_units, kind: str, prompt: str) -> None:
+    from apps.workspace import task_html
+
     _, units = ise_units
     units = [u for u in units if u.kind == kind]
     questions = [json.loads(line)["question"] for line in EXAMPLE.read_text().splitlines()]
@@ -229,6 +234,8 @@ def test_final_answer_kinds_are_the_same_text_for_both(ise_units, kind: str, pro
 
 
 def test_response_under_ehq4_question_and_gold_answer_for_both(response_units, ehq_item, tmp_path) -> None:
+    from apps.workspace import task_html
+
     item = ehq_item["ehq_item"]
     unit = next(u for u in response_units if u.question)
     assert unit.question == item["question"] and unit.gold_answers == [item["correct_answer"]]  # the alias repeated once

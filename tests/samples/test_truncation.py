@@ -13,7 +13,6 @@ import json
 import pytest
 
 from annotate.labelstudio import display_payload
-from apps.workspace import task_html
 from samples.blind import blind
 from samples.ingest import ingest
 from samples.kinds import get_kind
@@ -64,6 +63,8 @@ RESPONSES = [
 
 
 def test_flag_reaches_units_tasks_and_both_backends(tmp_path):
+    from apps.workspace import task_html  # imports streamlit: here, not when the suite is collected
+
     source = tmp_path / "responses.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in RESPONSES))
     ingest([source], tmp_path / "study", adapter="responses", kinds=["response"])
