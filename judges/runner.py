@@ -271,6 +271,7 @@ def run_judges(
     started = time.monotonic()
     prices = prices or PriceTable.load()
     version = accord_version()
+    providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
     if not dry_run:  # an engine that cannot run (not installed, a bad option) is refused before anything is written
         for name in sorted({spec.engine for spec in judges}):
             get_engine(name).check([spec for spec in judges if spec.engine == name])
@@ -279,8 +280,6 @@ def run_judges(
         # (the lock file stays: unlinking a flock file lets two runs lock two different files)
         if not dry_run:  # a dry run writes nothing, so it needs no lock and may watch a running one
             stack.enter_context(exclusive(paths.lock, what=f"the judge labels in {paths.labels.parent}"))
-        # Built once the study is this run's: a run refused at the lock never imports an SDK (about 2 CPU-s).
-        providers = {spec.name: make_provider(spec.provider, spec.connection) for spec in judges}
         summary = _run_locked(units, judges, paths, providers, cache, prices=prices, dry_run=dry_run,
                               progress=progress, seed=seed, on_label=on_label, version=version)
     return replace(summary, seconds=time.monotonic() - started)

@@ -27,22 +27,3 @@ def test_a_judge_run_imports_neither_numpy_nor_pandas(fault_server, tmp_path) ->
     # the run really judged: every unit by both judges, once
     counted = tally(study, units)
     assert (counted.rows, counted.lost, counted.duplicated) == (3 * len(JUDGES), 0, 0)
-
-
-def test_a_run_refused_at_the_lock_imports_no_sdk(fault_server, tmp_path) -> None:
-    """Refused before its providers are built: a second run on a busy study pays no SDK import."""
-    from judges.lock import exclusive
-    from samples.layout import StudyLayout
-
-    study, units_file = tmp_path / "study", write_units(tmp_path / "units.jsonl", escalate_units(3))
-    config = write_config(tmp_path / "judges.toml", fault_server.base_url)
-    argv = command(study, units_file, config)[3:]
-    code = ("import json, sys\nfrom apps.cli import main\n"
-            f"code = main({argv!r})\n"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'anthropic'})), file=sys.stderr)\n"
-            "sys.exit(code)\n")
-    with exclusive(StudyLayout.of(study).judge_lock, what="the judge labels"):
-        run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env(), capture_output=True, text=True,
-                             timeout=120)
-    assert run.returncode == 2 and "another run" in run.stderr, run.stderr
-    assert json.loads(run.stderr.splitlines()[-1]) == []
