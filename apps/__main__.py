@@ -1,5 +1,3 @@
-import sys
+from apps.cli import entry
 
-from apps.cli import main
-
-sys.exit(main())
+entry()

@@ -113,5 +113,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The ``accord`` executable (and ``python -m apps``): main(), then exit with its code.
+
+    A command ended by an interrupt has already run its cleanup when main() returns 130, so a second stop signal
+    while the interpreter shuts down is ignored: Python resets its SIGINT handler to the default there, and a
+    stray SIGINT then turned the exit status 130 into death by signal (seen in `accord run` killed mid-run).
+    """
+    code = main()
+    if code == 130:
+        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(stop, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
