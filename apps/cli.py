@@ -116,14 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> None:
     """The ``accord`` executable (and ``python -m apps``): main(), then exit with its code.
 
-    A command ended by an interrupt has already run its cleanup when main() returns 130, so a second stop signal
-    while the interpreter shuts down is ignored: Python resets its SIGINT handler to the default there, and a
-    stray SIGINT then turned the exit status 130 into death by signal (seen in `accord run` killed mid-run).
+    A command ended by an interrupt has run its cleanup (its servers stopped, its files committed or left as
+    they were) when main() returns 130, so the process ends there with 130: an interrupt that landed inside an
+    asyncio task is stored on the task and raised again while asyncio cancels the rest, and the interpreter's
+    own shutdown then reported the caught interrupt as death by SIGINT (exit -2 instead of 130).
     """
     code = main()
     if code == 130:
-        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(stop, signal.SIG_IGN)
+        import logging
+        import os
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     sys.exit(code)
 
 
