@@ -144,7 +144,7 @@ def _with_engine(args: argparse.Namespace, judges: list[Any]) -> list[Any]:
         if get_provider(judge.provider).in_process:
             out.append(judge)  # rule classifiers run in this process whatever the engine
             continue
-        own = judge.engine_options if judge.engine == args.engine and judge.engine_options is not None else None
+        own = judge.engine_options if judge.engine == args.engine else None
         table = {k: v for k, v in asdict(own).items() if v is not None} if own is not None else {}
         table.update(from_flags)
         table = {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
