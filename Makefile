@@ -10,17 +10,20 @@ export ACCORD_CACHE
 
 .PHONY: demo demo-deps demo-interactive real-studies test test-fast bench venv venv-demo system system-build services-deps stop clean
 
-# pip byte-compiles what it installs one file at a time; installing with --no-compile and then compiling the
-# venv's site-packages with compileall on every core does the same work (every module gets its .pyc, which
-# matters where PYTHONDONTWRITEBYTECODE is set) in about half the wall time on 2 cores.
+# Python writes each module's .pyc the first time a process imports it, so every later process (the pytest
+# workers, each `accord` subprocess a test starts, Ray's workers) loads it compiled. These machines set
+# PYTHONDONTWRITEBYTECODE, which turns that off: every process then compiled everything it imported again.
+# Unset here (the .pyc files go to the venv and the checkout's __pycache__ folders, both git-ignored), it
+# replaces compiling the whole venv up front (compileall of site-packages: 44 CPU-seconds, 24 s of wall time
+# before any test could start) with compiling only what is imported, once. pip installs with --no-compile for
+# the same reason.
+unexport PYTHONDONTWRITEBYTECODE
 PIP_INSTALL := $(PY) -m pip install -q --disable-pip-version-check --no-compile
-COMPILE_VENV := $(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e '.[all,dev]'
-	$(COMPILE_VENV)
 	touch $@ $(VENV)/.installed-demo
 
 # The demo needs the judges, the report and the coding app, not the test tools or the
@@ -29,7 +32,6 @@ $(VENV)/.installed-demo: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e '.[judges,app,report]'
-	$(COMPILE_VENV)
 	touch $@
 
 venv: $(VENV)/.installed
@@ -62,12 +64,8 @@ services-deps: venv system
 PYTEST_WORKERS ?= 2
 SERVICE_WORKERS ?= 2
 IN_PROCESS_LOG := .run/tests-in-process.log
-# The checkout's own modules are compiled once up front: where PYTHONDONTWRITEBYTECODE is set (as on these
-# machines) every `accord` subprocess a test starts would otherwise compile what it imports again (pip's
-# install compiles the dependencies; with pip --no-compile the Ray tests took 1.5 times as long).
 test: services-deps
 	$(PY) -m ruff check .
-	$(PY) -m compileall -q -j 0 samples judges agreement annotate apps tests benchmarks >/dev/null
 	@mkdir -p .run; echo "in-process tier (mypy, then pytest -m 'not services') at nice 19 -> $(IN_PROCESS_LOG)"
 	(nice -n 19 $(PY) -m mypy && nice -n 19 $(PY) -m pytest -m "not services" -n $(PYTEST_WORKERS) --dist loadscope) \
 	  > $(IN_PROCESS_LOG) 2>&1 & fast=$$!; \
