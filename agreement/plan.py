@@ -283,14 +283,29 @@ class Simulator:
         humans = np.where(rng.random((d.annotators, S, n)) < d.human_accuracy, latent, ~latent)
         return cluster, latent, humans, rng.random((S, n))
 
+    def _seeded(self, size: int) -> tuple[np.ndarray, ...]:
+        """``_studies(size)`` under the seed, read-only. They depend on the design's human side alone, not on
+        the judge, so the OC curve's chunks and every judge of a gate share one copy (drawn per chunk and
+        judge they were a tenth of ``accord gate``'s curve at 1e5 units)."""
+        d = self.design
+        key = (d.turns_per_trajectory, d.icc, d.positive_rate, d.annotators, d.human_accuracy, self.studies, size,
+               self.seed)
+        if key not in _SEEDED:
+            arrays = self._studies(size, np.random.default_rng([self.seed, size]))
+            for array in arrays:
+                array.setflags(write=False)
+            if len(_SEEDED) >= 2:  # (S, n) arrays of a few MB each: the last two designs are kept
+                del _SEEDED[next(iter(_SEEDED))]
+            _SEEDED[key] = arrays
+        return _SEEDED[key]
+
     def pass_rates(self, n: int, judge_accuracies: np.ndarray) -> dict[str, np.ndarray]:
         """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}.
 
         Studies above ``simulated_units`` units are the ``simulated_units``-unit studies carried to
         ``n`` units (module docstring)."""
         size = min(n, self.simulated_units)
-        rng = np.random.default_rng([self.seed, size])
-        studies = SimulatedStudies(self, n, size, np.asarray(judge_accuracies, dtype=float), *self._studies(size, rng))
+        studies = SimulatedStudies(self, n, size, np.asarray(judge_accuracies, dtype=float), *self._seeded(size))
         passes: dict[str, np.ndarray] = {}
         every = np.ones((studies.judge_accuracy.size, self.studies), dtype=bool)
         for c in self.criteria:
@@ -300,6 +315,9 @@ class Simulator:
             every &= ok
         passes["policy"] = every.mean(axis=1)
         return passes
+
+
+_SEEDED: dict[tuple, tuple[np.ndarray, ...]] = {}
 
 
 class SimulatedStudies:
