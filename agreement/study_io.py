@@ -85,7 +85,19 @@ def isin(column: pd.Series, values: Iterable[Any]) -> pd.Series:
         return column.isin(values)
     keys = values.to_numpy(dtype=object) if isinstance(values, (pd.Index, pd.Series)) else \
         np.asarray(list(values), dtype=object)
-    keys[pd.isna(keys)] = np.nan
+    missing = pd.isna(keys)
+    if column.dtype.storage == "pyarrow":  # Arrow's hash set over the column's own buffers: no object copy
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            value_set = pa.array(keys, type=pa.large_string(), mask=missing)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a key that is not text: the object path below
+            pass
+        else:
+            found = pc.is_in(pa.array(column), value_set=value_set, skip_nulls=False)
+            return pd.Series(found.to_numpy(zero_copy_only=False), index=column.index)
+    keys[missing] = np.nan
     found = pd.Series(column.to_numpy(dtype=object), dtype=object).isin(keys)
     return pd.Series(found.to_numpy(), index=column.index)
 
