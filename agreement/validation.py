@@ -521,11 +521,11 @@ class GateEvidence:
 
     def __init__(self, table: pd.DataFrame, *, judge: str, tie_policy: str, level: float, n_resamples: int,
                  seed: int, weighted: bool = False, registration: dict[str, Any] | None = None) -> None:
-        judged = table[(table["source"] == "judge") & (table["rater"] == judge)]
+        judged = table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"]
         if judged.empty:
             present = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
             raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {present}")
-        kinds = sorted(set(judged["kind"].unique()))
+        kinds = sorted(set(judged.unique()))
         self.judge = judge
         self._other_judges = table[(table["source"] == "judge") & (table["rater"] != judge)
                                    & table["kind"].isin(kinds)]
@@ -673,7 +673,7 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
     """
     if reference not in REFERENCES:
         raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
-    humans = table[table["source"] == "human"]
+    humans = table.loc[table["source"] == "human", ["unit", "rater", "label", "kind"]]  # the columns read
     frames = []
     for kind, rows in humans.groupby("kind", sort=True):
         categories, positive = scheme_of([kind], rows["label"])
@@ -738,7 +738,8 @@ def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
                  "unscored_reason", "trajectory_id"}
         raise InputError(f"--model-field {model_field!r}: not a stratum of the study's units; strata: "
                          f"{sorted(c for c in table.columns if c not in fixed)}")
-    rows = table[(table["source"] == "judge") & (table["rater"] == judge)]
+    read = list(dict.fromkeys(["unit", "cluster", model_field, "family", "label", "weight", "stratum"]))
+    rows = table.loc[(table["source"] == "judge") & (table["rater"] == judge), read]
     labels = rows["unit"].map(human).to_numpy(dtype=object) if human is not None else np.full(len(rows), None)
     return pd.DataFrame({
         "unit": rows["unit"].to_numpy(), "cluster": rows["cluster"].to_numpy(),
