@@ -335,12 +335,15 @@ class SimulatedStudies:
         self.judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
         votes = humans.sum(axis=0)
         m = d.annotators
-        keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
+        untied = 2 * votes != m  # (S, n): ties excluded (even m)
+        keep = untied[None].repeat(acc.size, axis=0)
         majority = (2 * votes > m)[None]
         self.flat = (np.arange(acc.size)[:, None, None] * self.studies * simulated + cluster[None]).ravel()
-        self.slot_count = self._counted(keep)
-        self.clusters = (self.slot_count > 0).sum(axis=2).astype(float)  # (X, S)
-        self.kept = keep.sum(axis=2).astype(float)
+        # Kept units per cluster slot depend on the humans alone: counted once, the same for every judge accuracy.
+        slots = np.bincount(cluster.ravel()[untied.ravel()], minlength=untied.size).astype(float).reshape(untied.shape)
+        self.slot_count = np.broadcast_to(slots, keep.shape)  # (X, S, n), read-only
+        self.clusters = np.repeat((slots > 0).sum(axis=1).astype(float)[None], acc.size, axis=0)  # (X, S)
+        self.kept = np.repeat(untied.sum(axis=1).astype(float)[None], acc.size, axis=0)
         self.tq = _t_quantiles(self.scale.clusters(self.clusters) - 1, 1 - self.z)
         self.cell_sums = self._cells_counted(self.judge, majority, keep)  # each (X, S, n)
 
