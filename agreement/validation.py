@@ -527,8 +527,8 @@ class GateEvidence:
             raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {present}")
         kinds = sorted(set(judged.unique()))
         self.judge = judge
-        self._other_judges = table[(table["source"] == "judge") & (table["rater"] != judge)
-                                   & table["kind"].isin(kinds)]
+        self._other_judges = table.loc[(table["source"] == "judge") & (table["rater"] != judge)
+                                       & table["kind"].isin(kinds), ["unit", "rater", "label"]]  # the baselines
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
         self.tie_policy, self.weighted = tie_policy, weighted
@@ -684,7 +684,7 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         codes = np.full(wide.shape, -1, dtype=np.int64)
         for k, label in enumerate(categories):
             codes[(wide == label).to_numpy()] = k
-        units = [str(u) for u in wide.index]
+        units = [str(u) for u in wide.index.tolist()]  # a list first: iterating an Arrow index is per element
         vote = majority_vote(codes, units=units, categories=categories, voters=[str(c) for c in wide.columns],
                              tie_policy=tie_policy, positive=binary_positive)
         # The first row of each unit, as filtering to the human units first gives (every unit of ``wide`` has one).
