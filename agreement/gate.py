@@ -307,7 +307,8 @@ def study_operating_point(policy: Policy, evidence: Any) -> dict[str, Any]:
     if not 0 < rate < 1:  # the planner simulates both labels: one label everywhere leaves no curve to read
         return {"undefined_reason": f"the human majority gives every unit the same label ({positive!r} on "
                                     f"{rate:.0%} of {codes.size} units): the planner needs both labels"}
-    clusters = evidence.table.loc[evidence.table["source"] == "human"].drop_duplicates("unit")["cluster"].nunique()
+    clusters = evidence.table.loc[evidence.table["source"] == "human", ["unit", "cluster"]].drop_duplicates("unit")[
+        "cluster"].nunique()
     unscored, total = evidence.unscored()
     return operating_point(policy, units=int(estimate.n), annotators=len(report.humans), positive_rate=rate,
                            human_agreement=float(report.human_panel.mean_pairwise_agreement),
@@ -330,7 +331,7 @@ def first_turn_document(study: Any, judge: str, settings: dict[str, Any]) -> dic
 
 def judge_sample_fingerprint(table: Any, judge: str) -> str:
     """sha256 of a judge's labels on the sampled units: a score checks they did not change since the gate."""
-    rows = table[(table["source"] == "judge") & (table["rater"] == judge)].sort_values("unit")
+    rows = table.loc[(table["source"] == "judge") & (table["rater"] == judge), ["unit", "label"]].sort_values("unit")
     return sha256_hex([[u, lab if isinstance(lab, str) else None]
                        for u, lab in zip(rows["unit"].tolist(), rows["label"].tolist())])
 
@@ -380,7 +381,8 @@ def gate_study(study: Any, policy_path: str | Path, *, judges: list[str] | None 
     unit_kind = unit_kinds(study)
     for judge in names:
         kinds = set(table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"].unique())
-        mine = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
+        mine = table.loc[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge)),
+                         ["unit", "source"]]  # the two columns read: a 1e5-unit table is taken per judge
         identity = judge_identity(study, judge, kinds=unit_kind, units=set(mine["unit"].unique()))
         human_sample = human_sample_sha256(mine)
         registration = registration_status(study, policy, judge, identity, human_sample)

@@ -283,14 +283,29 @@ class Simulator:
         humans = np.where(rng.random((d.annotators, S, n)) < d.human_accuracy, latent, ~latent)
         return cluster, latent, humans, rng.random((S, n))
 
+    def _seeded(self, size: int) -> tuple[np.ndarray, ...]:
+        """``_studies(size)`` under the seed, read-only. They depend on the design's human side alone, not on
+        the judge, so the OC curve's chunks and every judge of a gate share one copy (drawn per chunk and
+        judge they were a tenth of ``accord gate``'s curve at 1e5 units)."""
+        d = self.design
+        key = (d.turns_per_trajectory, d.icc, d.positive_rate, d.annotators, d.human_accuracy, self.studies, size,
+               self.seed)
+        if key not in _SEEDED:
+            arrays = self._studies(size, np.random.default_rng([self.seed, size]))
+            for array in arrays:
+                array.setflags(write=False)
+            if len(_SEEDED) >= 2:  # (S, n) arrays of a few MB each: the last two designs are kept
+                del _SEEDED[next(iter(_SEEDED))]
+            _SEEDED[key] = arrays
+        return _SEEDED[key]
+
     def pass_rates(self, n: int, judge_accuracies: np.ndarray) -> dict[str, np.ndarray]:
         """P(pass) of each planned criterion and of all of them, at each judge accuracy: {name: (X,)}.
 
         Studies above ``simulated_units`` units are the ``simulated_units``-unit studies carried to
         ``n`` units (module docstring)."""
         size = min(n, self.simulated_units)
-        rng = np.random.default_rng([self.seed, size])
-        studies = SimulatedStudies(self, n, size, np.asarray(judge_accuracies, dtype=float), *self._studies(size, rng))
+        studies = SimulatedStudies(self, n, size, np.asarray(judge_accuracies, dtype=float), *self._seeded(size))
         passes: dict[str, np.ndarray] = {}
         every = np.ones((studies.judge_accuracy.size, self.studies), dtype=bool)
         for c in self.criteria:
@@ -300,6 +315,9 @@ class Simulator:
             every &= ok
         passes["policy"] = every.mean(axis=1)
         return passes
+
+
+_SEEDED: dict[tuple, tuple[np.ndarray, ...]] = {}
 
 
 class SimulatedStudies:
@@ -317,12 +335,15 @@ class SimulatedStudies:
         self.judge = np.where(u_judge[None] < acc[:, None, None], latent[None], ~latent[None])  # (X, S, n)
         votes = humans.sum(axis=0)
         m = d.annotators
-        keep = (2 * votes != m)[None].repeat(acc.size, axis=0)  # ties excluded (even m)
+        untied = 2 * votes != m  # (S, n): ties excluded (even m)
+        keep = untied[None].repeat(acc.size, axis=0)
         majority = (2 * votes > m)[None]
         self.flat = (np.arange(acc.size)[:, None, None] * self.studies * simulated + cluster[None]).ravel()
-        self.slot_count = self._counted(keep)
-        self.clusters = (self.slot_count > 0).sum(axis=2).astype(float)  # (X, S)
-        self.kept = keep.sum(axis=2).astype(float)
+        # Kept units per cluster slot depend on the humans alone: counted once, the same for every judge accuracy.
+        slots = np.bincount(cluster.ravel()[untied.ravel()], minlength=untied.size).astype(float).reshape(untied.shape)
+        self.slot_count = np.broadcast_to(slots, keep.shape)  # (X, S, n), read-only
+        self.clusters = np.repeat((slots > 0).sum(axis=1).astype(float)[None], acc.size, axis=0)  # (X, S)
+        self.kept = np.repeat(untied.sum(axis=1).astype(float)[None], acc.size, axis=0)
         self.tq = _t_quantiles(self.scale.clusters(self.clusters) - 1, 1 - self.z)
         self.cell_sums = self._cells_counted(self.judge, majority, keep)  # each (X, S, n)
 

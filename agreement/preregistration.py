@@ -29,7 +29,7 @@ def sample_files(layout: StudyLayout) -> dict[str, str]:
 
 def human_sample_sha256(table: pd.DataFrame) -> str:
     """The human sample a gate reads: the units people labelled (sorted), however many labels each has."""
-    return sha256_hex(sorted({str(u) for u in table.loc[table["source"] == "human", "unit"].unique()}))
+    return sha256_hex(sorted({str(u) for u in table.loc[table["source"] == "human", "unit"].unique().tolist()}))
 
 
 def registrations(layout: StudyLayout) -> list[Any]:

@@ -85,7 +85,19 @@ def isin(column: pd.Series, values: Iterable[Any]) -> pd.Series:
         return column.isin(values)
     keys = values.to_numpy(dtype=object) if isinstance(values, (pd.Index, pd.Series)) else \
         np.asarray(list(values), dtype=object)
-    keys[pd.isna(keys)] = np.nan
+    missing = pd.isna(keys)
+    if column.dtype.storage == "pyarrow":  # Arrow's hash set over the column's own buffers: no object copy
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            value_set = pa.array(keys, type=pa.large_string(), mask=missing)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a key that is not text: the object path below
+            pass
+        else:
+            found = pc.is_in(pa.array(column), value_set=value_set, skip_nulls=False)
+            return pd.Series(found.to_numpy(zero_copy_only=False), index=column.index)
+    keys[missing] = np.nan
     found = pd.Series(column.to_numpy(dtype=object), dtype=object).isin(keys)
     return pd.Series(found.to_numpy(), index=column.index)
 
@@ -163,17 +175,21 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame,
         human[column] = human[column].fillna(default) if column in human.columns else default
     versions = human["codebook_sha256"] if "codebook_sha256" in human.columns else pd.Series(None, index=human.index)
     human["codebook_sha256"] = versions.astype(object).where(versions.notna(), None)
-    folder = human["source_file"].map(lambda name: "" if "://" in name else f"{layout.root}/")  # files, not a URL
-    where = folder + human["source_file"] + ":" + human["source_line"].astype(str)
+
+    def where(row: Any) -> str:  # a row's place, spelled only for a message (3e5 rows need none)
+        name = human.at[row, "source_file"]
+        folder = "" if "://" in name else f"{layout.root}/"  # files, not a URL
+        return f"{folder}{name}:{human.at[row, 'source_line']}"
+
     bad_role = human[~human["role"].isin(HUMAN_ROLES)]
     if len(bad_role):
         row = bad_role.iloc[0]
-        raise InputError(f"{where[bad_role.index[0]]}: role {row['role']!r}; expected one of {list(HUMAN_ROLES)}")
+        raise InputError(f"{where(bad_role.index[0])}: role {row['role']!r}; expected one of {list(HUMAN_ROLES)}")
     task_unit = key.set_index("task_id")["unit_id"]
     unknown = human[~isin(human["task_id"], task_unit.index)]
     if len(unknown):
-        raise InputError(f"{where[unknown.index[0]]}: human labels for tasks not in the sealed key {layout.key}",
-                         problems=[f"{where[i]}: task_id {t!r}" for i, t in unknown["task_id"].items()])
+        raise InputError(f"{where(unknown.index[0])}: human labels for tasks not in the sealed key {layout.key}",
+                         problems=[f"{where(i)}: task_id {t!r}" for i, t in unknown["task_id"].items()])
     human["unit_id"] = human["task_id"].map(task_unit)
     owner = ["unit_id", "annotator", "role"]
     repeated = human[human.duplicated(owner, keep=False)]
@@ -184,7 +200,7 @@ def read_human_labels(layout: StudyLayout, key: pd.DataFrame,
         backends = sorted(set(rows["backend"].astype(str)))
         across = rows["source_file"].nunique() > 1
         raise InputError(
-            f"{where[a]} and {where[b]}: annotator {first['annotator']!r} has two {first['role']} labels for unit "
+            f"{where(a)} and {where(b)}: annotator {first['annotator']!r} has two {first['role']} labels for unit "
             f"{first['unit_id']!r} (task {human.at[a, 'task_id']!r}"
             + (f", in backends {backends}); keep one backend's label for this person and unit" if across
                else "); export the latest edit only (accord labels export)"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +102,28 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+_CHECKED: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+"""Per-unit id arrays (clusters, strata) a RatingData has checked and made read-only, by id: a table built from
+another's arrays (subsets of raters, baselines, resolved references: dozens per gate) reuses them unchecked."""
+
+
+def _checked_ids(values: Any, n: int, *, attribute: str, each: str, what: str, units: np.ndarray, source: str
+                 ) -> np.ndarray:
+    """``values`` as a read-only object array of ``each`` per unit, none missing; else an InputError naming
+    the unit."""
+    if (isinstance(values, np.ndarray) and _CHECKED.get(id(values)) is values and not values.flags.writeable
+            and values.shape == (n,)):
+        return values
+    array = np.asarray(values, dtype=object).copy()
+    if array.shape != (n,):
+        raise InputError(f"{source}: {attribute} must give {each} per unit ({n}), got shape {array.shape}")
+    blank = _first_missing(array)
+    if blank is not None:
+        raise InputError(f"{source}: unit {units[blank]!r} has no {what}")
+    _CHECKED[id(array)] = _readonly(array)
+    return array
+
+
 @dataclass(frozen=True, eq=False)
 class RatingData:
     """Validated ratings: ``codes`` (n units x r raters, -1 = missing) over ``categories``.
@@ -142,22 +165,10 @@ class RatingData:
             raise InputError(f"{self.source}: agreement needs at least two raters{named}")
         if codes.size and (codes.min() < -1 or codes.max() >= len(categories)):
             raise InputError(f"{self.source}: codes must be -1 (missing) or 0..{len(categories) - 1}")
-        clusters = None
-        if self.clusters is not None:
-            clusters = np.asarray(self.clusters, dtype=object).copy()
-            if clusters.shape != (n,):
-                raise InputError(f"{self.source}: clusters must give one id per unit ({n}), got shape {clusters.shape}")
-            blank = _first_missing(clusters)
-            if blank is not None:
-                raise InputError(f"{self.source}: unit {units[blank]!r} has no cluster id")
-        strata = None
-        if self.strata is not None:
-            strata = np.asarray(self.strata, dtype=object).copy()
-            if strata.shape != (n,):
-                raise InputError(f"{self.source}: strata must give one stratum per unit ({n}), got shape {strata.shape}")
-            blank = _first_missing(strata)
-            if blank is not None:
-                raise InputError(f"{self.source}: unit {units[blank]!r} has no stratum")
+        clusters = None if self.clusters is None else _checked_ids(
+            self.clusters, n, attribute="clusters", each="one id", what="cluster id", units=units, source=self.source)
+        strata = None if self.strata is None else _checked_ids(
+            self.strata, n, attribute="strata", each="one stratum", what="stratum", units=units, source=self.source)
         weights = None
         if self.unit_weights is not None:
             weights = np.array(self.unit_weights, dtype=float, copy=True)
@@ -171,9 +182,9 @@ class RatingData:
         object.__setattr__(self, "units", _readonly(units))
         object.__setattr__(self, "raters", raters)
         object.__setattr__(self, "categories", categories)
-        object.__setattr__(self, "clusters", None if clusters is None else _readonly(clusters))
+        object.__setattr__(self, "clusters", clusters)
         object.__setattr__(self, "unit_weights", None if weights is None else _readonly(weights))
-        object.__setattr__(self, "strata", None if strata is None else _readonly(strata))
+        object.__setattr__(self, "strata", strata)
         object.__setattr__(self, "category_scores", _readonly(_category_scores(categories)))
 
     @property

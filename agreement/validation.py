@@ -521,14 +521,14 @@ class GateEvidence:
 
     def __init__(self, table: pd.DataFrame, *, judge: str, tie_policy: str, level: float, n_resamples: int,
                  seed: int, weighted: bool = False, registration: dict[str, Any] | None = None) -> None:
-        judged = table[(table["source"] == "judge") & (table["rater"] == judge)]
+        judged = table.loc[(table["source"] == "judge") & (table["rater"] == judge), "kind"]
         if judged.empty:
             present = sorted(set(table.loc[table["source"] == "judge", "rater"].unique()))
             raise InputError(f"judge {judge!r} has no labels on the sampled units; judges present: {present}")
-        kinds = sorted(set(judged["kind"].unique()))
+        kinds = sorted(set(judged.unique()))
         self.judge = judge
-        self._other_judges = table[(table["source"] == "judge") & (table["rater"] != judge)
-                                   & table["kind"].isin(kinds)]
+        self._other_judges = table.loc[(table["source"] == "judge") & (table["rater"] != judge)
+                                       & table["kind"].isin(kinds), ["unit", "rater", "label"]]  # the baselines
         self.table = table[table["kind"].isin(kinds) & ((table["source"] == "human") | (table["rater"] == judge))]
         self.level, self.seed, self.n_resamples = level, seed, n_resamples
         self.tie_policy, self.weighted = tie_policy, weighted
@@ -673,7 +673,7 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
     """
     if reference not in REFERENCES:
         raise InputError(f"reference {reference!r}: expected one of {list(REFERENCES)}")
-    humans = table[table["source"] == "human"]
+    humans = table.loc[table["source"] == "human", ["unit", "rater", "label", "kind"]]  # the columns read
     frames = []
     for kind, rows in humans.groupby("kind", sort=True):
         categories, positive = scheme_of([kind], rows["label"])
@@ -684,7 +684,7 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         codes = np.full(wide.shape, -1, dtype=np.int64)
         for k, label in enumerate(categories):
             codes[(wide == label).to_numpy()] = k
-        units = [str(u) for u in wide.index]
+        units = [str(u) for u in wide.index.tolist()]  # a list first: iterating an Arrow index is per element
         vote = majority_vote(codes, units=units, categories=categories, voters=[str(c) for c in wide.columns],
                              tie_policy=tie_policy, positive=binary_positive)
         # The first row of each unit, as filtering to the human units first gives (every unit of ``wide`` has one).
@@ -696,12 +696,18 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         chosen = vote.codes if reference == "human_majority" else resolved
         given = adjudicated.notna().to_numpy() & (reference == "resolved")
         frames.append(pd.DataFrame({"unit": units, "kind": kind,
-                                    "label": pd.Series([categories[c] if c >= 0 else None for c in chosen],
-                                                       dtype=object),
+                                    "label": pd.Series(_labels_of(chosen, categories), dtype=object),
                                     "tied": vote.tied, "adjudicated": given}))
     if not frames:
         return pd.DataFrame({"unit": [], "kind": [], "label": [], "tied": [], "adjudicated": []})
     return pd.concat(frames, ignore_index=True)
+
+
+def _labels_of(codes: np.ndarray, categories: Sequence[Any]) -> np.ndarray:
+    """The label of each code (-1: None) as an object array, one take instead of a Python loop per unit."""
+    lookup = np.empty(len(categories) + 1, dtype=object)
+    lookup[:-1] = list(categories)  # the last slot stays None: code -1 reads it
+    return lookup[np.asarray(codes, dtype=np.int64)]
 
 
 def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone",
@@ -720,8 +726,7 @@ def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_fiel
         resolved = reference_labels(table, reference="resolved", tie_policy=report.majority.tie_policy)
         labels = pd.Series(resolved["label"].to_numpy(dtype=object), index=resolved["unit"].astype(str))
     else:
-        labels = pd.Series([report.categories[c] if c >= 0 else None for c in report.majority.codes],
-                           index=list(section.units))
+        labels = pd.Series(_labels_of(report.majority.codes, report.categories), index=list(section.units))
     return _judge_rows(table, judge, human=labels, model_field=model_field)
 
 
@@ -733,7 +738,8 @@ def _judge_rows(table: pd.DataFrame, judge: str, *, human: pd.Series | None,
                  "unscored_reason", "trajectory_id"}
         raise InputError(f"--model-field {model_field!r}: not a stratum of the study's units; strata: "
                          f"{sorted(c for c in table.columns if c not in fixed)}")
-    rows = table[(table["source"] == "judge") & (table["rater"] == judge)]
+    read = list(dict.fromkeys(["unit", "cluster", model_field, "family", "label", "weight", "stratum"]))
+    rows = table.loc[(table["source"] == "judge") & (table["rater"] == judge), read]
     labels = rows["unit"].map(human).to_numpy(dtype=object) if human is not None else np.full(len(rows), None)
     return pd.DataFrame({
         "unit": rows["unit"].to_numpy(), "cluster": rows["cluster"].to_numpy(),

@@ -116,6 +116,8 @@ def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ma
     cells = [(row.where, row.values.get(c)) for row in rows for c in (columns.annotators or (columns.label,))]
     check_label_types([(w, v) for w, v in cells if v not in (None, "")], column=columns.label or "annotator columns")
 
+    checked: dict[tuple[str, str], str] = {}  # (cell, unit kind) -> its label: each distinct good cell checked once
+
     def convert(row: TableRow) -> list[HumanLabel]:
         unit = matcher.unit_of(row, match)
         task = matcher.task_of(unit)
@@ -140,7 +142,9 @@ def human_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ma
         given = _time(row.get(columns.time), row.where, columns.time) if columns.time else None
         out = []
         for annotator, value in pairs:
-            label = _check_label(label_text(value), kind, scheme, row.where, schemes)
+            text = label_text(value)
+            label = checked.get((text, kind)) or checked.setdefault(
+                (text, kind), _check_label(text, kind, scheme, row.where, schemes))
             out.append(HumanLabel(task_id=task, annotator=annotator, label=label, first_turn=first,
                                   unsure=_flag(row.get(columns.unsure, required=False), row.where, columns.unsure or ""),
                                   note=str(row.get(columns.note, required=False) or ""), created_at=given,

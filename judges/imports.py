@@ -69,6 +69,9 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
     if parse_mode not in PARSE_MODES:
         raise InputError(f"--parse-mode {parse_mode!r}: expected one of {list(PARSE_MODES)}")
 
+    scheme_of: dict[str, str] = {}  # unit kind -> its scheme: one registry look-up per kind, not per row
+    canonical: dict[tuple[str, str], str | None] = {}  # (scheme, raw output) -> its label, read once per distinct cell
+
     def convert(row: TableRow) -> JudgeLabel:
         unit = matcher.unit_of(row, match)
         raw = _raw_text(row.get(output_column, required=False))
@@ -80,8 +83,11 @@ def judge_labels_from_rows(rows: Sequence[TableRow], matcher: UnitMatcher, *, ju
                               parse_status=outcome.status, unscored_reason=outcome.reason)
         if raw is None or not raw.strip():
             return JudgeLabel(**base, label=None, parse_status="unscored", unscored_reason="empty")
-        name = scheme or DEFAULT_SCHEME[matcher.kinds[unit]]
-        label = raw if name == ANY_SCHEME else get_scheme(name).canonical(raw)
+        kind = matcher.kinds[unit]
+        name = scheme or scheme_of.get(kind) or scheme_of.setdefault(kind, DEFAULT_SCHEME[kind])
+        if (name, raw) not in canonical:
+            canonical[name, raw] = raw if name == ANY_SCHEME else get_scheme(name).canonical(raw)
+        label = canonical[name, raw]
         if label is None:
             return JudgeLabel(**base, label=None, parse_status="unscored",
                               unscored_reason=f"wrong_format: {raw!r} is not a {name} label {list(get_scheme(name).labels)}")

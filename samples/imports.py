@@ -200,9 +200,13 @@ def import_rows(path: str | Path, *, format: str | None, rows: Sequence[TableRow
 def check_columns(rows: Sequence[TableRow], named: Mapping[str, Iterable[str | None]], *, source: str | Path) -> None:
     """Every column an option names exists in the table: one line naming the option, the missing
     column(s) and the columns that do exist (a typo must not import an annotator or judge with no labels)."""
+    named = {option: list(columns) for option, columns in named.items()}
+    wanted = {column for columns in named.values() for column in columns if column is not None}
     present: dict[str, None] = {}
     for row in rows:
         present.update(dict.fromkeys(row.values))
+        if wanted <= present.keys():  # every named column seen (a CSV's first row): no need to read on
+            return
     missing = [(option, column) for option, columns in named.items() for column in columns
                if column is not None and column not in present]
     if missing:
@@ -489,7 +493,7 @@ def units_from_rows(study: str | Path | StudyLayout, rows: Sequence[TableRow], *
         cluster = identifier(row.get(cluster_column)) if cluster_column else unit_id
         unit = Unit(unit_id=unit_id, trajectory_id=cluster, kind=unit_kind, text="", strata=strata)
         known = units.setdefault(unit_id, unit)
-        if known != unit:
+        if known is not unit and known != unit:  # the first row of a unit is the unit: no field-wise compare
             raise InputError(f"{row.where}: unit {unit_id!r} appears with another kind, cluster or strata "
                              f"than on an earlier row")
 

@@ -118,6 +118,8 @@ class Registry(Mapping[str, T], Generic[T]):
     def _find(self, name: object) -> T | None:
         """A hit needs no plugin (so built-ins looked up while modules import never start the plugins);
         a miss loads them and looks again."""
+        if self._ready and name.__class__ is str and name in self._items:  # the hit, asked per imported row
+            return self._items[name]  # type: ignore[index]
         self._load(plugins=False)
         if isinstance(name, str) and name in self._items:
             return self._items[name]

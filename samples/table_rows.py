@@ -23,6 +23,8 @@ class TableRow:
         if column is None:
             return None
         value = self.values.get(column)
+        if value.__class__ is str and value:  # the common cell, asked per row and column
+            return value
         empty = value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
         if empty and required:
             if column not in self.values:
