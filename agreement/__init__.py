@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # where each public name lives: type checkers read it, lazy_e
         prevalence_bias_indices,
         register_coefficient,
         scott_pi,
+        shared_results,
     )
     from agreement.correction import ppi_mean, rogan_gladen
     from agreement.criteria import register_criterion
@@ -161,6 +162,7 @@ __all__ = [
     "prevalence_bias_indices",
     "register_coefficient",
     "scott_pi",
+    "shared_results",
     # agreement.correction: Bias-corrected rates from a human-validated sample: Rogan-Gladen and PPI++
     "ppi_mean",
     "rogan_gladen",

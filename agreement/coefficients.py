@@ -23,8 +23,13 @@ third-party one would through ``register_coefficient``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+import pickle
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from hashlib import sha256
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -391,11 +396,17 @@ def compute_subsets(
     _check_data(data)
     names = _resolve(coefficients)
     _check_run(n_resamples, seed)
+    columns_of = {key: _columns(data, raters) for key, raters in subsets.items()}
+    memo = _SHARED.get()
+    digest = _memo_key(data, columns_of, names, weights, alpha_level, n_resamples, seed, cluster) \
+        if memo is not None else ""
+    if memo is not None and digest in memo:
+        memo.move_to_end(digest)
+        return {key: dict(by_name) for key, by_name in memo[digest].items()}
     options = Options(weights=weights, alpha_level=alpha_level)
     requests: list[_Request] = []
     slots: list[tuple[Any, str, _Request | AgreementResult]] = []
-    for key, raters in subsets.items():
-        columns = _columns(data, raters)
+    for key, columns in columns_of.items():
         for name in names:
             problem = _rater_count_problem(name, [data.raters[c] for c in columns])
             if problem:
@@ -408,7 +419,52 @@ def compute_subsets(
     results: dict[Any, dict[str, AgreementResult]] = {key: {} for key in subsets}
     for key, name, slot in slots:
         results[key][name] = computed[id(slot)] if isinstance(slot, _Request) else slot
+    if memo is not None and digest:
+        for result in (r for by_name in results.values() for r in by_name.values()):
+            for array in result.details.get("jackknife") or ():
+                array.setflags(write=False)  # shared with every later caller: nobody may change it
+        memo[digest] = {key: dict(by_name) for key, by_name in results.items()}
+        while len(memo) > _SHARED_SIZE:
+            memo.popitem(last=False)
     return results
+
+
+_SHARED: ContextVar[OrderedDict[str, dict[Any, dict[str, AgreementResult]]] | None] = ContextVar(
+    "accord_shared_coefficients", default=None)
+_SHARED_SIZE = 64
+"""Computations kept by ``shared_results`` (least recently used dropped first)."""
+
+
+@contextmanager
+def shared_results() -> Iterator[None]:
+    """Within the block, ``compute_subsets`` on the same ratings and settings returns the results it
+    computed before instead of computing them again.
+
+    ``accord run`` validates, then gates each judge on its share of the same labels: the human panel and
+    the reference comparisons come out of the same rater columns, resample draw and seed, so they are the
+    same numbers (a result depends only on its inputs). The results are immutable (read-only arrays).
+    """
+    token = _SHARED.set(OrderedDict())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _memo_key(data: RatingData, columns_of: Mapping[Any, list[int]], names: Sequence[str], weights: Any,
+              alpha_level: str, n_resamples: int, seed: int, cluster: bool) -> str:
+    """sha256 of everything a ``compute_subsets`` result depends on: the used raters' columns (every unit,
+    in order), their names, the categories and their scores, clusters, unit weights, strata and settings."""
+    used = sorted({c for columns in columns_of.values() for c in columns})
+    position = {c: i for i, c in enumerate(used)}
+    parts = (data.codes[:, used], [data.raters[c] for c in used], data.categories, data.category_scores,
+             data.clusters, data.unit_weights, data.strata,
+             [(key, [position[c] for c in columns]) for key, columns in columns_of.items()],
+             list(names), weights, alpha_level, n_resamples, seed, cluster)
+    try:
+        return sha256(pickle.dumps(parts, protocol=5)).hexdigest()
+    except (pickle.PicklingError, TypeError, AttributeError):  # a subset key pickle cannot write: not shared
+        return ""
 
 
 def _run(data: RatingData, requests: list[_Request], n_resamples: int, seed: int, cluster: bool) -> list[AgreementResult]:

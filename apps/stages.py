@@ -727,7 +727,17 @@ def _write_state(root: Path, state: StudyState) -> None:
 
 
 def run_study(ctx: Context) -> RunResult:
-    """Run every stage in order, skipping those already done; stop at the human stage when labels are missing."""
+    """Run every stage in order, skipping those already done; stop at the human stage when labels are missing.
+
+    The stages share their agreement computations (``agreement.shared_results``): the gate's human panel
+    and reference comparisons are validation's, on the same labels and seed."""
+    from agreement import shared_results
+
+    with shared_results():
+        return _run_stages(ctx)
+
+
+def _run_stages(ctx: Context) -> RunResult:
     from agreement import VerdictDocument, read_document
     from samples import atomic_writer, writable_folder, write_json
 
