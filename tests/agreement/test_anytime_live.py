@@ -125,9 +125,10 @@ def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_ser
     def ls_task(name: str, i: int) -> int:
         return state["annotators"][name]["projects"]["escalate_final"]["tasks"][ids[i]]
 
+    clients = {name: LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+               for name in ("ann-a", "ann-b")}
     for i in GIVEN_ORDER[:7]:  # the 7 units at which the anytime gate REJECTS (confseq: 0.582 < 0.6)
-        for name in ("ann-a", "ann-b"):
-            client = LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+        for name, client in clients.items():
             client.annotations.create(id=ls_task(name, i), result=[{"from_name": "label", "to_name": "display",
                                                                     "type": "choices",
                                                                     "value": {"choices": [TRUTH[i]]}}])

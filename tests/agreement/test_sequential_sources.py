@@ -218,9 +218,11 @@ def test_label_studio_pulls_are_read_in_annotation_order(labelstudio_server, tmp
                        admin_password=labelstudio_server.admin_password).push(tasks, load_orders(layout.orders, tasks))
     state = json.loads(layout.labelstudio_state.read_text(encoding="utf-8"))
     credentials = load_labelstudio_credentials(root)
+    # One client per annotator, as a person keeps one session: a client per annotation only cost set-up.
+    clients = {name: LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+               for name in ("ann-a", "ann-b")}
     for i in GIVEN_ORDER if order == "given" else GIVEN_ORDER[::-1]:
-        for name in ("ann-a", "ann-b"):
-            client = LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+        for name, client in clients.items():
             ls_task = state["annotators"][name]["projects"]["escalate_final"]["tasks"][ids[i]]
             client.annotations.create(id=ls_task, result=[{"from_name": "label", "to_name": "display",
                                                            "type": "choices", "value": {"choices": [TRUTH[i]]}}])
