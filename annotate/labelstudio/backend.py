@@ -336,9 +336,12 @@ class LabelStudioBackend:
 
     def close_remaining(self) -> dict[str, int]:
         """Delete every task no annotation was made on from each annotator's projects (Label Studio Community has no
-        task lock: ``DELETE /api/tasks/{id}/``), so nobody can open one again; recorded as closed, so push does not
-        import them again and status no longer counts them as assigned. Tasks with an annotation, even a skipped
-        one, stay with their labels."""
+        task lock), so nobody can open one again; recorded as closed, so push does not import them again and status
+        no longer counts them as assigned. Tasks with an annotation, even a skipped one, stay with their labels.
+
+        One Data Manager ``delete_tasks`` action per project deletes them all (``POST /api/dm/actions``), not one
+        request per task; an interrupted close resumes, since a task the server no longer has counts as closed.
+        """
         state = self._require_state()
         credentials = self._credentials()
         closed: dict[str, int] = {}
@@ -349,15 +352,16 @@ class LabelStudioBackend:
                 where = f"project {project.project_id} of annotator {annotator!r} ({kind})"
                 on_server = {int(task["id"]): bool(task.get("annotations"))
                              for task in owner.export(project.project_id, what=f"reading {where}")}
-                for task_id, ls_id in list(project.tasks.items()):
-                    if on_server.get(ls_id, False):
-                        continue
-                    if ls_id in on_server:  # a task the server lost is closed already
-                        owner.call(f"closing task {ls_id} of {where}", owner.client.tasks.delete, ls_id)
+                unlabelled = {task_id: ls_id for task_id, ls_id in project.tasks.items() if not on_server.get(ls_id, False)}
+                present = [ls_id for ls_id in unlabelled.values() if ls_id in on_server]  # a lost task is closed already
+                if present:
+                    owner.call(f"closing {len(present)} task(s) of {where}", owner.client.actions.create,
+                               id="delete_tasks", project=project.project_id, selected_items={"all": False, "included": present})
+                for task_id in unlabelled:
                     del project.tasks[task_id]
                     project.closed.append(task_id)
-                    closed[annotator] += 1
-                    self._save_state(state)  # one task at a time: an interrupted close resumes where it stopped
+                closed[annotator] += len(unlabelled)
+                self._save_state(state)
         return closed
 
     # -- pull ----------------------------------------------------------------------

@@ -3,11 +3,13 @@ its Django admin pages, where accounts, organisations and memberships are made (
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
 import re
 import secrets
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -81,6 +83,19 @@ def _form_errors(page: str) -> str:
     return "; ".join(html.unescape(re.sub(r"<[^>]+>", "", item)).strip() for block in blocks for item in re.findall(r"<li>(.*?)</li>", block, re.DOTALL))
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The one TLS context of every client this process opens to Label Studio.
+
+    httpx builds a context per client by default, loading the CA bundle (about 20 ms of CPU): every SDK client,
+    owner client and sign-in session paid it again. ``httpx.create_ssl_context`` is httpx's own default
+    (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), so verification is unchanged.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class _Server:
     """One API token's SDK client plus one-line errors for the failures a user can fix."""
 
@@ -89,10 +104,13 @@ class _Server:
             from label_studio_sdk import LabelStudio
         except ImportError:
             raise InputError(SDK_INSTALL_HINT) from None
+        import httpx
+
         self.url = url
         self.timeout = timeout
         self.refused_hint = refused_hint
-        self.client = LabelStudio(base_url=url, api_key=token, timeout=timeout)
+        self.client = LabelStudio(base_url=url, api_key=token, timeout=timeout,
+                                  httpx_client=httpx.Client(timeout=timeout, follow_redirects=True, verify=_tls()))
 
     def call(self, what: str, function: Callable[..., Any], *args: Any, not_found: str | None = None, **kwargs: Any) -> Any:
         """``function(*args, **kwargs)``; with ``not_found`` a 404 returns None, else every failure is an InputError."""
@@ -172,7 +190,7 @@ class _Server:
         """A browser-like session of an account, signed in through Label Studio's login form."""
         import httpx
 
-        session = httpx.Client(base_url=self.url, follow_redirects=False, timeout=self.timeout)
+        session = httpx.Client(base_url=self.url, follow_redirects=False, timeout=self.timeout, verify=_tls())
 
         def login() -> httpx.Response:
             session.get("/user/login/").raise_for_status()

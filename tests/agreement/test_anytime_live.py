@@ -101,8 +101,9 @@ def test_a_decided_study_tells_annotators_no_more_labels_are_needed(labelling, c
 
 
 def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_server, tmp_path, capsys, monkeypatch):
-    """Label Studio Community has no task lock, so the tasks nobody labelled are deleted (DELETE /api/tasks/{id}/):
-    an annotator's own token can no longer open one, the labelled ones stay, and push does not bring them back."""
+    """Label Studio Community has no task lock, so the tasks nobody labelled are deleted (one Data Manager
+    delete_tasks action per project): an annotator's own token can no longer open one, the labelled ones stay, and
+    push does not bring them back."""
     import httpx
     from label_studio_sdk import LabelStudio
 
@@ -110,6 +111,7 @@ def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_ser
     from annotate.tasks import load_orders, load_tasks
     from apps.cli import main
     from samples.layout import StudyLayout
+    from tests.support.ls_requests import counted_requests
 
     root = tmp_path / "study"
     _, ids = _blinded(root, ("ann-a", "ann-b"))
@@ -125,9 +127,10 @@ def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_ser
     def ls_task(name: str, i: int) -> int:
         return state["annotators"][name]["projects"]["escalate_final"]["tasks"][ids[i]]
 
+    clients = {name: LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+               for name in ("ann-a", "ann-b")}
     for i in GIVEN_ORDER[:7]:  # the 7 units at which the anytime gate REJECTS (confseq: 0.582 < 0.6)
-        for name in ("ann-a", "ann-b"):
-            client = LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+        for name, client in clients.items():
             client.annotations.create(id=ls_task(name, i), result=[{"from_name": "label", "to_name": "display",
                                                                     "type": "choices",
                                                                     "value": {"choices": [TRUTH[i]]}}])
@@ -139,8 +142,11 @@ def test_a_decided_study_closes_the_remaining_label_studio_tasks(labelstudio_ser
     assert "no decided anytime verdict" in capsys.readouterr().err
     assert main(["gate", str(root), "--policy", str(root / "policy.toml"), "--sequential"]) == 1
     assert "REJECT at look 7 (7 of 7 units)" in capsys.readouterr().out
-    assert main(["ls", "close", "--study", str(root), "--json"]) == 0
+    with counted_requests(monkeypatch) as sent:
+        assert main(["ls", "close", "--study", str(root), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["closed"] == {"ann-a": 53, "ann-b": 53}
+    # One bulk delete per project (2), never a request per task (106).
+    assert (sent["POST /api/dm/actions/"], sent["DELETE /api/tasks/N/"]) == (2, 0), sent
 
     remaining, labelled = GIVEN_ORDER[7], GIVEN_ORDER[0]
     for name in ("ann-a", "ann-b"):

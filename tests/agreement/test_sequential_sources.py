@@ -58,26 +58,30 @@ def judge_label(i: int) -> str:
     return FLIP[TRUTH[i]] if i in WRONG_UNITS else TRUTH[i]
 
 
-def confseq_looks(x: list[float], floor: float) -> tuple[int | None, int | None]:
-    """(first look with upper < floor, first look with lower >= floor) of confseq's betting CS, 1-based."""
+def confseq_looks(paths: list[list[float]], floor: float) -> list[tuple[int | None, int | None]]:
+    """Per path, (first look with upper < floor, first look with lower >= floor) of confseq's betting CS, 1-based
+    (one interpreter for every path: starting confseq's venv costs about a CPU-second)."""
     python = CONFSEQ_VENV / "bin" / "python"
     if not python.exists():
         pytest.fail(f"the confseq cross-check venv is missing at {CONFSEQ_VENV}: run bash scripts/confseq_venv.sh")
     script = ("import json, sys, numpy as np\nfrom confseq.betting import betting_cs\n"
-              "l, u = betting_cs(np.array(json.load(sys.stdin)), alpha=0.05, breaks=1000, running_intersection=True,"
-              " convex_comb=True)\nprint(json.dumps([l.tolist(), u.tolist()]))\n")
-    done = subprocess.run([str(python), "-c", script], input=json.dumps(x), capture_output=True, text=True,
+              "bounds = [betting_cs(np.array(x), alpha=0.05, breaks=1000, running_intersection=True, convex_comb=True)"
+              " for x in json.load(sys.stdin)]\nprint(json.dumps([[l.tolist(), u.tolist()] for l, u in bounds]))\n")
+    done = subprocess.run([str(python), "-c", script], input=json.dumps(paths), capture_output=True, text=True,
                           timeout=300, check=True)
-    low, high = map(np.array, json.loads(done.stdout))
-    fail, passed = np.nonzero(high < floor)[0], np.nonzero(low >= floor)[0]
-    return (int(fail[0]) + 1 if fail.size else None), (int(passed[0]) + 1 if passed.size else None)
+    looks = []
+    for low, high in (map(np.array, pair) for pair in json.loads(done.stdout)):
+        fail, passed = np.nonzero(high < floor)[0], np.nonzero(low >= floor)[0]
+        looks.append(((int(fail[0]) + 1 if fail.size else None), (int(passed[0]) + 1 if passed.size else None)))
+    return looks
 
 
 def test_the_hand_derived_path_is_confseqs():
     """The numbers the docstring derives, recomputed from confseq (not from accord)."""
     wrong_first = [0.0] * WRONG + [1.0] * (N - WRONG)
-    assert confseq_looks(wrong_first, 0.6)[0] == 7
-    assert confseq_looks(wrong_first[::-1], 0.6) == (None, 13)
+    first, last = confseq_looks([wrong_first, wrong_first[::-1]], 0.6)
+    assert first[0] == 7
+    assert last == (None, 13)
 
 
 def _policy(tmp_path: Path) -> Path:
@@ -218,9 +222,11 @@ def test_label_studio_pulls_are_read_in_annotation_order(labelstudio_server, tmp
                        admin_password=labelstudio_server.admin_password).push(tasks, load_orders(layout.orders, tasks))
     state = json.loads(layout.labelstudio_state.read_text(encoding="utf-8"))
     credentials = load_labelstudio_credentials(root)
+    # One client per annotator, as a person keeps one session: a client per annotation only cost set-up.
+    clients = {name: LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+               for name in ("ann-a", "ann-b")}
     for i in GIVEN_ORDER if order == "given" else GIVEN_ORDER[::-1]:
-        for name in ("ann-a", "ann-b"):
-            client = LabelStudio(base_url=labelstudio_server.url, api_key=credentials.annotators[name].api_token)
+        for name, client in clients.items():
             ls_task = state["annotators"][name]["projects"]["escalate_final"]["tasks"][ids[i]]
             client.annotations.create(id=ls_task, result=[{"from_name": "label", "to_name": "display",
                                                            "type": "choices", "value": {"choices": [TRUTH[i]]}}])
