@@ -13,8 +13,18 @@ any user and an organisation's members to its revoked members: here neither
 # Label Studio's settings module reads django.conf.settings (SENTRY_DSN, ...) before it
 # has finished importing, which re-reads this module half-imported: the base settings
 # must be here first.
+import os
+
 from core.settings.base import *
 from label_studio.core.settings.label_studio import *
 
 USER_SERIALIZER_UPDATE = "accord_labelstudio_users.UserSerializerUpdate"
 ROOT_URLCONF = "accord_labelstudio_urls"
+
+# The test suite's servers only (tests/support/labelstudio.py sets it): Django's PBKDF2 takes about 0.26 CPU-s per
+# password check, and each push signs accounts in (two per new annotator, one admin), about 30 CPU-s of a test run.
+# MD5 is Django's documented hasher for test runs; it is no way to store a real person's password, so a server
+# people use never sets this. PBKDF2 stays listed, so a password stored before still verifies.
+if os.environ.get("ACCORD_LS_TEST_PASSWORD_HASHING") == "1":
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
+                        "django.contrib.auth.hashers.PBKDF2PasswordHasher"]

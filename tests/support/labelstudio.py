@@ -63,6 +63,8 @@ def running_server(
         "LS_START_TIMEOUT": str(START_TIMEOUT_S), "LS_HARDENED": "1" if hardened else "0", "LABEL_STUDIO_USERNAME": server.admin_email,
         "LABEL_STUDIO_PASSWORD": server.admin_password, "LABEL_STUDIO_USER_TOKEN": server.token,
         "LS_DB": "postgres" if server.database_url else "sqlite", "LS_PG_URL": server.database_url or "",
+        # Fast password hashing on the hardened settings (accord_labelstudio_settings.py says why; tests only).
+        "ACCORD_LS_TEST_PASSWORD_HASHING": "1",
     }
     started = subprocess.run(["bash", str(SCRIPT), "start"], check=False, env=env, capture_output=True, text=True)
     try:
