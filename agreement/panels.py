@@ -805,9 +805,7 @@ def baseline_differences(data: RatingData, judge: np.ndarray, reference: np.ndar
     table = type(data)(units=data.units, raters=tuple(names), categories=data.categories,
                        codes=np.column_stack(columns), clusters=data.clusters, unit_weights=data.unit_weights,
                        source=data.source, strata=data.strata)
-    # Only the coefficients compared: each pair's result depends on its own columns and the shared draw, not
-    # on the other coefficients, so leaving out unused ones (Cohen's kappa: q^2 statistics per unit) changes
-    # no number.
+    # Only the coefficients compared (a pair's result depends on its columns and the draw alone, not the others).
     wanted = tuple(c for c in PAIR_COEFFICIENTS if c in coefficients or c == "percent_agreement")
     found = compare_pairs(table, pairs, settings=replace(settings, pair_coefficients=wanted))
     out = []

@@ -582,17 +582,10 @@ def score_tables(doc: ScoreDocument) -> list[Table]:
 
 
 def _png(fig: Any) -> bytes:
-    """The figure as PNG at 110 dpi, cropped to its tight box plus savefig's padding: the bytes of
-    ``savefig(bbox_inches="tight")``, whose extra pass draws the whole figure only to measure it (15% of
-    the report's CPU); the box measured on a renderer at the saving dpi is the same."""
-    import matplotlib
-
-    buffer = io.BytesIO()
-    fig.set_dpi(110)
-    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches=box, metadata={"Software": None})
     import matplotlib.pyplot as plt
-
+    fig.set_dpi(110)  # the tight box measured at the saving dpi: savefig(bbox_inches="tight")'s bytes, one draw fewer
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    fig.savefig(buffer := io.BytesIO(), format="png", dpi=110, bbox_inches=box, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
 

@@ -45,6 +45,7 @@ from agreement.panels import (
     report_to_dict,
 )
 from agreement.study_io import HUMAN_LABEL_SOURCES, SIMULATED_NOTE, Study, isin, labels_table
+from agreement.table import labels_of
 from samples import DEFAULT_SCHEME, SCHEMES, InputError
 from samples import simulated as simulated_rows
 
@@ -696,18 +697,11 @@ def reference_labels(table: pd.DataFrame, *, reference: str, tie_policy: str) ->
         chosen = vote.codes if reference == "human_majority" else resolved
         given = adjudicated.notna().to_numpy() & (reference == "resolved")
         frames.append(pd.DataFrame({"unit": units, "kind": kind,
-                                    "label": pd.Series(_labels_of(chosen, categories), dtype=object),
+                                    "label": pd.Series(labels_of(chosen, categories), dtype=object),
                                     "tied": vote.tied, "adjudicated": given}))
     if not frames:
         return pd.DataFrame({"unit": [], "kind": [], "label": [], "tied": [], "adjudicated": []})
     return pd.concat(frames, ignore_index=True)
-
-
-def _labels_of(codes: np.ndarray, categories: Sequence[Any]) -> np.ndarray:
-    """The label of each code (-1: None) as an object array, one take instead of a Python loop per unit."""
-    lookup = np.empty(len(categories) + 1, dtype=object)
-    lookup[:-1] = list(categories)  # the last slot stays None: code -1 reads it
-    return lookup[np.asarray(codes, dtype=np.int64)]
 
 
 def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_field: str = "backbone",
@@ -726,7 +720,7 @@ def audit_frame(table: pd.DataFrame, section: Section, judge: str, *, model_fiel
         resolved = reference_labels(table, reference="resolved", tie_policy=report.majority.tie_policy)
         labels = pd.Series(resolved["label"].to_numpy(dtype=object), index=resolved["unit"].astype(str))
     else:
-        labels = pd.Series(_labels_of(report.majority.codes, report.categories), index=list(section.units))
+        labels = pd.Series(labels_of(report.majority.codes, report.categories), index=list(section.units))
     return _judge_rows(table, judge, human=labels, model_field=model_field)
 
 

@@ -18,7 +18,6 @@ ALLOWED: dict[str, int] = {
     "agreement.panels": 838,
     "agreement.report": 820,
     "agreement.documents": 740,
-    "agreement.table": 732,
     "agreement.anytime": 728,
     "samples.scrub": 752,
 }

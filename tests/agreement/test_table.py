@@ -229,7 +229,7 @@ def test_reading_csv_does_not_import_pandas(tmp_path):
 
 def test_large_csv_reader_matches_small_csv_reader(tmp_path, monkeypatch):
     """Files above the size threshold go through pyarrow; both readers must agree exactly."""
-    import agreement.table as table
+    import agreement.label_files as table
 
     source = write_csv(tmp_path / "labels.csv", ROWS)
     small = load_labels(source, cluster="trajectory", weight="weight")
@@ -251,7 +251,7 @@ def test_large_csv_reader_matches_small_csv_reader(tmp_path, monkeypatch):
 @pytest.fixture(params=["csv module", "pyarrow"])
 def csv_reader(request, monkeypatch):
     """Both CSV readers (files above the size threshold go through pyarrow) must refuse alike."""
-    from agreement import table
+    from agreement import label_files as table
 
     if request.param == "pyarrow":
         monkeypatch.setattr(table, "_ARROW_CSV_BYTES", 0)
@@ -268,7 +268,7 @@ def test_a_csv_byte_that_is_not_utf8_is_named_with_its_line_and_offset(tmp_path,
 
 
 def test_a_multibyte_character_across_read_blocks_is_not_an_error(tmp_path):
-    from agreement.table import _not_utf8
+    from agreement.label_files import _not_utf8
 
     path = tmp_path / "t.csv"
     path.write_bytes(b"a" * ((1 << 20) - 1) + "é".encode() + b"\n\xff")  # é's two bytes straddle the first block
