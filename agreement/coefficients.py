@@ -437,13 +437,12 @@ _SHARED_SIZE = 64
 
 @contextmanager
 def shared_results() -> Iterator[None]:
-    """Within the block, ``compute_subsets`` on the same ratings and settings returns the results it
-    computed before instead of computing them again.
-
-    ``accord run`` validates, then gates each judge on its share of the same labels: the human panel and
-    the reference comparisons come out of the same rater columns, resample draw and seed, so they are the
-    same numbers (a result depends only on its inputs). The results are immutable (read-only arrays).
-    """
+    """Within the block, ``compute_subsets`` on the same ratings and settings returns its earlier results
+    (read-only) instead of computing them again: a result depends only on its inputs. ``accord gate`` shares
+    the human panel between judges, ``accord run`` also with validation (an inner block shares the outer's)."""
+    if _SHARED.get() is not None:
+        yield
+        return
     token = _SHARED.set(OrderedDict())
     try:
         yield

@@ -413,11 +413,12 @@ class GateStage:
 
     def run(self, layout: StudyLayout, settings: GateSettings) -> StageOutput:
         """The verdict document; ``detail`` is the verdict's text."""
-        from agreement import VerdictDocument, gate_study, load_study
+        from agreement import VerdictDocument, gate_study, load_study, shared_results
 
         study = load_study(layout.root, cluster=settings.cluster)
-        document, text = gate_study(study, settings.policy, judges=list(settings.judges) if settings.judges else None,
-                                    sequential=settings.sequential)
+        with shared_results():  # the judges' human panels are the same computation (ratings, draw and seed)
+            document, text = gate_study(study, settings.policy, sequential=settings.sequential,
+                                        judges=list(settings.judges) if settings.judges else None)
         document["notes"] = [*document["notes"], *_self_family(study, settings.judge_families)]
         return StageOutput(document=_write(VerdictDocument, layout.verdict, document), detail=text)
 
